@@ -1,0 +1,21 @@
+"""Inference Triage entry point: routes pages with st.navigation and draws the shared sidebar."""
+
+import pandas  # noqa: F401  # imported first: a lazy import racing plotly across sessions breaks it
+import streamlit as st
+
+from components.shell import sidebar, t
+
+st.set_page_config(page_title="Inference Triage", page_icon=":material/troubleshoot:", layout="wide")
+
+pages = {
+    t("nav_section_main"): [
+        st.Page("pages/diagnose.py", title=t("nav_diagnose"), icon=":material/account_tree:", default=True),
+        st.Page("pages/benchmark.py", title=t("nav_benchmark"), icon=":material/upload_file:"),
+    ],
+    t("nav_section_reference"): [
+        st.Page("pages/technique.py", title=t("nav_techniques"), icon=":material/menu_book:"),
+    ],
+}
+navigation = st.navigation(pages)
+sidebar()
+navigation.run()

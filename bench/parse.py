@@ -1,0 +1,127 @@
+"""Benchmark the generic per-request CSV path: 1,000,000 requests, bare pyarrow read vs load_benchmark.
+
+Run: .venv/bin/python bench/parse.py [--rows N] [--repeat K]
+Prints the times, the ratio load_benchmark / pyarrow.csv.read_csv and the peak extra memory of each
+(measured in a fresh child process with ru_maxrss, so earlier steps do not hide the peak).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.csv as pacsv
+
+ROOT = Path(__file__).resolve().parent.parent
+CHILD = r"""
+import json, resource, sys, time
+sys.path.insert(0, {root!r})
+import pyarrow as pa, pyarrow.csv as pacsv
+from triage.sources.files import load_benchmark
+path, mode = sys.argv[1], sys.argv[2]
+data = open(path, "rb").read()
+base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+t = time.perf_counter()
+if mode == "arrow":
+    pacsv.read_csv(path)
+else:
+    load_benchmark(data, "bench.csv")
+elapsed = time.perf_counter() - t
+peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print(json.dumps({{"seconds": elapsed, "peak_extra_kb": peak - base}}))
+"""
+
+
+def make_csv(path: Path, rows: int, seed: int = 7) -> None:
+    """A realistic per-request CSV: epoch starts, lognormal prompts, ms latencies, a sparse error column."""
+    rng = np.random.default_rng(seed)
+    start = 1_735_812_000.0 + np.cumsum(rng.exponential(0.01, rows))
+    prompt = np.maximum(1, rng.lognormal(np.log(800), 0.7, rows)).astype(np.int64)
+    output = rng.integers(150, 400, rows)
+    queue = rng.exponential(50.0, rows)
+    ttft = queue + 20 + prompt * 0.05 + rng.gamma(2.0, 5.0, rows)
+    tpot = rng.normal(35.0, 3.0, rows).clip(20, 60)
+    e2e = ttft + tpot * (output - 1)
+    ok = rng.random(rows) > 0.005
+    error = np.where(ok, None, "ReadTimeout: upstream timed out")
+    table = pa.table({
+        "request_id": np.arange(rows), "start_time": start, "prompt_tokens": prompt, "output_tokens": output,
+        "ttft_ms": ttft, "e2e_latency_ms": e2e, "itl_ms": tpot * rng.uniform(0.9, 1.1, rows), "queue_ms": queue,
+        "ok": ok, "error": pa.array(error, type=pa.string()),
+    })
+    pacsv.write_csv(table, path)
+
+
+def timed(fn, repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t)
+    return statistics.median(times)
+
+
+def child(path: Path, mode: str) -> dict[str, float]:
+    out = subprocess.run([sys.executable, "-c", CHILD.format(root=str(ROOT)), str(path), mode],
+                         check=True, capture_output=True, text=True)
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rows", type=int, default=1_000_000)
+    ap.add_argument("--repeat", type=int, default=5)
+    args = ap.parse_args()
+    sys.path.insert(0, str(ROOT))
+    from triage.sources.files import load_benchmark
+
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / "bench.csv"
+        t = time.perf_counter()
+        make_csv(path, args.rows)
+        size = path.stat().st_size
+        print(f"generated {args.rows:,} requests, {size / 1e6:.1f} MB in {time.perf_counter() - t:.1f} s "
+              f"({os.cpu_count()} CPUs, pyarrow {pa.__version__})")
+        data = path.read_bytes()
+        bench = load_benchmark(data, "bench.csv")  # warm-up (imports, caches)
+        arrow_s = timed(lambda: pacsv.read_csv(path), args.repeat)
+        load_s = timed(lambda: load_benchmark(data, "bench.csv"), args.repeat)
+        print(f"(a) pyarrow.csv.read_csv        {arrow_s:7.3f} s  (median of {args.repeat})")
+        print(f"(b) load_benchmark(bytes, name) {load_s:7.3f} s  → ratio (b)/(a) = {load_s / arrow_s:.2f} "
+              "(target ≤ 1.5)")
+        run = bench.runs[0]
+        print(f"    {len(run.requests):,} rows, columns {list(run.requests.columns)}, "
+              f"ttft p90 {run.summary['ttft_p90_s']:.3f} s, tpot p50 {run.summary['tpot_p50_s'] * 1000:.1f} ms")
+        for mode in ("arrow", "load"):
+            m = child(path, mode)
+            extra = m["peak_extra_kb"] * 1024
+            print(f"    peak extra memory ({mode:5s}): {extra / 1e6:7.1f} MB = {extra / size:.2f}× file size "
+                  f"(fresh process, ru_maxrss; target for load ≤ 3×)")
+        diagnose(bench)
+
+
+def diagnose(bench: object) -> None:
+    try:
+        from triage.diagnosis import diagnose_benchmark  # written by another engineer
+    except ImportError:
+        print("(c) signals + diagnosis: skipped (triage.diagnosis.diagnose_benchmark not available)")
+        return
+    base = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    t = time.perf_counter()
+    diagnose_benchmark(bench)
+    print(f"(c) signals + diagnosis          {time.perf_counter() - t:7.3f} s "
+          f"(ru_maxrss grew {(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - base) / 1024:.0f} MB)")
+
+
+if __name__ == "__main__":
+    main()

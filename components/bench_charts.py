@@ -1,0 +1,77 @@
+"""Plotly panels for a benchmark run: distributions, TTFT vs prompt length, latency over time, sweep."""
+
+from __future__ import annotations
+
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+from components.shell import t
+from triage.run import Run
+from triage.sweep import SweepPoint, knee_index
+
+MAX_POINTS = 5000  # scatter plots draw a fixed-seed sample; histograms use every request
+HEIGHT = 300
+
+
+def _sampled(df: pd.DataFrame) -> pd.DataFrame:
+    return df.sample(MAX_POINTS, random_state=0) if len(df) > MAX_POINTS else df
+
+
+def _layout(fig: go.Figure, x: str, y: str) -> go.Figure:
+    fig.update_layout(height=HEIGHT, margin=dict(l=10, r=10, t=30, b=10), xaxis_title=x, yaxis_title=y,
+                      legend=dict(orientation="h", y=1.12))
+    return fig
+
+
+def distributions(run: Run, slo: dict) -> None:
+    df = run.requests
+    cols = st.columns(2)
+    for col, metric, key in ((cols[0], "ttft_s", "ttft_p99_s"), (cols[1], "tpot_s", "tpot_p99_s")):
+        with col:
+            if metric not in df.columns or df[metric].notna().sum() == 0:
+                st.info(t("panel_missing", what=metric))
+                continue
+            fig = go.Figure(go.Histogram(x=df[metric] * 1000, nbinsx=60, name=metric))
+            fig.add_vline(x=slo[key] * 1000, line_dash="dash", line_color="#D32F2F",
+                          annotation_text=f"SLO p99 {slo[key] * 1000:g} ms")
+            st.plotly_chart(_layout(fig, f"{metric[:-2].upper()} (ms)", t("requests")), width="stretch")
+
+
+def ttft_vs_prompt(run: Run) -> None:
+    df = run.requests
+    if not {"prompt_tokens", "ttft_s"} <= set(df.columns):
+        st.info(t("panel_missing", what="prompt_tokens, ttft_s"))
+        return
+    s = _sampled(df)
+    fig = go.Figure(go.Scattergl(x=s["prompt_tokens"], y=s["ttft_s"] * 1000, mode="markers",
+                                 marker=dict(size=4, opacity=0.5)))
+    st.plotly_chart(_layout(fig, t("prompt_tokens"), "TTFT (ms)"), width="stretch")
+
+
+def latency_over_time(run: Run) -> None:
+    df = run.requests
+    if "start_s" not in df.columns:
+        st.info(t("panel_missing", what="start_s"))
+        return
+    s = _sampled(df).sort_values("start_s")
+    fig = go.Figure()
+    for metric in ("ttft_s", "tpot_s"):
+        if metric in s.columns:
+            fig.add_trace(go.Scattergl(x=s["start_s"], y=s[metric] * 1000, mode="markers", name=metric[:-2].upper(),
+                                       marker=dict(size=4, opacity=0.5)))
+    st.plotly_chart(_layout(fig, t("run_time_s"), "ms"), width="stretch")
+
+
+def sweep_curve(points: list[SweepPoint], slo: dict) -> None:
+    x = [p.req_per_s for p in points]
+    y = [p.ttft_p99_s for p in points]
+    fig = go.Figure(go.Scatter(x=x, y=[v * 1000 if v is not None else None for v in y], mode="lines+markers",
+                               text=[p.label for p in points], name="TTFT p99"))
+    knee = knee_index(x, y)
+    if knee is not None:
+        fig.add_trace(go.Scatter(x=[x[knee]], y=[y[knee] * 1000], mode="markers+text", text=[t("knee")],
+                                 textposition="top left", marker=dict(size=14, color="#D32F2F", symbol="x"),
+                                 name=t("knee")))
+    fig.add_hline(y=slo["ttft_p99_s"] * 1000, line_dash="dash", line_color="#9E9E9E")
+    st.plotly_chart(_layout(fig, t("throughput_req_s"), "TTFT p99 (ms)"), width="stretch")

@@ -1,0 +1,105 @@
+"""The benchmark page's body: upload, pick, KPIs, panels, findings and the lit tree."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from components import bench_charts, bench_source
+from components.evidence import findings_block, symptom_summary
+from components.findings import FINDINGS_KEY
+from components.kpi import kpi_row
+from components.shell import knowledge, t
+from components.tree_chart import tree_chart
+from triage.diagnosis import diagnose_run
+from triage.rules import Diagnosis, Slo
+from triage.run import Run
+from triage.sources.files import FORMATS
+from triage.sweep import sweep_points
+
+UPLOAD_KEY = "bench_upload"
+
+
+def upload_area() -> None:
+    files = st.file_uploader(t("upload"), accept_multiple_files=True, key=UPLOAD_KEY,
+                             type=["json", "jsonl", "yaml", "yml", "csv", "parquet", "txt"])
+    fresh = [f for f in files or [] if f.file_id not in st.session_state.get(bench_source.SEEN_KEY, {})]
+    if fresh:
+        with st.status(t("parsing"), expanded=False) as status:
+            bench_source.ingest(fresh, status)
+            status.update(label=t("parsed"), state="complete")
+    for name, reason in st.session_state.get(bench_source.ERRORS_KEY, {}).items():
+        st.error(t("upload_failed", name=name, reason=reason) + " " + t("kept_previous"))
+
+
+def file_picker() -> bench_source.Loaded:
+    store = bench_source.loaded()
+    if store:
+        options = [bench_source.SAMPLE_ID, *store]
+        label = {bench_source.SAMPLE_ID: t("sample_label"), **{d: b.source for d, b in store.items()}}
+        st.selectbox(t("file_picker"), options, key=bench_source.CHOICE_KEY, format_func=label.get)
+    loaded = bench_source.current()
+    if loaded.is_sample:
+        st.info(t("showing_sample"), icon=":material/science:")
+    return loaded
+
+
+def run_picker(loaded: bench_source.Loaded) -> Run:
+    bench = loaded.bench
+    st.markdown(t("detected", fmt=FORMATS.get(bench.format, bench.format), runs=len(bench.runs),
+                  secs=bench.parse_seconds))
+    for note in bench.notes:
+        st.caption(note)
+    if len(bench.runs) == 1:
+        return bench.runs[0]
+    labels = [f"{i}. {r.label}" for i, r in enumerate(bench.runs, start=1)]
+    chosen = st.selectbox(t("run_picker"), range(len(labels)), index=len(labels) - 1,
+                          format_func=labels.__getitem__, key=f"run:{loaded.digest}")
+    return bench.runs[chosen]
+
+
+def panels(loaded: bench_source.Loaded, run: Run, slo: Slo) -> None:
+    multi = len(loaded.bench.runs) > 1
+    names = [t("tab_distributions"), t("tab_prompt"), t("tab_time")] + ([t("tab_sweep")] if multi else [])
+    tabs = st.tabs(names)
+    if run.has_requests:
+        with tabs[0]:
+            bench_charts.distributions(run, slo.values)
+        with tabs[1]:
+            bench_charts.ttft_vs_prompt(run)
+        with tabs[2]:
+            bench_charts.latency_over_time(run)
+    else:
+        for tab in tabs[:3]:
+            tab.info(t("summary_only"))
+    if multi:
+        with tabs[3]:
+            bench_charts.sweep_curve(sweep_points(knowledge(), loaded.bench, slo.values), slo.values)
+    if run.definitions:
+        with st.expander(t("definitions")):
+            st.markdown("\n".join(f"- **{k}**: {v}" for k, v in run.definitions.items()))
+
+
+def diagnosis_view(diag: Diagnosis) -> None:
+    """Findings and symptoms on the left, the lit tree on the right."""
+    st.session_state[FINDINGS_KEY] = diag.matched_ids
+    left, right = st.columns([1, 1], gap="medium")
+    with left:
+        st.markdown(f"### {t('findings')}")
+        findings_block(diag)
+        st.markdown(f"### {t('symptoms')}")
+        symptom_summary(diag)
+    with right:
+        st.markdown(f"### {t('tree_heading')}")
+        tree_chart(diag.matched_ids)
+
+
+def benchmark_page(slo: Slo) -> None:
+    st.title(t("bench_title"))
+    st.caption(t("bench_hint"))
+    upload_area()
+    loaded = file_picker()
+    run = run_picker(loaded)
+    diag = diagnose_run(knowledge(), run, slo)
+    kpi_row(diag.signals, slo.values)
+    panels(loaded, run, slo)
+    diagnosis_view(diag)

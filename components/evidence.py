@@ -1,0 +1,76 @@
+"""Evidence cards: a finding with its numbers and thresholds, and the symptom check of a healthy run."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from components.node_panel import technique_link
+from components.shell import knowledge, lang, t
+from components.tree_chart import NODE_PARAM
+from triage.report_text import fmt_value
+from triage.rules import Diagnosis, Evidence, Finding
+
+CONFIDENCE_BADGE = {"high": ":red-badge[{}]", "medium": ":orange-badge[{}]", "low": ":gray-badge[{}]"}
+
+
+def _rows(evidence: list[Evidence]) -> pd.DataFrame:
+    return pd.DataFrame([{
+        t("ev_signal"): e.signal,
+        t("ev_value"): fmt_value(e.value, e.unit),
+        t("ev_threshold"): f"{e.op} {fmt_value(e.threshold, e.unit)}",
+        t("ev_holds"): {True: "✔", False: "✘", None: "—"}[e.holds],
+        t("meaning"): e.meaning.get(lang()),
+        t("ev_source"): e.source or t("not_measurable_short"),
+    } for e in evidence])
+
+
+def _select(node_id: str) -> None:
+    st.query_params[NODE_PARAM] = node_id
+
+
+def finding_card(f: Finding, rank: int) -> None:
+    kb = knowledge()
+    cause = kb.causes[f.cause]
+    with st.container(border=True):
+        badge = CONFIDENCE_BADGE[f.confidence].format(t("confidence_" + f.confidence))
+        st.markdown(f"**{rank}. {cause.title.get(lang())}** {badge}  \n"
+                    f"{kb.symptom_of(f.cause).title.get(lang())} · `{f.cause}`")
+        if f.explains:
+            names = ", ".join(kb.causes[c].title.get(lang()) for c in f.explains)
+            st.caption(t("explains", names=names))
+        measured = [e for e in f.evidence if e.holds is not None]
+        st.dataframe(_rows(measured), hide_index=True, width="stretch")
+        if f.not_measurable:
+            st.caption(t("not_measurable", names=", ".join(f.not_measurable)))
+        st.markdown(f"**{t('techniques')}**")
+        for tid in f.techniques:
+            technique_link(tid)
+        st.button(t("show_in_tree", title=cause.short.get(lang())), key=f"select:{f.cause}",
+                  on_click=_select, args=(f.cause,), icon=":material/account_tree:")
+
+
+def symptom_summary(diag: Diagnosis) -> None:
+    """Each symptom's verdict with the numbers behind it; a healthy run reads 'no symptom' here."""
+    kb = knowledge()
+    for check in diag.symptoms:
+        title = kb.symptom(check.symptom).title.get(lang())
+        if check.present is None:
+            st.markdown(f"❔ **{title}** — {t('symptom_unknown')}")
+            continue
+        icon = "🔴" if check.present else "🟢"
+        numbers = "; ".join(f"`{e.signal}` {fmt_value(e.value, e.unit)} {e.op} {fmt_value(e.threshold, e.unit)}"
+                            if e.holds else
+                            f"`{e.signal}` {fmt_value(e.value, e.unit)}" for e in check.evidence if e.holds is not None)
+        state = t("symptom_present") if check.present else t("symptom_absent")
+        st.markdown(f"{icon} **{title}** — {state}: {numbers}")
+
+
+def findings_block(diag: Diagnosis) -> None:
+    if not diag.findings:
+        st.success(t("no_symptom"))
+    for i, f in enumerate(diag.findings, start=1):
+        finding_card(f, i)
+    if diag.notes:
+        names = ", ".join(knowledge().causes[n.cause].title.get(lang()) for n in diag.notes)
+        st.caption(t("notes_line", names=names))

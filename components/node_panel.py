@@ -1,0 +1,108 @@
+"""The details panel beside the tree: what a selected node asks, measures and recommends."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from components.shell import knowledge, lang, t
+from components.tree_chart import NODE_PARAM
+from triage.knowledge import ROOT_ID, KnowledgeBase
+
+TECHNIQUE_PAGE = "pages/technique.py"
+JUMP_KEY = "jump"
+
+
+def _select(node_id: str) -> None:
+    st.query_params[NODE_PARAM] = node_id
+
+
+def _node_button(node_id: str, label: str) -> None:
+    st.button(label, key=f"goto:{node_id}", on_click=_select, args=(node_id,), type="tertiary")
+
+
+def technique_link(tid: str) -> None:
+    title = knowledge().techniques[tid].title.get(lang())
+    st.page_link(TECHNIQUE_PAGE, label=t("open_page", title=title), icon=":material/menu_book:",
+                 query_params={"id": tid, "lang": lang()})
+
+
+def _root(kb: KnowledgeBase) -> None:
+    st.subheader(kb.guidance.root.get(lang()))
+    st.write(kb.guidance.principle.get(lang()))
+    for sym in kb.symptoms:
+        _node_button(sym.id, sym.title.get(lang()))
+
+
+def _symptom(kb: KnowledgeBase, node_id: str) -> None:
+    sym = kb.symptom(node_id)
+    st.subheader(sym.title.get(lang()))
+    st.write(sym.summary.get(lang()))
+    st.markdown(f"**{t('look_first')}**")
+    st.markdown("\n".join(f"- {line.get(lang())}" for line in sym.look_first))
+    st.info(f"**{t('free_first')}** — {sym.free_first.get(lang())}")
+    st.markdown(f"**{t('causes')}**")
+    for cause in sym.causes:
+        _node_button(cause.id, cause.title.get(lang()))
+    st.caption(f"{t('key_point')}: {sym.key_point.get(lang())}")
+
+
+def _cause(kb: KnowledgeBase, node_id: str) -> None:
+    cause = kb.causes[node_id]
+    st.caption(kb.symptom_of(node_id).title.get(lang()))
+    st.subheader(cause.title.get(lang()))
+    st.write(cause.detail.get(lang()))
+    st.markdown(f"**{t('question')}** — {cause.question.get(lang())}")
+    st.markdown(f"**{t('metric')}** — `{cause.metric.get(lang())}`")
+    st.markdown(f"**{t('techniques')}**")
+    for ct in cause.techniques:
+        tech = kb.techniques[ct.id]
+        with st.container(border=True):
+            st.markdown(f"**{tech.title.get(lang())}** · {t('level_' + tech.level)}")
+            st.caption(f"{t('seed_gain')}: {ct.gain.get(lang())}")
+            technique_link(ct.id)
+
+
+def _technique(kb: KnowledgeBase, node_id: str) -> None:
+    tech = kb.techniques[node_id]
+    st.subheader(tech.title.get(lang()))
+    st.markdown(f"**{t('level')}:** {t('level_' + tech.level)} · **{t('bottleneck')}:** {tech.bottleneck.get(lang())}")
+    st.write(tech.principle.get(lang()))
+    st.markdown(f"**{t('expected_gain')}** — {tech.expected_gain.seed.get(lang())}")
+    technique_link(node_id)
+    st.markdown(f"**{t('reached_from')}**")
+    for cause in kb.causes_reaching(node_id):
+        _node_button(cause.id, cause.title.get(lang()))
+
+
+def node_panel(node_id: str | None) -> None:
+    """Render the panel for ``node_id`` (the root when None)."""
+    kb = knowledge()
+    node_id = node_id or ROOT_ID
+    kind = kb.kind(node_id)
+    st.caption(f"{t('kind_' + kind)} · `{node_id}`")
+    {"root": lambda: _root(kb), "symptom": lambda: _symptom(kb, node_id),
+     "cause": lambda: _cause(kb, node_id), "technique": lambda: _technique(kb, node_id)}[kind]()
+
+
+def _on_jump() -> None:
+    _select(st.session_state[JUMP_KEY])
+
+
+def jump_box(selected: str | None) -> None:
+    """A keyboard-friendly way to select any node, kept in step with the URL."""
+    kb = knowledge()
+    ids = [ROOT_ID] + [i for s in kb.symptoms for i in (s.id, *(c.id for c in s.causes))] + list(kb.techniques)
+    st.session_state[JUMP_KEY] = selected or ROOT_ID
+    st.selectbox(t("pick_node"), ids, key=JUMP_KEY, on_change=_on_jump,
+                 format_func=lambda i: _label(kb, i))
+
+
+def _label(kb: KnowledgeBase, node_id: str) -> str:
+    kind = kb.kind(node_id)
+    if kind == "root":
+        return kb.guidance.root.get(lang())
+    if kind == "symptom":
+        return kb.symptom(node_id).title.get(lang())
+    if kind == "cause":
+        return f"  {kb.causes[node_id].title.get(lang())}"
+    return f"◆ {kb.techniques[node_id].title.get(lang())}"

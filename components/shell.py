@@ -1,0 +1,49 @@
+"""App frame: the cached knowledge base, the current language and the sidebar."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from triage.i18n import tr
+from triage.knowledge import KnowledgeBase, load_knowledge
+from triage.model import LANGS
+
+LANG_KEY = "lang"
+LANG_LABELS = {"en": "English", "zh": "中文"}
+
+
+@st.cache_resource(show_spinner=False)
+def knowledge() -> KnowledgeBase:
+    """The knowledge base, loaded and validated once per server process."""
+    return load_knowledge()
+
+
+def lang() -> str:
+    """Current language: the session's choice, first taken from ``?lang=`` (so links keep it), else English."""
+    if st.session_state.get(LANG_KEY) not in LANGS:
+        wanted = st.query_params.get(LANG_KEY)
+        st.session_state[LANG_KEY] = wanted if wanted in LANGS else "en"
+    return st.session_state[LANG_KEY]
+
+
+def _lang_to_url() -> None:
+    st.query_params[LANG_KEY] = st.session_state[LANG_KEY]
+
+
+def t(key: str, **fmt: object) -> str:
+    return tr(key, lang(), **fmt)
+
+
+def sidebar() -> None:
+    """Language switch and the seed's usage flow as a short guide."""
+    lang()
+    with st.sidebar:
+        st.segmented_control(t("language"), options=list(LANGS), format_func=LANG_LABELS.get,
+                             key=LANG_KEY, on_change=_lang_to_url, required=True)
+        kb = knowledge()
+        with st.expander(t("usage_flow"), expanded=False):
+            for i, step in enumerate(kb.guidance.usage_flow, start=1):
+                st.markdown(f"**{i}. {step.title.get(lang())}** — {step.detail.get(lang())}")
+            st.caption(t("wrong_usages"))
+            for wrong in kb.guidance.wrong_usages:
+                st.markdown(f"✗ {wrong.get(lang())}")

@@ -1,0 +1,107 @@
+"""A technique's page: principle, gain, knobs per engine, checklist, verify, side effects, sources."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from components.shell import knowledge, lang, t
+from triage.model import ENGINES, LEVEL_ORDER, Technique
+
+DIAGNOSE_PAGE = "pages/diagnose.py"
+ENGINE_LABELS = {"vllm": "vLLM", "sglang": "SGLang", "tgi": "TGI"}
+
+
+def _gain(tech: Technique) -> None:
+    st.markdown(f"#### {t('expected_gain')}")
+    st.markdown(f"**{t('seed_says')}:** {tech.expected_gain.seed.get(lang())}")
+    if tech.expected_gain.published:
+        st.markdown(f"**{t('published')}:**")
+        st.markdown("\n".join(f"- {g.claim.get(lang())} — *{g.source}*" for g in tech.expected_gain.published))
+
+
+def _knobs(tech: Technique) -> None:
+    st.markdown(f"#### {t('knobs')}")
+    for tab, engine in zip(st.tabs([ENGINE_LABELS[e] for e in ENGINES]), ENGINES):
+        knobs = tech.knobs[engine]
+        with tab:
+            st.markdown(f"**{t('on_by_default')}** {knobs.on_by_default.get(lang())}")
+            if knobs.flags:
+                rows = [{t("flag"): f.flag, t("default"): f.default, t("meaning"): f.meaning.get(lang())}
+                        for f in knobs.flags]
+                st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+            else:
+                st.caption(t("no_flags"))
+            if knobs.example.strip():
+                st.code(knobs.example.strip(), language="bash")
+
+
+def _checklist(tech: Technique) -> None:
+    st.markdown(f"#### {t('checklist')}")
+    keys = [f"check:{tech.id}:{i}" for i in range(len(tech.checklist))]
+    for key, step in zip(keys, tech.checklist):
+        label = f"**[{t('level_' + step.level)}]** {step.change.get(lang())}"
+        st.checkbox(label, key=key, persist_state="session",
+                    help=f"{t('measure')}: {step.measure.get(lang())}")
+        st.caption(f"↳ {t('measure')}: {step.measure.get(lang())}")
+    done = sum(bool(st.session_state.get(k)) for k in keys)
+    st.progress(done / len(keys), text=t("checklist_progress", done=done, total=len(keys)))
+
+
+def _verify(tech: Technique) -> None:
+    st.markdown(f"#### {t('verify')}")
+    st.markdown(f"**{t('benchmark')}:** {tech.verify.benchmark.get(lang())}")
+    st.markdown(f"**{t('must_improve')}:** {tech.verify.must_improve.get(lang())}")
+    st.markdown(f"**{t('must_not_regress')}:** {tech.verify.must_not_regress.get(lang())}")
+
+
+def _cautions(tech: Technique) -> None:
+    left, right = st.columns(2)
+    with left:
+        st.markdown(f"#### {t('side_effects')}")
+        st.markdown("\n".join(f"- {s.get(lang())}" for s in tech.side_effects))
+    with right:
+        st.markdown(f"#### {t('when_not_to_use')}")
+        st.markdown("\n".join(f"- {s.get(lang())}" for s in tech.when_not_to_use))
+
+
+def _sources(tech: Technique) -> None:
+    st.markdown(f"#### {t('sources')}")
+    st.markdown("\n".join(f"- [{s.title}]({s.url})" if s.url else f"- {s.title}" for s in tech.sources))
+
+
+def _reached_from(tech: Technique) -> None:
+    kb = knowledge()
+    st.markdown(f"#### {t('reached_from')}")
+    for cause in kb.causes_reaching(tech.id):
+        sym = kb.symptom_of(cause.id)
+        st.page_link(DIAGNOSE_PAGE, label=f"{sym.short.get(lang())} → {cause.title.get(lang())}",
+                     icon=":material/account_tree:", query_params={"node": cause.id, "lang": lang()})
+
+
+def technique_view(tech: Technique) -> None:
+    """Everything the technique's YAML says, in the same order on every page."""
+    st.title(tech.title.get(lang()))
+    st.caption(f"{t('level')}: **{t('level_' + tech.level)}** · {t('seed_chapter')}: {tech.seed_chapter.get(lang())}"
+               f" · `{tech.id}`")
+    st.markdown(f"#### {t('principle')}")
+    st.write(tech.principle.get(lang()))
+    st.markdown(f"**{t('bottleneck')}:** {tech.bottleneck.get(lang())}")
+    _gain(tech)
+    _knobs(tech)
+    _checklist(tech)
+    _verify(tech)
+    _cautions(tech)
+    _sources(tech)
+    _reached_from(tech)
+
+
+def technique_index() -> None:
+    """All techniques, in the order to try them (config → model → architecture)."""
+    kb = knowledge()
+    st.title(t("technique_index"))
+    st.caption(t("technique_index_hint"))
+    ordered = sorted(kb.techniques.values(), key=lambda x: LEVEL_ORDER[x.level])
+    for tech in ordered:
+        st.page_link("pages/technique.py", label=f"{tech.title.get(lang())} · {t('level_' + tech.level)}",
+                     query_params={"id": tech.id, "lang": lang()})

@@ -1,0 +1,6 @@
+"""Benchmark: drop a load-test result, see the branch it matches and the numbers that prove it."""
+
+from components.bench_view import benchmark_page
+from components.slo_picker import slo_sidebar
+
+benchmark_page(slo_sidebar())

@@ -1,0 +1,15 @@
+"""Technique page: one URL per technique (``/technique?id=<id>``), the index without an id."""
+
+import streamlit as st
+
+from components.shell import knowledge, t
+from components.technique_view import technique_index, technique_view
+
+wanted = st.query_params.get("id")
+tech = knowledge().techniques.get(wanted) if wanted else None
+if tech is not None:
+    technique_view(tech)
+else:
+    if wanted:
+        st.warning(t("unknown_technique", id=wanted))
+    technique_index()

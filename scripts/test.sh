@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Set up everything the tests need (Debian chromium and prometheus, pinned dev requirements), lint, run every test.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need=()
+[ -x /usr/bin/chromium ] || need+=(chromium)
+command -v prometheus >/dev/null 2>&1 || need+=(prometheus)
+command -v promtool >/dev/null 2>&1 || need+=(prometheus)
+if [ ${#need[@]} -gt 0 ]; then
+  SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+fi
+# The Debian prometheus package starts a system service on :9090; tests start their own, so stop it.
+(systemctl stop prometheus >/dev/null 2>&1 || pkill -x prometheus >/dev/null 2>&1 || true)
+
+bash scripts/setup.sh requirements-dev.txt
+.venv/bin/ruff check .
+exec .venv/bin/python -m pytest "$@"

@@ -1,0 +1,91 @@
+"""Real-browser plumbing: a fresh Streamlit server per test and Debian Chromium through Playwright."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+CHROMIUM = "/usr/bin/chromium"
+ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+ARTIFACTS = ROOT / "tests" / "artifacts"
+POINT_XY_JS = """([key, nodeId]) => {
+  const gd = document.querySelector(`.st-key-${key} .js-plotly-plot`);
+  if (!gd) return null;
+  for (let c = 0; c < gd.data.length; c++) {
+    const i = Array.from(gd.data[c].customdata || []).indexOf(nodeId);
+    if (i < 0) continue;
+    const fl = gd._fullLayout, r = gd.getBoundingClientRect();
+    return {x: r.left + fl._size.l + fl.xaxis.l2p(gd.data[c].x[i]),
+            y: r.top + fl._size.t + fl.yaxis.l2p(gd.data[c].y[i])};
+  }
+  return null; }"""
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_healthy(url: str, proc: subprocess.Popen, timeout: float = 60.0) -> None:
+    """Poll the health endpoint (it opens no app session, so the first page load stays first)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"streamlit exited with {proc.returncode}")
+        try:
+            if urllib.request.urlopen(f"{url}/_stcore/health", timeout=2).read() == b"ok":
+                return
+        except OSError:
+            time.sleep(0.1)  # polling interval while the server boots, not synchronization of a result
+    raise TimeoutError("streamlit did not become healthy")
+
+
+@contextmanager
+def streamlit_server(env: dict[str, str] | None = None) -> Iterator[str]:
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    log = tempfile.TemporaryFile()
+    proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
+                             "--server.address", "127.0.0.1", "--server.port", str(port)],
+                            cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})})
+    try:
+        _wait_healthy(url, proc)
+        yield url
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+        log.close()
+
+
+@contextmanager
+def chromium_page() -> Iterator[object]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
+        page = browser.new_page(viewport={"width": 1440, "height": 1000})
+        try:
+            yield page
+        finally:
+            browser.close()
+
+
+def click_tree_node(page, node_id: str, key: str = "tree") -> None:
+    page.wait_for_selector(f".st-key-{key} .js-plotly-plot .scatterlayer path.point", timeout=30000)
+    point = page.evaluate(POINT_XY_JS, [key, node_id])
+    assert point is not None, f"node {node_id} is not drawn"
+    page.mouse.click(point["x"], point["y"])

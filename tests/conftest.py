@@ -1,0 +1,44 @@
+"""Shared fixtures: the repo root, the real knowledge base, a tiny valid knowledge base to break."""
+
+from __future__ import annotations
+
+import shutil
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from triage.knowledge import DEFAULT_TREE_DIR, load_knowledge  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def kb():
+    return load_knowledge()
+
+
+@pytest.fixture
+def tiny_tree(tmp_path: Path) -> Path:
+    """A one-symptom, one-cause, one-technique knowledge base copied from the real files."""
+    real = yaml.safe_load((DEFAULT_TREE_DIR / "tree.yaml").read_text(encoding="utf-8"))
+    symptom = real["symptoms"][0]
+    cause = dict(symptom["causes"][0])
+    cause["techniques"] = [cause["techniques"][0]]
+    symptom = {**symptom, "causes": [cause]}
+    (tmp_path / "techniques").mkdir()
+    (tmp_path / "tree.yaml").write_text(yaml.safe_dump({"symptoms": [symptom]}, allow_unicode=True), encoding="utf-8")
+    for name in ("guidance.yaml", "signals.yaml", "slo.yaml"):
+        shutil.copy(DEFAULT_TREE_DIR / name, tmp_path / name)
+    tid = cause["techniques"][0]["id"]
+    shutil.copy(DEFAULT_TREE_DIR / "techniques" / f"{tid}.yaml", tmp_path / "techniques" / f"{tid}.yaml")
+    return tmp_path
+
+
+def edit_yaml(path: Path, change) -> None:
+    """Load a YAML file, let ``change`` mutate the data, write it back."""
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    change(data)
+    path.write_text(yaml.safe_dump(data, allow_unicode=True), encoding="utf-8")

@@ -1,0 +1,104 @@
+"""AppTest: every page renders, deep links select, a tree click selects, the language switch works."""
+
+from __future__ import annotations
+
+import pytest
+import streamlit as st
+
+from tests.apptest_tools import click_plotly, new_app, texts
+from triage.knowledge import load_knowledge
+
+TECHNIQUES = sorted(load_knowledge().techniques)
+
+
+@pytest.fixture(autouse=True)
+def _fresh_cache():
+    st.cache_data.clear()
+    yield
+
+
+def test_home_renders_tree_and_root_panel():
+    at = new_app().run()
+    assert not at.exception
+    assert any(c.key == "tree" for c in at.get("plotly_chart"))
+    assert "Inference Triage" in texts(at)
+
+
+def test_deep_link_selects_cause():
+    at = new_app(node="ttft.queueing").run()
+    assert not at.exception
+    body = texts(at)
+    assert "Requests queue too long" in body
+    assert "vllm:request_queue_time_seconds" in body
+
+
+def test_unknown_deep_link_warns_and_keeps_tree():
+    at = new_app(node="nope.nothing").run()
+    assert not at.exception
+    assert any("nope.nothing" in w.value for w in at.warning)
+    assert any(c.key == "tree" for c in at.get("plotly_chart"))
+
+
+def test_tree_click_selects_node_and_sets_url():
+    at = new_app().run()
+    at = click_plotly(at, "tree", "memory.kv_cache")
+    assert not at.exception
+    assert at.query_params["node"] == ["memory.kv_cache"] or at.query_params["node"] == "memory.kv_cache"
+    assert "The KV cache is too small" in texts(at)
+
+
+def test_technique_panel_links_to_its_page():
+    at = new_app(node="speculative_decoding").run()
+    links = [(link.proto.page, link.proto.query_string) for link in at.get("page_link")]
+    assert any(page == "technique" and "id=speculative_decoding" in qs for page, qs in links)
+
+
+def test_language_switch_changes_text():
+    at = new_app(node="ttft.queueing").run()
+    at.get("button_group")[0].set_value("zh").run()
+    assert not at.exception
+    body = texts(at)
+    assert "推理诊断台" in body and "排队太久" in body
+    assert "Requests queue too long" not in body
+
+
+def test_language_from_url():
+    at = new_app(lang="zh", node="memory").run()
+    assert "显存不够" in texts(at)
+
+
+def test_jump_box_selects_node():
+    at = new_app().run()
+    at.selectbox(key="jump").set_value("tail_latency.preemption_storm").run()
+    assert "Preemption storm" in texts(at)
+
+
+@pytest.mark.parametrize("tid", TECHNIQUES)
+def test_technique_page_renders(tid):
+    kb = load_knowledge()
+    at = new_app().run()
+    at.switch_page("pages/technique.py")
+    at.query_params["id"] = tid
+    at.run()
+    assert not at.exception
+    body = texts(at)
+    assert kb.techniques[tid].title.en in body
+    assert len(at.checkbox) == len(kb.techniques[tid].checklist)
+    assert len(at.get("tab")) == 3
+
+
+def test_technique_index_without_id():
+    at = new_app().run()
+    at.switch_page("pages/technique.py").run()
+    assert not at.exception
+    assert len(at.get("page_link")) >= len(TECHNIQUES)
+
+
+def test_checklist_progress_counts_ticks():
+    at = new_app().run()
+    at.switch_page("pages/technique.py")
+    at.query_params["id"] = "prefix_caching"
+    at.run()
+    at.checkbox[0].check().run()
+    assert not at.exception
+    assert any("1 of" in str(p.proto.text) for p in at.get("progress"))

@@ -1,0 +1,1 @@
+"""Inference Triage core: knowledge, signals, rules and sources; never imports streamlit."""

@@ -1,0 +1,64 @@
+"""The canonical benchmark run every file format is normalized into."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+# Per-request columns, canonical units (seconds, tokens). A parser fills what its format has;
+# a column the format cannot provide is left out, never filled with zeros.
+REQUEST_COLUMNS: dict[str, str] = {
+    "start_s": "request start, seconds since the first request of the run",
+    "prompt_tokens": "input (prompt) length in tokens",
+    "output_tokens": "generated tokens",
+    "ttft_s": "time to first token, s",
+    "e2e_s": "end-to-end latency, s",
+    "tpot_s": "(e2e − ttft) / (output_tokens − 1), s; NaN when output_tokens ≤ 1",
+    "itl_s": "mean gap between streamed chunks of this request, s",
+    "queue_s": "time the request waited before the server started it, s",
+    "ok": "True when the request succeeded",
+}
+
+# Summary keys, canonical units. Percentile keys follow <metric>_<p50|p90|p99|mean>_s.
+SUMMARY_KEYS: tuple[str, ...] = (
+    "duration_s", "completed", "failed", "req_per_s", "out_tok_per_s", "total_tok_per_s",
+    "offered_rate", "max_concurrency",
+    "ttft_mean_s", "ttft_p50_s", "ttft_p90_s", "ttft_p99_s",
+    "tpot_mean_s", "tpot_p50_s", "tpot_p90_s", "tpot_p99_s",
+    "itl_mean_s", "itl_p50_s", "itl_p90_s", "itl_p99_s",
+    "e2e_mean_s", "e2e_p50_s", "e2e_p90_s", "e2e_p99_s",
+    "prompt_tokens_mean", "output_tokens_mean",
+)
+
+
+@dataclass
+class Run:
+    """One benchmark run (one rate or concurrency point) in canonical form.
+
+    ``requests`` holds the per-request table when the file has one (``None`` otherwise);
+    ``summary`` holds the tool's own aggregate numbers converted to canonical units;
+    ``definitions`` says, per metric, which definition the numbers follow
+    (e.g. ``{"tpot": "recomputed: (e2e − ttft)/(out − 1)"}``), so views can label them.
+    """
+
+    label: str
+    requests: pd.DataFrame | None = None
+    summary: dict[str, float] = field(default_factory=dict)
+    definitions: dict[str, str] = field(default_factory=dict)
+    meta: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def has_requests(self) -> bool:
+        return self.requests is not None and len(self.requests) > 0
+
+
+@dataclass
+class Benchmark:
+    """A parsed benchmark file: where it came from, the detected format, and its runs."""
+
+    source: str
+    format: str
+    runs: list[Run]
+    parse_seconds: float = 0.0
+    notes: list[str] = field(default_factory=list)

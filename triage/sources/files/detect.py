@@ -1,0 +1,296 @@
+"""Format detection: sniff a benchmark file's bytes and return its format id with the decoded payload."""
+
+from __future__ import annotations
+
+import codecs
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+from triage.sources.files import generic
+from triage.sources.files.common import Ctx, decode_text, not_utf8_reason
+
+FORMATS: dict[str, str] = {
+    "vllm_bench": "vLLM bench serve JSON",
+    "sglang_bench": "SGLang bench_serving JSONL",
+    "guidellm_json": "GuideLLM JSON",
+    "guidellm_yaml": "GuideLLM YAML",
+    "guidellm_csv": "GuideLLM CSV",
+    "genai_perf_csv": "genai-perf CSV",
+    "genai_perf_json": "genai-perf JSON",
+    "genai_perf_raw": "genai-perf / perf_analyzer profile_export.json",
+    "aiperf_csv": "AIPerf CSV",
+    "aiperf_json": "AIPerf JSON",
+    "aiperf_jsonl": "AIPerf per-request JSONL",
+    "llmperf_summary": "LLMPerf summary JSON",
+    "llmperf_requests": "LLMPerf individual responses JSON",
+    "generic_csv": "per-request CSV",
+    "generic_parquet": "per-request Parquet",
+}
+
+HEAD_BYTES = 65536
+_VLLM_KEYS = {"model_id", "num_prompts", "request_throughput"}
+_SGLANG_KEYS = ("total_output_tokens_retokenized", "mean_e2e_latency_ms", "concurrency")
+_AIPERF_KEYS = ("benchmark_duration", "was_cancelled", "error_summary")
+_VLLM_THROUGHPUT = {"elapsed_time", "num_requests", "total_num_tokens", "requests_per_second", "tokens_per_second"}
+_YAML_KEY_RE = re.compile(r"^[A-Za-z_][\w-]*:(\s|$)")
+
+
+@dataclass
+class Sniffed:
+    """A detected file: format id and what its parser reads (JSON values, text, or raw bytes)."""
+
+    fmt: str
+    payload: Any
+
+
+def _unsupported(what: str, ctx: Ctx) -> Exception:
+    return ctx.fail(f"recognised as {what}, which this version cannot read; supported: {', '.join(FORMATS.values())}")
+
+
+def _head_text(data: bytes, ctx: Ctx) -> str:
+    head = data[:HEAD_BYTES]
+    try:
+        text = codecs.getincrementaldecoder("utf-8")().decode(head, final=len(data) <= HEAD_BYTES)
+    except UnicodeDecodeError as exc:
+        raise ctx.fail(not_utf8_reason(data, exc.start)) from None
+    return text.removeprefix("\ufeff")
+
+
+def _check_binary(data: bytes, ctx: Ctx) -> None:
+    if data[:2] == b"\x1f\x8b":
+        raise ctx.fail("gzip-compressed file; decompress it first")
+    if data[:4] == b"PK\x03\x04":
+        raise ctx.fail("zip archive (an Excel workbook?); export the sheet as CSV or upload the file inside")
+    if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        raise ctx.fail("text is UTF-16; save the file as UTF-8")
+
+
+def sniff(data: bytes, name: str) -> Sniffed:
+    """Detect the format of `data` (section 0.2 of the format notes, in that order)."""
+    ctx = Ctx(name)
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise ctx.fail(f"expected the file's bytes, got {type(data).__name__}")
+    data = bytes(data) if not isinstance(data, bytes) else data
+    if not data or (not data[:HEAD_BYTES].strip() and not data.strip()):
+        raise ctx.fail("empty file")
+    if data[:4] == b"PAR1":
+        return Sniffed("generic_parquet", data)
+    _check_binary(data, ctx)
+    head = _head_text(data, ctx)
+    stripped = head.lstrip()
+    if stripped[:1] in ("{", "["):
+        values = parse_json_values(decode_text(data, ctx), ctx)
+        return Sniffed(detect_json(values, ctx), values)
+    first_line = stripped.split("\n", 1)[0].rstrip("\r")
+    if _YAML_KEY_RE.match(first_line) or first_line.startswith("---"):
+        doc = load_yaml(decode_text(data, ctx), ctx)
+        if is_guidellm(doc):
+            return Sniffed("guidellm_yaml", doc)
+        raise ctx.fail(f"unknown format: YAML that is not a GuideLLM report ({describe(doc)})")
+    fmt = detect_csv_header(first_line, ctx)
+    if fmt == "generic_csv":
+        return Sniffed(fmt, data)
+    if fmt:
+        return Sniffed(fmt, decode_text(data, ctx))
+    shown = first_line[:60] + ("..." if len(first_line) > 60 else "")
+    raise ctx.fail(f"unknown format: first line {shown!r} is not JSON, YAML or a CSV header")
+
+
+# ---------------------------------------------------------------- JSON
+
+
+def json_error(exc: json.JSONDecodeError, text: str, ctx: Ctx) -> Exception:
+    at_end = exc.pos >= len(text.rstrip()) or exc.msg.startswith("Unterminated string")
+    if at_end:
+        return ctx.fail(f"truncated JSON at line {exc.lineno} col {exc.colno} (the file ends mid-value)")
+    return ctx.fail(f"invalid JSON at line {exc.lineno} col {exc.colno}: {exc.msg}")
+
+
+def parse_json_values(text: str, ctx: Ctx) -> list[Any]:
+    """One JSON document, or several separated by whitespace/newlines (JSONL, --append-result)."""
+    try:
+        return [json.loads(text)]
+    except json.JSONDecodeError as exc:
+        if exc.msg != "Extra data":
+            raise json_error(exc, text, ctx) from None
+    except RecursionError:
+        raise ctx.fail("JSON is nested too deeply") from None
+    decoder = json.JSONDecoder()
+    ws = re.compile(r"\s*")
+    values: list[Any] = []
+    idx, n = 0, len(text)
+    while True:
+        idx = ws.match(text, idx).end()
+        if idx >= n:
+            return values
+        try:
+            obj, idx = decoder.raw_decode(text, idx)
+        except json.JSONDecodeError as exc:
+            raise json_error(exc, text, ctx) from None
+        except RecursionError:
+            raise ctx.fail("JSON is nested too deeply") from None
+        values.append(obj)
+
+
+def describe(doc: Any) -> str:
+    if isinstance(doc, dict):
+        keys = [str(k) for k in list(doc)[:6]]
+        more = ", ..." if len(doc) > 6 else ""
+        return f"an object with keys {', '.join(keys)}{more}" if keys else "an empty object"
+    if isinstance(doc, list):
+        return f"a list of {len(doc)} items" + (f", the first {describe(doc[0])}" if doc else "")
+    return f"a {type(doc).__name__} value"
+
+
+def is_guidellm(doc: Any) -> bool:
+    benches = doc.get("benchmarks") if isinstance(doc, dict) else None
+    return isinstance(benches, list) and any(
+        isinstance(b, dict) and b.get("type_") == "generative_benchmark" for b in benches)
+
+
+def is_vllm(doc: Any) -> bool:
+    return isinstance(doc, dict) and _VLLM_KEYS <= doc.keys() and ("date" in doc or "tokenizer_id" in doc)
+
+
+def is_sglang(doc: Any) -> bool:
+    return isinstance(doc, dict) and "date" not in doc and any(k in doc for k in _SGLANG_KEYS)
+
+
+def is_llmperf_summary(doc: Any) -> bool:
+    return isinstance(doc, dict) and doc.get("version") == "2023-08-31" and any(
+        isinstance(k, str) and k.startswith("results_") for k in doc)
+
+
+def is_llmperf_requests(doc: Any) -> bool:
+    return (isinstance(doc, list) and bool(doc) and isinstance(doc[0], dict)
+            and "ttft_s" in doc[0] and "end_to_end_latency_s" in doc[0])
+
+
+def is_perf_json(doc: Any) -> bool:
+    return isinstance(doc, dict) and "input_config" in doc and any(
+        isinstance(v, dict) and "unit" in v and "avg" in v for v in doc.values())
+
+
+def is_raw_export(doc: Any) -> bool:
+    exps = doc.get("experiments") if isinstance(doc, dict) else None
+    if not isinstance(exps, list) or not exps or not all(isinstance(e, dict) for e in exps):
+        return False
+    for exp in exps:
+        reqs = exp.get("requests")
+        if isinstance(reqs, list) and reqs:
+            return isinstance(reqs[0], dict) and "response_timestamps" in reqs[0]
+    return any("requests" in e for e in exps)
+
+
+def is_aiperf_record(doc: Any) -> bool:
+    meta = doc.get("metadata") if isinstance(doc, dict) else None
+    return isinstance(meta, dict) and "request_start_ns" in meta and "metrics" in doc
+
+
+def _detect_single(doc: Any, ctx: Ctx) -> str | None:
+    checks = (
+        (is_guidellm, "guidellm_json"), (is_vllm, "vllm_bench"), (is_sglang, "sglang_bench"),
+        (is_llmperf_summary, "llmperf_summary"), (is_llmperf_requests, "llmperf_requests"),
+    )
+    for check, fmt in checks:
+        if check(doc):
+            return fmt
+    if is_perf_json(doc):
+        return "aiperf_json" if any(k in doc for k in _AIPERF_KEYS) else "genai_perf_json"
+    if is_raw_export(doc):
+        return "genai_perf_raw"
+    if is_aiperf_record(doc):
+        return "aiperf_jsonl"
+    _refuse_known(doc, ctx)
+    return None
+
+
+def _refuse_known(doc: Any, ctx: Ctx) -> None:
+    """Formats we recognise but do not read: say so instead of 'unknown'."""
+    if isinstance(doc, dict):
+        if "load_summary" in doc or ("successes" in doc and "failures" in doc):
+            raise _unsupported("inference-perf lifecycle metrics", ctx)
+        if isinstance(doc.get("results"), list) and "config" in doc and "summary" in doc:
+            raise _unsupported("llm-load-test output", ctx)
+        if _VLLM_THROUGHPUT <= doc.keys():
+            raise _unsupported("vLLM bench throughput (offline, no latency data)", ctx)
+    if isinstance(doc, list) and doc and isinstance(doc[0], dict):
+        first = doc[0]
+        if {"start_time", "end_time", "request", "response"} <= first.keys():
+            raise _unsupported("inference-perf per-request lifecycle metrics", ctx)
+        if {"benchmark", "model", "metric"} <= first.keys():
+            raise _unsupported("vLLM PyTorch benchmark records (*.pytorch.json); upload the main result JSON", ctx)
+
+
+def detect_json(values: list[Any], ctx: Ctx) -> str:
+    if not values:
+        raise ctx.fail("empty file")
+    if len(values) == 1:
+        fmt = _detect_single(values[0], ctx)
+        if fmt:
+            return fmt
+        raise ctx.fail(f"unknown format: JSON holding {describe(values[0])}; expected one of "
+                       f"{', '.join(FORMATS.values())}")
+    first = values[0]
+    for check, fmt in ((is_vllm, "vllm_bench"), (is_sglang, "sglang_bench"), (is_aiperf_record, "aiperf_jsonl")):
+        if check(first):
+            return fmt
+    raise ctx.fail(f"unknown format: {len(values)} JSON values, the first {describe(first)}")
+
+
+# ---------------------------------------------------------------- YAML
+
+
+class _NoAliasLoader(yaml.SafeLoader):
+    """SafeLoader that refuses anchors/aliases (no billion-laughs expansion)."""
+
+    def compose_node(self, parent: Any, index: Any) -> Any:  # noqa: ANN401
+        if self.check_event(yaml.AliasEvent):
+            raise yaml.YAMLError("YAML aliases are not accepted")
+        return super().compose_node(parent, index)
+
+
+_ALIAS_HINT = re.compile(r"(^|[\s\[{,:-])[&*][^\s]", re.MULTILINE)
+
+
+def load_yaml(text: str, ctx: Ctx) -> Any:
+    loader: Any = _NoAliasLoader
+    if not _ALIAS_HINT.search(text) and getattr(yaml, "__with_libyaml__", False):
+        loader = yaml.CSafeLoader
+    try:
+        return yaml.load(text, Loader=loader)  # noqa: S506 - safe loaders only
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark
+        where = f" at line {mark.line + 1} col {mark.column + 1}" if mark else ""
+        raise ctx.fail(f"invalid YAML{where}: {exc.problem or exc}") from None
+    except yaml.YAMLError as exc:
+        raise ctx.fail(f"invalid YAML: {exc}") from None
+    except RecursionError:
+        raise ctx.fail("YAML is nested too deeply") from None
+
+
+# ---------------------------------------------------------------- CSV
+
+
+def detect_csv_header(line: str, ctx: Ctx) -> str | None:
+    """Tool CSV signatures by first row; a generic per-request CSV if any known column name is there."""
+    if line.startswith("Metric,avg,min,max,p99,"):
+        return "genai_perf_csv"
+    if line.startswith("Metric,avg,min,max,p1,") and line.rstrip(",").endswith(",std"):
+        return "aiperf_csv"
+    if line.startswith("Type,Run Id,Id,Name,Start Time") or line.startswith("Run Info,Run Info,"):
+        return "guidellm_csv"
+    if line.startswith("Type,Name,Request Count,Failure Count") or line.startswith('"Method","Name","# requests"'):
+        raise _unsupported("Locust statistics CSV", ctx)
+    delimiter = generic.sniff_delimiter(line)
+    if delimiter is None:
+        return None
+    if generic.known_columns(line, delimiter):
+        return "generic_csv"
+    shown = line[:80] + ("..." if len(line) > 80 else "")
+    raise ctx.fail(f"unknown format: CSV header {shown!r} matches no benchmark tool and has none of the "
+                   "per-request column names (ttft, e2e_latency, output_tokens, ... see docs/bench_columns.md)")
