@@ -20,8 +20,13 @@ def _node_button(node_id: str, label: str) -> None:
     st.button(label, key=f"goto:{node_id}", on_click=_select, args=(node_id,), type="tertiary")
 
 
+def short_title(tid: str) -> str:
+    tech = knowledge().techniques[tid]
+    return tech.title.zh.split("（")[0] if lang() == "zh" else tech.short
+
+
 def technique_link(tid: str) -> None:
-    title = knowledge().techniques[tid].title.get(lang())
+    title = short_title(tid)
     st.page_link(TECHNIQUE_PAGE, label=t("open_page", title=title), icon=":material/menu_book:",
                  query_params={"id": tid, "lang": lang()})
 

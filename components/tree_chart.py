@@ -14,7 +14,8 @@ CHART_KEY = "tree"
 NODE_PARAM = "node"
 LEVEL_COLORS = {"root": "#37474F", "symptom": "#1565C0", "cause": "#EF6C00", "technique": "#2E7D32"}
 LIT_EDGE, DIM_EDGE = "#D32F2F", "#B0BEC5"
-ROW_PX = 23
+ROW_PX = 24
+ELBOW = 0.12
 
 
 def _edges(nodes: list[PlacedNode], keys: set[str] | None) -> tuple[list, list]:
@@ -25,7 +26,7 @@ def _edges(nodes: list[PlacedNode], keys: set[str] | None) -> tuple[list, list]:
         if n.parent_key is None or (keys is not None and n.key not in keys):
             continue
         p = by_key[n.parent_key]
-        xm = (p.x + n.x) / 2
+        xm = n.x - ELBOW  # the bend sits just before the child, so the parent's label above the line stays clear
         xs += [p.x, xm, xm, n.x, None]
         ys += [p.y, p.y, n.y, n.y, None]
     return xs, ys
@@ -44,7 +45,8 @@ def build_figure(nodes: list[PlacedNode], lit: set[str], chosen: set[str]) -> go
     opacity = [1.0 if (not dim or n.key in lit or n.key in chosen) else 0.35 for n in nodes]
     fig.add_trace(go.Scatter(
         x=[n.x for n in nodes], y=[n.y for n in nodes], mode="markers+text",
-        text=[n.label for n in nodes], textposition="middle right", customdata=[n.id for n in nodes],
+        text=[n.label for n in nodes],
+        textposition=["middle right" if n.kind == "technique" else "top right" for n in nodes], customdata=[n.id for n in nodes],
         hovertemplate="%{text}<extra>%{customdata}</extra>", showlegend=False,
         textfont=dict(size=12, color=["#111" if o == 1.0 else "#9E9E9E" for o in opacity]),
         marker=dict(size=[20 if n.key in chosen else 12 for n in nodes],
@@ -57,7 +59,7 @@ def build_figure(nodes: list[PlacedNode], lit: set[str], chosen: set[str]) -> go
     rows = max(1, int(-min(n.y for n in nodes)) + 1)
     fig.update_layout(height=rows * ROW_PX + 40, dragmode=False, clickmode="event+select",
                       margin=dict(l=5, r=5, t=10, b=10), plot_bgcolor="rgba(0,0,0,0)",
-                      xaxis=dict(visible=False, fixedrange=True, range=[-0.08, 4.05]),
+                      xaxis=dict(visible=False, fixedrange=True, range=[-0.05, 4.45]),
                       yaxis=dict(visible=False, fixedrange=True))
     return fig
 

@@ -5,6 +5,8 @@ cd "$(dirname "$0")/.."
 
 need=()
 [ -x /usr/bin/chromium ] || need+=(chromium)
+# CJK glyphs so 中文 renders in browser-test screenshots
+[ -d /usr/share/fonts/opentype/noto ] || need+=(fonts-noto-cjk)
 command -v prometheus >/dev/null 2>&1 || need+=(prometheus)
 command -v promtool >/dev/null 2>&1 || need+=(prometheus)
 if [ ${#need[@]} -gt 0 ]; then

@@ -6,7 +6,8 @@ from dataclasses import dataclass
 
 from triage.knowledge import ROOT_ID, KnowledgeBase
 
-DEPTH = {"root": 0, "symptom": 1, "cause": 2, "technique": 3}
+# Uneven columns: the widest labels (causes) get the widest gap so no edge crosses a label.
+COLUMN_X = {"root": 0.0, "symptom": 0.8, "cause": 1.8, "technique": 3.2}
 
 
 @dataclass(frozen=True)
@@ -40,15 +41,18 @@ def layout(kb: KnowledgeBase, lang: str = "en") -> list[PlacedNode]:
             for ct in cause.techniques:
                 leaf_ys.append(-row)
                 nodes.append(PlacedNode(f"{cause.id}/{ct.id}", ct.id, "technique",
-                                        _technique_label(kb, ct.id, lang), 3.0, -row, cause.id))
+                                        _technique_label(kb, ct.id, lang), COLUMN_X["technique"], -row,
+                                        cause.id))
                 row += 1
             cause_ys.append(sum(leaf_ys) / len(leaf_ys))
-            nodes.append(PlacedNode(cause.id, cause.id, "cause", cause.short.get(lang), 2.0, cause_ys[-1], sym.id))
+            nodes.append(PlacedNode(cause.id, cause.id, "cause", cause.short.get(lang), COLUMN_X["cause"], cause_ys[-1],
+                                    sym.id))
         row += 0.6  # a gap between symptom groups keeps the branches apart
         symptom_ys.append(sum(cause_ys) / len(cause_ys))
-        nodes.append(PlacedNode(sym.id, sym.id, "symptom", sym.short.get(lang), 1.0, symptom_ys[-1], ROOT_ID))
+        nodes.append(PlacedNode(sym.id, sym.id, "symptom", sym.short.get(lang), COLUMN_X["symptom"], symptom_ys[-1],
+                                ROOT_ID))
     root_label = kb.guidance.root.get(lang).split("（")[0].split(" (")[0]
-    nodes.append(PlacedNode(ROOT_ID, ROOT_ID, "root", root_label, 0.0, sum(symptom_ys) / len(symptom_ys), None))
+    nodes.append(PlacedNode(ROOT_ID, ROOT_ID, "root", root_label, COLUMN_X["root"], sum(symptom_ys) / len(symptom_ys), None))
     return nodes
 
 

@@ -7,11 +7,11 @@ import io
 import math
 import os
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from itertools import chain
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -29,6 +29,9 @@ MAX_META = 80
 _NA_STRINGS = {"", "n/a", "na", "nan", "none", "null"}
 _NUMBER_RE = re.compile(r"^[+-]?(\d[\d,]*(\.\d*)?|\.\d+)([eE][+-]?\d+)?$|^[+-]?(inf|infinity|nan)$", re.IGNORECASE)
 FORMULA_CHARS = "=+-@"
+T = TypeVar("T")
+PARALLEL_ROWS = 200_000  # above this many requests, per-column work runs in threads
+_POOL: ThreadPoolExecutor | None = None
 
 
 @dataclass
@@ -231,15 +234,27 @@ def _first(mask: np.ndarray) -> int:
     return int(np.argmax(mask))
 
 
+def _out_of_range(x: np.ndarray) -> bool:
+    """Fast check, one pass each for min and max (NaN ignored): any negative or infinite value?"""
+    return bool(x.size) and bool(np.fmin.reduce(x) < 0 or np.fmax.reduce(x) == np.inf)
+
+
+def parallel_map(fn: Callable[..., T], items: list[Any], rows: int) -> list[T]:
+    """fn over items, in threads when the table is large (numpy and pyarrow release the GIL)."""
+    if rows >= PARALLEL_ROWS and len(items) > 1:
+        return list(_pool().map(fn, items))
+    return [fn(item) for item in items]
+
+
 def check_requests(df: pd.DataFrame, ctx: Ctx, names: Mapping[str, str], rows: tuple[str, int], key: str) -> None:
     """Refuse negative or infinite values and e2e < ttft; names the column, the count and the first row."""
     word, offset = rows
-    for col in NON_NEGATIVE:
-        if col not in df:
+    present = [c for c in NON_NEGATIVE if c in df]
+    suspect = parallel_map(_out_of_range, [df[c].to_numpy() for c in present], len(df))
+    for col, bad in zip(present, suspect, strict=True):
+        if not bad:
             continue
         x = df[col].to_numpy()
-        if not x.size or not (np.fmin.reduce(x) < 0 or np.fmax.reduce(x) == np.inf):
-            continue  # fast path: one pass each for min and max (NaN ignored), no masks
         for mask, what in ((x < 0, "negative"), (np.isinf(x), "infinite")):
             if mask.any():
                 i = _first(mask)
@@ -294,18 +309,42 @@ def add_tpot(df: pd.DataFrame) -> bool:
     return True
 
 
+def quantiles(x: np.ndarray, qs: tuple[float, ...] = (0.5, 0.9, 0.99), sample: int = 20_000) -> np.ndarray:
+    """Exact quantiles (numpy's linear method) of a NaN-free array, about twice as fast as np.percentile on
+    large arrays: a random sample brackets each quantile, then only the values inside the bracket are partitioned."""
+    n = x.size
+    if n < 100_000:
+        return np.percentile(x, np.asarray(qs) * 100)
+    srt = np.sort(x[np.random.default_rng(12345).integers(0, n, sample)])
+    out = []
+    for q in qs:
+        h = (n - 1) * q
+        k = int(h)
+        frac = h - k
+        spread = 6 * (math.sqrt(sample * q * (1 - q)) + 1)
+        lo_i, hi_i = max(0, int(q * sample - spread)), min(sample - 1, int(q * sample + spread) + 1)
+        lo = srt[lo_i] if lo_i > 0 else -np.inf
+        hi = srt[hi_i] if hi_i < sample - 1 else np.inf
+        below = int(np.count_nonzero(x < lo))
+        inside = x[(x >= lo) & (x <= hi)]
+        j = k - below
+        if not 0 <= j < inside.size - 1:  # the sample missed (very unlikely): do it the slow way
+            return np.percentile(x, np.asarray(qs) * 100)
+        part = np.partition(inside, [j, j + 1])
+        out.append(part[j] + frac * (part[j + 1] - part[j]))
+    return np.asarray(out)
+
+
 def _percentiles(x: np.ndarray, keep: np.ndarray | None = None) -> tuple[float, ...] | None:
     """(mean, p50, p90, p99) of the non-NaN values (of the rows in `keep`), or None when there are none."""
-    owned = keep is not None
-    if owned:
+    if keep is not None:
         x = x[keep]
     if np.isnan(np.add.reduce(x)):
-        x, owned = x[~np.isnan(x)], True
+        x = x[~np.isnan(x)]
     if not x.size:
         return None
-    mean = float(x.mean())
-    p50, p90, p99 = np.percentile(x, (50, 90, 99), overwrite_input=owned)
-    return mean, float(p50), float(p90), float(p99)
+    p50, p90, p99 = quantiles(x)
+    return float(x.mean()), float(p50), float(p90), float(p99)
 
 
 def _pool() -> ThreadPoolExecutor:
@@ -315,8 +354,10 @@ def _pool() -> ThreadPoolExecutor:
     return _POOL
 
 
-_POOL: ThreadPoolExecutor | None = None
-PARALLEL_ROWS = 200_000
+def _token_sum(x: np.ndarray, keep: np.ndarray | None) -> tuple[float, int]:
+    if keep is not None:
+        x = x[keep]
+    return float(np.nansum(x)), int(x.size - np.count_nonzero(np.isnan(x)))
 
 
 def request_summary(df: pd.DataFrame) -> dict[str, float]:
@@ -324,33 +365,27 @@ def request_summary(df: pd.DataFrame) -> dict[str, float]:
     n = len(df)
     ok = df["ok"].to_numpy(dtype=bool) if "ok" in df else np.ones(n, dtype=bool)
     completed = int(ok.sum())
-    every = completed == n
+    keep = None if completed == n else ok
+    stats = [(col, key) for col, key in STATS if col in df]
+    token_cols = [col for col in ("prompt_tokens", "output_tokens") if col in df]
 
-    keep = None if every else ok
-
-    def good(col: str) -> np.ndarray:
+    def work(col: str) -> Any:
         x = df[col].to_numpy()
-        return x if every else x[ok]
+        return _token_sum(x, keep) if col in token_cols else _percentiles(x, keep)
 
+    results = dict(zip([c for c, _ in stats] + token_cols,
+                       parallel_map(work, [c for c, _ in stats] + token_cols, n), strict=True))
     out: dict[str, float] = {"completed": float(completed), "failed": float(n - completed)}
-    present = [(col, key) for col, key in STATS if col in df]
-    arrays = [df[col].to_numpy() for col, _ in present]
-    if n >= PARALLEL_ROWS:
-        results = list(_pool().map(_percentiles, arrays, [keep] * len(arrays)))
-    else:
-        results = [_percentiles(a, keep) for a in arrays]
-    for (_, key), res in zip(present, results, strict=True):
-        if res is not None:
-            for stat, value in zip(("mean", "p50", "p90", "p99"), res, strict=True):
+    for col, key in stats:
+        if results[col] is not None:
+            for stat, value in zip(("mean", "p50", "p90", "p99"), results[col], strict=True):
                 out[f"{key}_{stat}_s"] = value
     tokens: dict[str, float] = {}
-    for col in ("prompt_tokens", "output_tokens"):
-        if col in df:
-            x = good(col)
-            valid = int(np.count_nonzero(~np.isnan(x)))
-            if valid:
-                tokens[col] = float(np.nansum(x))
-                out[f"{col}_mean"] = tokens[col] / valid
+    for col in token_cols:
+        total, valid = results[col]
+        if valid:
+            tokens[col] = total
+            out[f"{col}_mean"] = total / valid
     out.update(_throughput(df, completed, tokens))
     return out
 

@@ -13,7 +13,7 @@ import pyarrow.csv as pacsv
 import pyarrow.parquet as pq
 
 from triage.run import Run
-from triage.sources.files.common import Ctx, build_run, formula_reason, frame, not_utf8_reason
+from triage.sources.files.common import Ctx, build_run, formula_reason, frame, not_utf8_reason, parallel_map
 
 # Time columns: base name → canonical column; the unit comes from the suffix (none = seconds).
 TIME_BASES: dict[str, str] = {
@@ -254,18 +254,19 @@ def table_to_run(table: pa.Table, ctx: Ctx, row_offset: int) -> Run:
         raise ctx.fail("no data rows (only a header)")
     names = [str(n) for n in table.column_names]
     mapping = map_columns(names, ctx)
-    cols: dict[str, np.ndarray] = {}
-    sources: dict[str, str] = {}
-    for canon, (src, factor) in mapping.items():
+    numeric = [(canon, src, factor) for canon, (src, factor) in mapping.items() if canon not in ("ok", "error")]
+
+    def convert(item: tuple[str, str, float]) -> np.ndarray:
+        canon, src, factor = item
         col = table.column(names.index(src))
         if canon == "start_s":
-            cols[canon] = to_start(col, src, factor, ctx, row_offset)
-        elif canon in ("ok", "error"):
-            continue
-        else:
-            x = to_float(col, src, ctx, row_offset)
-            cols[canon] = x * factor if factor != 1.0 else x
-        sources[canon] = src
+            return to_start(col, src, factor, ctx, row_offset)
+        x = to_float(col, src, ctx, row_offset)
+        return x * factor if factor != 1.0 else x
+
+    arrays = parallel_map(convert, numeric, table.num_rows)
+    cols = {canon: x for (canon, _, _), x in zip(numeric, arrays, strict=True)}
+    sources = {canon: src for canon, src, _ in numeric}
     ok = _ok_column(table, names, mapping, ctx, row_offset)
     if ok is not None:
         cols["ok"] = ok

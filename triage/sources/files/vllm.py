@@ -11,6 +11,7 @@ import numpy as np
 from triage.run import Run
 from triage.sources.files.common import (
     Ctx,
+    _percentiles,
     build_run,
     check_lengths,
     describe_missing,
@@ -129,14 +130,11 @@ def requests_table(doc: dict[str, Any], ctx: Ctx, key: str) -> tuple[Any, dict[s
 
 
 def pooled_itl(flat: np.ndarray, lengths: np.ndarray, ok: np.ndarray | None) -> dict[str, float]:
-    if ok is not None:
-        flat = flat[np.repeat(ok, lengths)]
-    flat = flat[np.isfinite(flat)]
-    if not flat.size:
+    """vLLM's ITL statistics: every chunk gap of the successful requests, pooled."""
+    stats = _percentiles(flat, np.repeat(ok, lengths) if ok is not None else None)
+    if stats is None:
         return {}
-    p50, p90, p99 = np.percentile(flat, (50, 90, 99))
-    return {"itl_mean_s": float(flat.mean()), "itl_p50_s": float(p50), "itl_p90_s": float(p90),
-            "itl_p99_s": float(p99)}
+    return dict(zip(("itl_mean_s", "itl_p50_s", "itl_p90_s", "itl_p99_s"), stats, strict=True))
 
 
 def latencies_only(doc: dict[str, Any], summary: dict[str, Any], ctx: Ctx, key: str) -> None:
