@@ -10,6 +10,7 @@ st.set_page_config(page_title="Inference Triage", page_icon=":material/troublesh
 pages = {
     t("nav_section_main"): [
         st.Page("pages/diagnose.py", title=t("nav_diagnose"), icon=":material/account_tree:", default=True),
+        st.Page("pages/live.py", title=t("nav_live"), icon=":material/monitor_heart:"),
         st.Page("pages/benchmark.py", title=t("nav_benchmark"), icon=":material/upload_file:"),
     ],
     t("nav_section_reference"): [

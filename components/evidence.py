@@ -67,7 +67,9 @@ def symptom_summary(diag: Diagnosis) -> None:
 
 
 def findings_block(diag: Diagnosis) -> None:
-    if not diag.findings:
+    if not diag.findings and any(c.present for c in diag.symptoms):
+        st.warning(t("symptom_no_cause"))
+    elif not diag.findings:
         st.success(t("no_symptom"))
     for i, f in enumerate(diag.findings, start=1):
         finding_card(f, i)

@@ -10,6 +10,7 @@ from triage.run import Run
 from triage.signals import SignalSet
 
 MIN_REQUESTS_FOR_CORRELATION = 30
+MIN_REQUESTS_FOR_RATE = 50  # below this, start-up and drain dominate the achieved rate
 PCTS = {"p50": 0.5, "p90": 0.9, "p99": 0.99}
 
 
@@ -155,7 +156,8 @@ def _throughput(kb: KnowledgeBase, out: SignalSet, t: _Table | None, run: Run, s
     out.put(kb, "req_per_s", rate, "tool summary" if "req_per_s" in s else "completed ÷ run span")
     out.put(kb, "out_tok_per_s", s.get("out_tok_per_s"), "tool summary")
     offered = s.get("offered_rate")
-    if rate is not None and offered and np.isfinite(offered):
+    enough = (completed or 0) >= MIN_REQUESTS_FOR_RATE
+    if rate is not None and offered and np.isfinite(offered) and enough:
         out.put(kb, "achieved_over_offered", rate / offered, f"achieved {rate:.2f} ÷ offered {offered:.2f} req/s")
     if t is not None and t["ttft_s"] is not None and t.all_count:
         ttft_ok = t["ttft_s"] <= slo["ttft_p99_s"]

@@ -20,8 +20,9 @@ def fmt_value(value: float | bool | None, unit: str = "") -> str:
 def evidence_line(e: Evidence, lang: str) -> str:
     if e.holds is None:
         return f"{e.signal}: not measurable from this source — {e.meaning.get(lang)}"
-    return (f"{e.signal} = {fmt_value(e.value, e.unit)} ({e.op} {fmt_value(e.threshold, e.unit)}): "
-            f"{e.meaning.get(lang)}")
+    verdict = "met" if e.holds else "not met"
+    return (f"{e.signal} = {fmt_value(e.value, e.unit)} [rule {e.op} {fmt_value(e.threshold, e.unit)}: {verdict}] "
+            f"— {e.meaning.get(lang)}")
 
 
 def _symptoms(kb: KnowledgeBase, diag: Diagnosis, lang: str) -> list[str]:
@@ -36,6 +37,9 @@ def _symptoms(kb: KnowledgeBase, diag: Diagnosis, lang: str) -> list[str]:
 
 def _findings(kb: KnowledgeBase, diag: Diagnosis, lang: str) -> list[str]:
     if not diag.findings:
+        if any(c.present for c in diag.symptoms):
+            return ["A symptom is present, but no cause could be pinned down from this source: the evidence its "
+                    "causes need is not measurable here (see the Symptoms above; try the live metrics)."]
         return ["No symptom: every measurable symptom is within the SLO (numbers above)."]
     lines = ["Findings, most important first:"]
     for i, f in enumerate(diag.findings, start=1):

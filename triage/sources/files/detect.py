@@ -32,6 +32,7 @@ FORMATS: dict[str, str] = {
 }
 
 HEAD_BYTES = 65536
+MULTI_VALUE = {"vllm_bench", "sglang_bench", "aiperf_jsonl"}  # parsers that take the list of JSON values
 _VLLM_KEYS = {"model_id", "num_prompts", "request_throughput"}
 _SGLANG_KEYS = ("total_output_tokens_retokenized", "mean_e2e_latency_ms", "concurrency")
 _AIPERF_KEYS = ("benchmark_duration", "was_cancelled", "error_summary")
@@ -84,7 +85,8 @@ def sniff(data: bytes, name: str) -> Sniffed:
     stripped = head.lstrip()
     if stripped[:1] in ("{", "["):
         values = parse_json_values(decode_text(data, ctx), ctx)
-        return Sniffed(detect_json(values, ctx), values)
+        fmt = detect_json(values, ctx)
+        return Sniffed(fmt, values if fmt in MULTI_VALUE else values[0])
     first_line = stripped.split("\n", 1)[0].rstrip("\r")
     if _YAML_KEY_RE.match(first_line) or first_line.startswith("---"):
         doc = load_yaml(decode_text(data, ctx), ctx)

@@ -249,7 +249,8 @@ def to_failed(col: pa.ChunkedArray, src: str, ctx: Ctx, row_offset: int) -> np.n
 # ---------------------------------------------------------------- table → run
 
 
-def table_to_run(table: pa.Table, ctx: Ctx, row_offset: int) -> Run:
+def table_to_frame(table: pa.Table, ctx: Ctx, row_offset: int) -> tuple[pd.DataFrame, dict[str, str]]:
+    """Canonical per-request columns (seconds, tokens) and, per column, the file's own name for messages."""
     if table.num_rows == 0:
         raise ctx.fail("no data rows (only a header)")
     names = [str(n) for n in table.column_names]
@@ -262,17 +263,25 @@ def table_to_run(table: pa.Table, ctx: Ctx, row_offset: int) -> Run:
         if canon == "start_s":
             return to_start(col, src, factor, ctx, row_offset)
         x = to_float(col, src, ctx, row_offset)
-        return x * factor if factor != 1.0 else x
+        if factor == 1.0:
+            return x
+        return np.multiply(x, factor, out=x) if x.flags.writeable else x * factor
 
     arrays = parallel_map(convert, numeric, table.num_rows)
     cols = {canon: x for (canon, _, _), x in zip(numeric, arrays, strict=True)}
-    sources = {canon: src for canon, src, _ in numeric}
     ok = _ok_column(table, names, mapping, ctx, row_offset)
     if ok is not None:
         cols["ok"] = ok
     _unit_hint(cols, mapping, ctx)
-    label = f"{PurePath(ctx.where).stem or 'requests'} ({table.num_rows:,} requests)"
-    return build_run(label, ctx, requests=frame(cols), names=sources, rows=("row", row_offset),
+    return frame(cols), {canon: src for canon, src, _ in numeric}
+
+
+def frame_to_run(converted: tuple[pd.DataFrame, dict[str, str]], ctx: Ctx, row_offset: int) -> Run:
+    """Checks, TPOT and summary; the caller has dropped the Arrow table, so its pool pages can go first."""
+    pa.default_memory_pool().release_unused()
+    requests, sources = converted
+    label = f"{PurePath(ctx.where).stem or 'requests'} ({len(requests):,} requests)"
+    return build_run(label, ctx, requests=requests, names=sources, rows=("row", row_offset),
                      definitions={"ttft": "from the file, per request", "e2e": "from the file, per request"})
 
 
@@ -300,12 +309,14 @@ def _unit_hint(cols: dict[str, np.ndarray], mapping: dict[str, tuple[str, float]
 
 
 def parse_csv(data: bytes, ctx: Ctx) -> list[Run]:
-    start = data[:4096].lstrip(b"\xef\xbb\xbf")
+    start = data[:4096].lstrip(b"\xef\xbb\xbf").lstrip()
     first = start.split(b"\n", 1)[0].decode("utf-8", "replace")
     delimiter = sniff_delimiter(first) or ","
     table = read_csv_table(data, delimiter, ctx)
     check_formulas(table, ctx)
-    return [table_to_run(table, ctx, row_offset=2)]
+    converted = table_to_frame(table, ctx, row_offset=2)
+    del table
+    return [frame_to_run(converted, ctx, row_offset=2)]
 
 
 def parse_parquet(data: bytes, ctx: Ctx) -> list[Run]:
@@ -313,4 +324,6 @@ def parse_parquet(data: bytes, ctx: Ctx) -> list[Run]:
         table = pq.read_table(pa.BufferReader(data))
     except (pa.ArrowException, OSError, ValueError) as exc:
         raise ctx.fail(f"not a readable Parquet file: {str(exc)[:200]}") from None
-    return [table_to_run(table, ctx, row_offset=1)]
+    converted = table_to_frame(table, ctx, row_offset=1)
+    del table
+    return [frame_to_run(converted, ctx, row_offset=1)]

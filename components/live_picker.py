@@ -1,0 +1,83 @@
+"""The live page's source picker: returns a function that builds the windows on each refresh."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime, time, timezone
+from functools import partial
+
+import streamlit as st
+
+from triage.live.profiles import list_profiles
+from triage.live.simulator import SCENARIOS
+
+from components import live_source
+from components.shell import lang, t
+
+SOURCES = ("demo", "scrape", "snapshots", "prometheus")
+WINDOWS_MIN = {"5m": 5, "15m": 15, "1h": 60, "6h": 360}
+QUERY_TIMEOUT_S = 5.0
+
+
+def _demo() -> Callable:
+    ids = list(SCENARIOS)
+    scenario = st.selectbox(t("live_scenario"), ids, index=ids.index("queueing"), key="live_scenario",
+                            format_func=lambda s: SCENARIOS[s].title.get(lang()))
+    st.caption(SCENARIOS[scenario].description.get(lang()))
+    return partial(live_source.demo_windows, scenario, 10)
+
+
+def _scrape() -> Callable | None:
+    url = st.text_input(t("live_url"), placeholder="http://127.0.0.1:8000/metrics", key="live_url")
+    if not url:
+        st.info(t("live_url_hint"))
+        return None
+    return partial(live_source.scrape_windows, url, 15, QUERY_TIMEOUT_S)
+
+
+def _snapshots() -> Callable | None:
+    cols = st.columns([2, 2, 1])
+    before = cols[0].file_uploader(t("live_before"), key="snap_before")
+    after = cols[1].file_uploader(t("live_after"), key="snap_after")
+    interval = cols[2].number_input(t("live_interval"), min_value=1.0, value=60.0, step=5.0, key="snap_interval")
+    if before is None or after is None:
+        st.info(t("live_snapshots_hint"))
+        return None
+    return partial(live_source.snapshot_windows, before.getvalue(), after.getvalue(), (before.name, after.name),
+                   interval)
+
+
+def _match_filters() -> dict[str, str]:
+    cols = st.columns(4)
+    match = {}
+    for col, label in zip(cols, ("model_name", "namespace", "pod", "instance")):
+        value = col.text_input(label, key=f"match:{label}")
+        if value:
+            match[label] = value
+    return match
+
+
+def _prometheus() -> Callable | None:
+    profiles = list_profiles()
+    if not profiles:
+        st.info(t("live_no_profiles"))
+        return None
+    cols = st.columns([2, 1, 1])
+    name = cols[0].selectbox(t("live_profile"), list(profiles), key="prom_profile")
+    window = cols[1].selectbox(t("live_window"), list(WINDOWS_MIN), index=1, key="prom_window")
+    baseline = cols[2].selectbox(t("live_baseline"), [None, 24.0, 168.0], key="prom_baseline",
+                                 format_func=lambda h: t("live_baseline_none") if h is None else f"−{h:g} h")
+    end = None
+    if st.toggle(t("live_absolute"), key="prom_absolute"):
+        c1, c2 = st.columns(2)
+        day = c1.date_input(t("live_end_date"), key="prom_end_date")
+        at = c2.time_input(t("live_end_time"), value=time(0, 0), key="prom_end_time")
+        end = datetime.combine(day, at, tzinfo=timezone.utc)
+    return partial(live_source.prometheus_windows, profiles[name], end, WINDOWS_MIN[window], _match_filters(),
+                   baseline, QUERY_TIMEOUT_S)
+
+
+def source_picker() -> Callable | None:
+    kind = st.segmented_control(t("live_source"), SOURCES, default="demo", key="live_kind", required=True,
+                                format_func=lambda k: t(f"live_kind_{k}"))
+    return {"demo": _demo, "scrape": _scrape, "snapshots": _snapshots, "prometheus": _prometheus}[kind]()

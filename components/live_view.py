@@ -1,0 +1,141 @@
+"""The live page body: KPI deltas, panels over time, the lit tree and evidence; refreshed in a fragment."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from datetime import datetime
+
+import plotly.graph_objects as go
+import streamlit as st
+
+from triage.compare import SignalDelta, signal_deltas
+from triage.errors import TriageError
+from triage.live.diagnose_live import LiveDiagnosis, diagnose_window
+from triage.live.panels import Panel, line_points, load_panels
+from triage.live.readings import Need, SeriesPoint
+from triage.live.server_signals import server_signals
+from triage.report_text import fmt_value
+from triage.rules import Slo
+
+from components.evidence import findings_block, symptom_summary
+from components.findings import FINDINGS_KEY
+from components.live_source import WindowPair
+from components.shell import knowledge, lang, t
+from components.tree_chart import tree_chart
+
+LAST_KEY = "live_last"   # the last good refresh, shown (with a banner) when a refresh fails
+KPI_SIGNALS = ("ttft_p99_s", "tpot_p99_s", "kv_usage_max", "waiting_mean", "preemptions_per_s", "req_per_s",
+               "out_tok_per_s", "prefix_hit_rate")
+SERIES_POINTS = 60
+
+
+@dataclass
+class LiveResult:
+    live: LiveDiagnosis
+    deltas: list[SignalDelta]
+    series: dict[Need, list[SeriesPoint]]
+    missing: dict[Need, str]
+    label: str
+    at: float
+
+
+def refresh(pair: WindowPair, slo: Slo) -> LiveResult:
+    """One refresh: all needs of the diagnosis and the panels (each window reads its needs concurrently)."""
+    kb = knowledge()
+    live = diagnose_window(kb, pair.current, slo)
+    panel_needs = list({n for p in load_panels() for n in p.needs()})
+    series = pair.current.series(panel_needs, SERIES_POINTS)
+    baseline = server_signals(kb, pair.baseline.read(_needs())) if pair.baseline else None
+    deltas = signal_deltas(live.diagnosis.signals, baseline) if baseline else []
+    return LiveResult(live, deltas, series, dict(live.readings.missing), pair.label, time.time())
+
+
+def _needs() -> list[Need]:
+    from triage.live.server_signals import NEEDS
+
+    return NEEDS
+
+
+def kpi_deltas(result: LiveResult) -> None:
+    signals = result.live.diagnosis.signals
+    by_name = {d.name: d for d in result.deltas}
+    with st.container(horizontal=True):
+        for name in KPI_SIGNALS:
+            sig = signals.get(name)
+            meaning = knowledge().signals[name].meaning.get(lang())
+            if sig is None:
+                st.metric(name, "—", help=f"{meaning} — {t('not_measurable_short')}", border=True)
+                continue
+            d = by_name.get(name)
+            delta = None
+            if d is not None and d.delta is not None:
+                delta = f"{fmt_value(d.delta, sig.unit)} vs baseline" + (f" ({d.pct:+.0f}%)" if d.pct is not None else "")
+            st.metric(name, fmt_value(sig.value, sig.unit), delta=delta, delta_color="inverse", border=True,
+                      help=f"{meaning} · {sig.source}")
+
+
+def _panel_figure(panel: Panel, result: LiveResult) -> go.Figure | None:
+    fig = go.Figure()
+    for line in panel.lines:
+        points = line_points(line, result.series)
+        if points:
+            fig.add_trace(go.Scatter(x=[datetime.fromtimestamp(p.t) for p in points], y=[p.value for p in points],
+                                     mode="lines", name=line.label))
+    if not fig.data:
+        return None
+    fig.update_layout(height=240, margin=dict(l=10, r=10, t=10, b=10), yaxis_title=panel.unit,
+                      legend=dict(orientation="h", y=1.15))
+    return fig
+
+
+def _why_missing(panel: Panel, result: LiveResult) -> str:
+    reasons = {result.missing[n] for n in panel.needs() if n in result.missing}
+    return " ".join(sorted(reasons)) or t("panel_no_data")
+
+
+def panels(result: LiveResult) -> None:
+    cols = st.columns(3)
+    for i, panel in enumerate(load_panels()):
+        with cols[i % 3], st.container(border=True):
+            st.markdown(f"**{panel.title.get(lang())}**")
+            fig = _panel_figure(panel, result)
+            if fig is None:
+                st.info(_why_missing(panel, result), icon=":material/info:")
+            else:
+                st.plotly_chart(fig, width="stretch", key=f"panel:{panel.id}")
+
+
+def render(result: LiveResult) -> None:
+    st.caption(t("live_source_line", label=result.label, engine=result.live.engine,
+                 at=datetime.fromtimestamp(result.at).strftime("%H:%M:%S")))
+    for err in result.live.readings.errors:
+        st.warning(err)
+    kpi_deltas(result)
+    panels(result)
+    diag = result.live.diagnosis
+    st.session_state[FINDINGS_KEY] = diag.matched_ids
+    left, right = st.columns(2, gap="medium")
+    with left:
+        st.markdown(f"### {t('findings')}")
+        findings_block(diag)
+        st.markdown(f"### {t('symptoms')}")
+        symptom_summary(diag)
+    with right:
+        st.markdown(f"### {t('tree_heading')}")
+        tree_chart(diag.matched_ids)
+
+
+def refresh_and_render(make_pair, slo: Slo) -> None:
+    """Refresh, or keep the last good result under a stale-data banner when the source fails."""
+    try:
+        result = refresh(make_pair(), slo)
+        st.session_state[LAST_KEY] = result
+    except TriageError as exc:
+        last: LiveResult | None = st.session_state.get(LAST_KEY)
+        st.error(t("live_refresh_failed", reason=exc.line()))
+        if last is None:
+            return
+        st.warning(t("live_stale", at=datetime.fromtimestamp(last.at).strftime("%H:%M:%S")))
+        result = last
+    render(result)

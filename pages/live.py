@@ -1,0 +1,22 @@
+"""Live: diagnose a running server from Prometheus, its /metrics, two snapshots, or the built-in demo."""
+
+import streamlit as st
+
+from components.live_picker import source_picker
+from components.live_view import refresh_and_render
+from components.shell import t
+from components.slo_picker import slo_sidebar
+
+st.title(t("live_title"))
+slo = slo_sidebar()
+make_pair = source_picker()
+refresh_s = st.sidebar.select_slider(t("live_refresh"), options=[5, 10, 15, 30, 60], value=15, key="live_refresh")
+
+
+@st.fragment(run_every=refresh_s)
+def _live() -> None:
+    if make_pair is not None:
+        refresh_and_render(make_pair, slo)
+
+
+_live()

@@ -1,0 +1,1 @@
+"""Live sources: engine metric maps, metric windows (scrapes, Prometheus), server-side signals."""
