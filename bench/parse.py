@@ -10,12 +10,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import statistics
 import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -74,7 +74,7 @@ def make_csv(path: Path, rows: int, seed: int = 7) -> None:
     pacsv.write_csv(table, path)
 
 
-def timed(fn, repeat: int) -> float:
+def timed(fn: Callable[[], object], repeat: int) -> float:
     times = []
     for _ in range(repeat):
         t = time.perf_counter()

@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime, time, timezone
+from datetime import UTC, datetime, time
 from functools import partial
 
 import streamlit as st
 
-from triage.live.profiles import list_profiles
-from triage.live.simulator import SCENARIOS
-
 from components import live_source
 from components.shell import lang, t
+from triage.live.profiles import list_profiles
+from triage.live.simulator import SCENARIOS
 
 SOURCES = ("demo", "scrape", "snapshots", "prometheus")
 WINDOWS_MIN = {"5m": 5, "15m": 15, "1h": 60, "6h": 360}
@@ -72,7 +71,7 @@ def _prometheus() -> Callable | None:
         c1, c2 = st.columns(2)
         day = c1.date_input(t("live_end_date"), key="prom_end_date")
         at = c2.time_input(t("live_end_time"), value=time(0, 0), key="prom_end_time")
-        end = datetime.combine(day, at, tzinfo=timezone.utc)
+        end = datetime.combine(day, at, tzinfo=UTC)
     return partial(live_source.prometheus_windows, profiles[name], end, WINDOWS_MIN[window], _match_filters(),
                    baseline, QUERY_TIMEOUT_S)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import streamlit as st
 
@@ -80,7 +80,7 @@ def prometheus_windows(profile, end: datetime | None, minutes: int, match: dict[
                        baseline_offset_h: float | None, timeout: float) -> WindowPair:
     from triage.live.prometheus_window import PrometheusWindow
 
-    end = end or datetime.now(timezone.utc)
+    end = end or datetime.now(UTC)
     start = end - timedelta(minutes=minutes)
     current = PrometheusWindow(profile, start, end, match=match, timeout=timeout)
     baseline = None

@@ -9,6 +9,11 @@ from datetime import datetime
 import plotly.graph_objects as go
 import streamlit as st
 
+from components.evidence import findings_block, symptom_summary
+from components.findings import FINDINGS_KEY
+from components.live_source import WindowPair
+from components.shell import knowledge, lang, t
+from components.tree_chart import tree_chart
 from triage.compare import SignalDelta, signal_deltas
 from triage.errors import TriageError
 from triage.live.diagnose_live import LiveDiagnosis, diagnose_window
@@ -17,12 +22,6 @@ from triage.live.readings import Need, SeriesPoint
 from triage.live.server_signals import server_signals
 from triage.report_text import fmt_value
 from triage.rules import Slo
-
-from components.evidence import findings_block, symptom_summary
-from components.findings import FINDINGS_KEY
-from components.live_source import WindowPair
-from components.shell import knowledge, lang, t
-from components.tree_chart import tree_chart
 
 LAST_KEY = "live_last"   # the last good refresh, shown (with a banner) when a refresh fails
 KPI_SIGNALS = ("ttft_p99_s", "tpot_p99_s", "kv_usage_max", "waiting_mean", "preemptions_per_s", "req_per_s",
@@ -70,7 +69,8 @@ def kpi_deltas(result: LiveResult) -> None:
             d = by_name.get(name)
             delta = None
             if d is not None and d.delta is not None:
-                delta = f"{fmt_value(d.delta, sig.unit)} vs baseline" + (f" ({d.pct:+.0f}%)" if d.pct is not None else "")
+                pct = f" ({d.pct:+.0f}%)" if d.pct is not None else ""
+                delta = f"{fmt_value(d.delta, sig.unit)} vs baseline{pct}"
             st.metric(name, fmt_value(sig.value, sig.unit), delta=delta, delta_color="inverse", border=True,
                       help=f"{meaning} · {sig.source}")
 

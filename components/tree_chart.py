@@ -46,7 +46,8 @@ def build_figure(nodes: list[PlacedNode], lit: set[str], chosen: set[str]) -> go
     fig.add_trace(go.Scatter(
         x=[n.x for n in nodes], y=[n.y for n in nodes], mode="markers+text",
         text=[n.label for n in nodes],
-        textposition=["middle right" if n.kind == "technique" else "top right" for n in nodes], customdata=[n.id for n in nodes],
+        textposition=["middle right" if n.kind == "technique" else "top right" for n in nodes],
+        customdata=[n.id for n in nodes],
         hovertemplate="%{text}<extra>%{customdata}</extra>", showlegend=False,
         textfont=dict(size=12, color=["#111" if o == 1.0 else "#9E9E9E" for o in opacity]),
         marker=dict(size=[20 if n.key in chosen else 12 for n in nodes],

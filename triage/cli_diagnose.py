@@ -6,6 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
+from triage.cli_live import add_live_arguments
 from triage.diagnosis import diagnose_run, pick_run
 from triage.errors import TriageError
 from triage.knowledge import DEFAULT_TREE_DIR, load_knowledge
@@ -31,12 +32,38 @@ def runs_json(bench: Benchmark, chosen: int) -> list[dict]:
             for i, r in enumerate(bench.runs, start=1)]
 
 
+def _slo(kb, args: argparse.Namespace):
+    try:
+        return resolve_slo(kb, args.slo, ttft_p99_s=args.ttft_slo, tpot_p99_s=args.tpot_slo)
+    except KeyError as exc:
+        raise TriageError(f"unknown SLO preset {exc}; choose one of {', '.join(kb.slo_presets)}", key="--slo") from exc
+
+
+def _diagnose_live(kb, args: argparse.Namespace) -> int:
+    from triage.cli_live import live_window
+    from triage.live.diagnose_live import diagnose_window
+
+    window, label = live_window(args)
+    live = diagnose_window(kb, window, _slo(kb, args))
+    if args.json:
+        out = diagnosis_json(live.diagnosis, source=label, fmt=f"metrics:{live.engine}", runs=[])
+        out["missing"] = {f"{n.kind}:{n.key}": why for n, why in live.readings.missing.items()}
+        print(json.dumps(out, ensure_ascii=False, indent=2))
+    else:
+        header = [f"source: {label} (engine {live.engine}, window {live.readings.window_seconds:g} s)",
+                  *live.readings.errors]
+        print(diagnosis_text(kb, live.diagnosis, header))
+    return 0
+
+
 def cmd_diagnose(args: argparse.Namespace) -> int:
     kb = load_knowledge(args.tree_dir)
-    try:
-        slo = resolve_slo(kb, args.slo, ttft_p99_s=args.ttft_slo, tpot_p99_s=args.tpot_slo)
-    except KeyError as exc:
-        raise TriageError(f"unknown SLO preset {exc}", key="--slo") from exc
+    sources = [bool(args.file), bool(args.prometheus), bool(args.endpoint), bool(args.scrape)]
+    if sum(sources) != 1:
+        raise TriageError("give exactly one source: FILE, --prometheus URL, --endpoint URL or --scrape BEFORE AFTER")
+    if not args.file:
+        return _diagnose_live(kb, args)
+    slo = _slo(kb, args)
     bench = read_benchmark(args.file)
     run = pick_run(bench, args.run)
     number = bench.runs.index(run) + 1
@@ -51,13 +78,14 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("diagnose", help="diagnose a benchmark file")
-    p.add_argument("file", type=Path, help="a load-test result (vLLM, SGLang, GuideLLM, genai-perf, AIPerf, "
-                                           "LLMPerf, or a per-request CSV/Parquet)")
+    p = sub.add_parser("diagnose", help="diagnose a benchmark file, a Prometheus window or a /metrics endpoint")
+    p.add_argument("file", type=Path, nargs="?", help="a load-test result (vLLM, SGLang, GuideLLM, genai-perf, "
+                                                      "AIPerf, LLMPerf, or a per-request CSV/Parquet)")
     p.add_argument("--slo", default=None, help="SLO preset: chat, code or batch (default chat)")
     p.add_argument("--ttft-slo", type=float, default=None, help="TTFT p99 SLO in seconds")
     p.add_argument("--tpot-slo", type=float, default=None, help="TPOT p99 SLO in seconds")
     p.add_argument("--run", type=int, default=None, help="run number in a multi-run file (1-based; default last)")
     p.add_argument("--json", action="store_true", help="print the JSON contract instead of text")
     p.add_argument("--tree-dir", type=Path, default=DEFAULT_TREE_DIR, help=argparse.SUPPRESS)
+    add_live_arguments(p)
     p.set_defaults(func=cmd_diagnose)

@@ -52,7 +52,8 @@ def layout(kb: KnowledgeBase, lang: str = "en") -> list[PlacedNode]:
         nodes.append(PlacedNode(sym.id, sym.id, "symptom", sym.short.get(lang), COLUMN_X["symptom"], symptom_ys[-1],
                                 ROOT_ID))
     root_label = kb.guidance.root.get(lang).split("（")[0].split(" (")[0]
-    nodes.append(PlacedNode(ROOT_ID, ROOT_ID, "root", root_label, COLUMN_X["root"], sum(symptom_ys) / len(symptom_ys), None))
+    root_y = sum(symptom_ys) / len(symptom_ys)
+    nodes.append(PlacedNode(ROOT_ID, ROOT_ID, "root", root_label, COLUMN_X["root"], root_y, None))
     return nodes
 
 

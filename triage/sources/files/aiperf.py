@@ -42,7 +42,8 @@ def parse_json(doc: Any, ctx: Ctx) -> list[Run]:
     if doc.get("was_cancelled") is True:
         ctx.notes.append("the AIPerf run was cancelled before it finished")
     start = doc.get("start_time")
-    meta = {"model": model_of(config), "tool": "aiperf", "date": start[:19].replace("T", " ") if isinstance(start, str) else None}
+    date = start[:19].replace("T", " ") if isinstance(start, str) else None
+    meta = {"model": model_of(config), "tool": "aiperf", "date": date}
     return [build_run(label or "aiperf summary", ctx, tool={**summary, **load}, definitions=DEFINITIONS, meta=meta)]
 
 

@@ -230,6 +230,10 @@ def clean_summary(tool: Mapping[str, Any], ctx: Ctx, key: str = "") -> dict[str,
     return out
 
 
+def rows_text(n: int) -> str:
+    return f"{n} row" if n == 1 else f"{n} rows"
+
+
 def _first(mask: np.ndarray) -> int:
     return int(np.argmax(mask))
 
@@ -259,7 +263,7 @@ def check_requests(df: pd.DataFrame, ctx: Ctx, names: Mapping[str, str], rows: t
             if mask.any():
                 i = _first(mask)
                 raise ctx.fail(
-                    f"{what} {names.get(col, col)} in {int(mask.sum())} rows (first: {word} {i + offset}, "
+                    f"{what} {names.get(col, col)} in {rows_text(int(mask.sum()))} (first: {word} {i + offset}, "
                     f"value {fmt_num(float(x[i]))})", key=key)
     if "ttft_s" in df and "e2e_s" in df:
         ttft, e2e = df["ttft_s"].to_numpy(), df["e2e_s"].to_numpy()
@@ -267,8 +271,8 @@ def check_requests(df: pd.DataFrame, ctx: Ctx, names: Mapping[str, str], rows: t
         if short.any():
             i = _first(short)
             raise ctx.fail(
-                f"{names.get('e2e_s', 'e2e_s')} shorter than {names.get('ttft_s', 'ttft_s')} in {int(short.sum())} "
-                f"rows (first: {word} {i + offset}); are the units mixed?", key=key)
+                f"{names.get('e2e_s', 'e2e_s')} shorter than {names.get('ttft_s', 'ttft_s')} in "
+                f"{rows_text(int(short.sum()))} (first: {word} {i + offset}); are the units mixed?", key=key)
 
 
 def mark_missing_latencies(df: pd.DataFrame, ctx: Ctx, names: Mapping[str, str], label: str, key: str) -> None:

@@ -250,7 +250,7 @@ def detect_json(values: list[Any], ctx: Ctx) -> str:
 class _NoAliasLoader(yaml.SafeLoader):
     """SafeLoader that refuses anchors/aliases (no billion-laughs expansion)."""
 
-    def compose_node(self, parent: Any, index: Any) -> Any:  # noqa: ANN401
+    def compose_node(self, parent: Any, index: Any) -> Any:
         if self.check_event(yaml.AliasEvent):
             raise yaml.YAMLError("YAML aliases are not accepted")
         return super().compose_node(parent, index)

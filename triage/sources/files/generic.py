@@ -94,7 +94,8 @@ def map_columns(names: list[str], ctx: Ctx) -> dict[str, tuple[str, float]]:
             continue
         canon, factor = hit
         if canon in mapping:
-            ctx.notes.append(f"columns {mapping[canon][0]!r} and {name!r} both give {canon}; used {mapping[canon][0]!r}")
+            used = mapping[canon][0]
+            ctx.notes.append(f"columns {used!r} and {name!r} both give {canon}; used {used!r}")
             continue
         mapping[canon] = (name, factor)
     missing = [desc for canon, desc in REQUIRED.items() if canon not in mapping]

@@ -237,7 +237,8 @@ def csv_v4_summary(row: dict[tuple[str, str, str], str]) -> dict[str, Any]:
     out: dict[str, Any] = {"duration_s": row.get(("Timings", "Duration", "Sec")),
                            "completed": row.get(("Request Counts", "Successful", "")),
                            "failed": row.get(("Request Counts", "Errored", ""))}
-    for group, unit, canon, factor in (("Request Latency", "Sec", "e2e", 1.0), ("Time to First Token", "ms", "ttft", 1e-3),
+    for group, unit, canon, factor in (("Request Latency", "Sec", "e2e", 1.0),
+                                       ("Time to First Token", "ms", "ttft", 1e-3),
                                        ("Inter Token Latency", "ms", "tpot", 1e-3)):
         sub = (group, f"Successful {unit}")
         for src, dst in (("Mean", "mean"), ("Median", "p50")):
@@ -315,8 +316,8 @@ def _parse_v4(rows: list[list[str]], ctx: Ctx) -> list[Run]:
     runs = []
     for i, cells in enumerate(rows[3:]):
         if len(cells) != width:
-            ctx.notes.append(f"benchmark row {i + 1} has {len(cells)} cells but the header has {width} "
-                             "(GuideLLM 0.4–0.6 writes the first benchmark's header only); skipped, use the JSON output")
+            ctx.notes.append(f"benchmark row {i + 1} has {len(cells)} cells but the header has {width} (GuideLLM "
+                             "0.4–0.6 writes the first benchmark's header only); skipped, use the JSON output")
             continue
         row = dict(zip(keys, cells, strict=True))
         label, load = v4_label(row, i)

@@ -26,7 +26,8 @@ def summary_of(doc: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for metric, canon in DIST_METRICS.items():
         pre = f"results_{metric}"
-        for src, dst in (("mean", "mean"), ("quantiles_p50", "p50"), ("quantiles_p90", "p90"), ("quantiles_p99", "p99")):
+        for src, dst in (("mean", "mean"), ("quantiles_p50", "p50"), ("quantiles_p90", "p90"),
+                         ("quantiles_p99", "p99")):
             out[f"{canon}_{dst}_s"] = doc.get(f"{pre}_{src}")
     per_min = num(doc.get("results_num_completed_requests_per_min"))
     out.update({
@@ -70,6 +71,6 @@ def parse_requests(doc: Any, ctx: Ctx) -> list[Run]:
     cols["ok"] = ok
     ctx.notes.append("LLMPerf responses have no timestamps: no timeline or queueing view")
     return [build_run(f"individual responses ({len(recs):,})", ctx, requests=frame(cols), meta={"tool": "llmperf"},
-                      names={"ttft_s": "ttft_s", "e2e_s": "end_to_end_latency_s", "output_tokens": "number_output_tokens",
-                             "prompt_tokens": "number_input_tokens"},
+                      names={"ttft_s": "ttft_s", "e2e_s": "end_to_end_latency_s",
+                             "output_tokens": "number_output_tokens", "prompt_tokens": "number_input_tokens"},
                       definitions={"itl": ITL_NOTE})]

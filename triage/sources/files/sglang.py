@@ -19,7 +19,7 @@ from triage.sources.files.common import (
     per_item_sum_mean,
     ragged,
 )
-from triage.sources.files.vllm import ok_mask, pooled_itl, run_label
+from triage.sources.files.vllm import ARRAY_NAMES, ok_mask, pooled_itl, run_label
 
 PERCENTILE_METRICS = (("ttft", "ttft"), ("tpot", "tpot"), ("itl", "itl"), ("e2e_latency", "e2e"))
 DEFINITIONS = {
@@ -37,7 +37,8 @@ def tool_summary(doc: dict[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {
         "duration_s": doc.get("duration"), "completed": doc.get("completed"),
         "req_per_s": doc.get("request_throughput"), "out_tok_per_s": doc.get("output_throughput"),
-        "total_tok_per_s": total, "offered_rate": doc.get("request_rate"), "max_concurrency": doc.get("max_concurrency"),
+        "total_tok_per_s": total, "offered_rate": doc.get("request_rate"),
+        "max_concurrency": doc.get("max_concurrency"),
     }
     completed = num(doc.get("completed"))
     if completed:
@@ -97,7 +98,7 @@ def parse(values: list[Any], ctx: Ctx) -> list[Run]:
         if isinstance(doc.get("ttfts"), list):
             requests, overrides = requests_table(doc, ctx, key)
             runs.append(build_run(label, ctx, requests=requests, tool=summary, definitions=DEFINITIONS, meta=meta,
-                                  overrides=overrides, key=key))
+                                  overrides=overrides, key=key, names=ARRAY_NAMES))
         else:
             runs.append(build_run(label, ctx, tool=summary, definitions=DEFINITIONS, meta=meta, key=key))
     return runs

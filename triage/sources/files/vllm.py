@@ -31,6 +31,8 @@ DEFINITIONS = {
     "e2e": "vLLM E2E latency per request",
 }
 REQUIRED_KEYS = ("model_id", "num_prompts", "request_throughput")
+ARRAY_NAMES = {"ttft_s": "ttfts", "e2e_s": "latencies", "prompt_tokens": "input_lens", "output_tokens": "output_lens",
+               "start_s": "start_times", "queue_s": "queue_times", "itl_s": "itls"}
 _DATE_RE = re.compile(r"^(\d{4})(\d{2})(\d{2})-(\d{2})(\d{2})(\d{2})$")
 
 
@@ -157,7 +159,7 @@ def parse_one(doc: dict[str, Any], label: str, ctx: Ctx, key: str) -> Run:
     if isinstance(doc.get("ttfts"), list):
         requests, overrides = requests_table(doc, ctx, key)
         return build_run(label, ctx, requests=requests, tool=summary, definitions=defs, meta=meta,
-                         overrides=overrides, key=key)
+                         overrides=overrides, key=key, names=ARRAY_NAMES)
     latencies_only(doc, summary, ctx, key)
     return build_run(label, ctx, tool=summary, definitions=defs, meta=meta, key=key)
 
@@ -165,7 +167,8 @@ def parse_one(doc: dict[str, Any], label: str, ctx: Ctx, key: str) -> Run:
 def parse(values: list[Any], ctx: Ctx) -> list[Run]:
     for i, doc in enumerate(values):
         if not isinstance(doc, dict) or not all(k in doc for k in REQUIRED_KEYS):
-            raise ctx.fail(f"object {i + 1} of {len(values)} is not a vLLM result ({describe_missing(doc, REQUIRED_KEYS)})")
+            missing = describe_missing(doc, REQUIRED_KEYS)
+            raise ctx.fail(f"object {i + 1} of {len(values)} is not a vLLM result ({missing})")
     labels = [run_label(doc) for doc in values]
     if len(set(labels)) < len(labels):
         labels = [f"run {i + 1}" + (f" ({d})" if (d := fmt_date(doc.get('date'))) else "") + f": {lab}"
