@@ -33,6 +33,7 @@ def parse_metrics_text(text: str, taken_at: float, where: str) -> Snapshot:
     snap = Snapshot(taken_at=taken_at, where=where)
     for family in families:
         _add_family(snap, family)
+    _drop_created(snap)
     return snap
 
 
@@ -54,6 +55,14 @@ def _add_family(snap: Snapshot, family) -> None:
         if name.endswith("_created") and kind in ("counter", "histogram", "summary", "gaugehistogram"):
             continue  # creation timestamps, not values
         snap.series.setdefault(name, []).append((dict(sample.labels), float(sample.value)))
+
+
+def _drop_created(snap: Snapshot) -> None:
+    """``X_created`` next to ``X_total`` or ``X_count`` is a creation timestamp (untyped when TYPE names X_total)."""
+    for name in [n for n in snap.series if n.endswith("_created")]:
+        base = name.removesuffix("_created")
+        if base + "_total" in snap.series or base + "_count" in snap.series:
+            del snap.series[name]
 
 
 def _syntax_error(text: str, where: str, exc: Exception) -> TriageError:

@@ -50,7 +50,7 @@ def parse_json(doc: Any, ctx: Ctx) -> list[Run]:
 def _metric(recs: list[dict[str, Any]], tag: str, ctx: Ctx) -> np.ndarray:
     """metrics.<tag>.value in seconds (ms/ns → s by each record's unit); NaN when absent."""
     values = float_array([deep_get(r, "metrics", tag, "value") for r in recs], f"metrics.{tag}", ctx)
-    units = {deep_get(r, "metrics", tag, "unit") for r in recs} - {None}
+    units = {str(u) for r in recs if (u := deep_get(r, "metrics", tag, "unit")) is not None}
     if len(units) <= 1:
         return values * unit_factor(next(iter(units), None))
     return values * np.array([unit_factor(deep_get(r, "metrics", tag, "unit")) for r in recs])

@@ -307,8 +307,10 @@ def add_tpot(df: pd.DataFrame) -> bool:
     if not {"ttft_s", "e2e_s", "output_tokens"} <= set(df.columns):
         return False
     out = df["output_tokens"].to_numpy()
+    tpot = np.subtract(df["e2e_s"].to_numpy(), df["ttft_s"].to_numpy())
     with np.errstate(invalid="ignore", divide="ignore"):
-        tpot = np.where(out > 1, (df["e2e_s"].to_numpy() - df["ttft_s"].to_numpy()) / (out - 1), np.nan)
+        np.divide(tpot, np.subtract(out, 1.0), out=tpot)
+    tpot[~(out > 1)] = np.nan
     df["tpot_s"] = tpot
     return True
 
@@ -359,9 +361,11 @@ def _pool() -> ThreadPoolExecutor:
 
 
 def _token_sum(x: np.ndarray, keep: np.ndarray | None) -> tuple[float, int]:
+    """(sum, count) of the non-NaN values in the kept rows, without copying the column."""
+    valid = ~np.isnan(x)
     if keep is not None:
-        x = x[keep]
-    return float(np.nansum(x)), int(x.size - np.count_nonzero(np.isnan(x)))
+        valid &= keep
+    return float(np.add.reduce(x, where=valid)), int(np.count_nonzero(valid))
 
 
 def request_summary(df: pd.DataFrame) -> dict[str, float]:

@@ -11,7 +11,7 @@ from typing import Any
 import yaml
 
 from triage.sources.files import generic
-from triage.sources.files.common import Ctx, decode_text, not_utf8_reason
+from triage.sources.files.common import Ctx, decode_text, not_utf8_reason, type_name
 
 FORMATS: dict[str, str] = {
     "vllm_bench": "vLLM bench serve JSON",
@@ -145,7 +145,7 @@ def describe(doc: Any) -> str:
         return f"an object with keys {', '.join(keys)}{more}" if keys else "an empty object"
     if isinstance(doc, list):
         return f"a list of {len(doc)} items" + (f", the first {describe(doc[0])}" if doc else "")
-    return f"a {type(doc).__name__} value"
+    return type_name(doc)
 
 
 def is_guidellm(doc: Any) -> bool:

@@ -147,7 +147,7 @@ def check_formulas(table: pa.Table, ctx: Ctx) -> None:
             raise ctx.fail(formula_reason(values[i].as_py(), name, idx[i].as_py() + 2))
 
 
-def _string_to_float(col: pa.ChunkedArray, src: str, ctx: Ctx, row_offset: int) -> np.ndarray:
+def _string_to_float(col: pa.ChunkedArray, src: str, ctx: Ctx, row_offset: int) -> pa.ChunkedArray:
     trimmed = pc.utf8_trim_whitespace(col)
     is_na = pc.is_in(pc.utf8_lower(trimmed), value_set=pa.array(NA_STRINGS))
     cleaned = pc.if_else(is_na, pa.scalar(None, pa.string()), pc.replace_substring(trimmed, ",", ""))
@@ -156,17 +156,29 @@ def _string_to_float(col: pa.ChunkedArray, src: str, ctx: Ctx, row_offset: int) 
     if i is not None and i >= 0:
         shown = str(col[i].as_py())[:40]
         raise ctx.fail(f"non-numeric value {shown!r} in column {src} (row {i + row_offset})")
-    return pc.cast(cleaned, pa.float64()).to_numpy()
+    return pc.cast(cleaned, pa.float64())
 
 
-def to_float(col: pa.ChunkedArray, src: str, ctx: Ctx, row_offset: int) -> np.ndarray:
+def _to_numpy(arr: pa.ChunkedArray | pa.Array, factor: float) -> np.ndarray:
+    """float64 built in Arrow's pool (it reuses the parser's freed pages), then a zero-copy, read-only numpy view."""
+    if factor != 1.0:
+        arr = pc.multiply(arr, pa.scalar(factor, pa.float64()))
+    if arr.null_count:
+        arr = pc.fill_null(arr, pa.scalar(np.nan, pa.float64()))
+    if isinstance(arr, pa.ChunkedArray):
+        arr = arr.combine_chunks()
+    return arr.to_numpy(zero_copy_only=False)
+
+
+def to_float(col: pa.ChunkedArray, src: str, ctx: Ctx, row_offset: int, factor: float = 1.0) -> np.ndarray:
+    """A numeric column in canonical units (value × factor), NaN for empty cells."""
     t = col.type
     if pa.types.is_null(t):
         return np.full(len(col), np.nan)
     if pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t) or pa.types.is_boolean(t):
-        return pc.cast(col, pa.float64()).to_numpy()
+        return _to_numpy(pc.cast(col, pa.float64()), factor)
     if pa.types.is_string(t) or pa.types.is_large_string(t):
-        return _string_to_float(col, src, ctx, row_offset)
+        return _to_numpy(_string_to_float(col, src, ctx, row_offset), factor)
     raise ctx.fail(f"column {src} holds {t} values, expected numbers")
 
 
@@ -263,10 +275,7 @@ def table_to_frame(table: pa.Table, ctx: Ctx, row_offset: int) -> tuple[pd.DataF
         col = table.column(names.index(src))
         if canon == "start_s":
             return to_start(col, src, factor, ctx, row_offset)
-        x = to_float(col, src, ctx, row_offset)
-        if factor == 1.0:
-            return x
-        return np.multiply(x, factor, out=x) if x.flags.writeable else x * factor
+        return to_float(col, src, ctx, row_offset, factor)
 
     arrays = parallel_map(convert, numeric, table.num_rows)
     cols = {canon: x for (canon, _, _), x in zip(numeric, arrays, strict=True)}

@@ -19,7 +19,7 @@ from triage.sources.files.common import (
     per_item_sum_mean,
     ragged,
 )
-from triage.sources.files.vllm import ARRAY_NAMES, ok_mask, pooled_itl, run_label
+from triage.sources.files.vllm import ARRAY_NAMES, ok_mask, per_request_arrays, pooled_itl, run_label
 
 PERCENTILE_METRICS = (("ttft", "ttft"), ("tpot", "tpot"), ("itl", "itl"), ("e2e_latency", "e2e"))
 DEFINITIONS = {
@@ -57,7 +57,7 @@ def tool_summary(doc: dict[str, Any]) -> dict[str, Any]:
 def requests_table(doc: dict[str, Any], ctx: Ctx, key: str) -> tuple[Any, dict[str, float]]:
     """--output-details arrays → canonical table; E2E = ttft + Σ itls (there are no latencies)."""
     keys = ("input_lens", "output_lens", "ttfts", "itls", "errors")
-    arrays = {k: doc[k] for k in keys if isinstance(doc.get(k), list)}
+    arrays = per_request_arrays(doc, keys, ctx, key)
     n = check_lengths(arrays, ctx, key)
     ttft = float_array(arrays["ttfts"], "ttfts", ctx, key)
     ok = ok_mask(doc, ttft, n)
@@ -95,7 +95,7 @@ def parse(values: list[Any], ctx: Ctx) -> list[Run]:
         meta = {"model": deep_get(doc, "server_info", "model_path"), "backend": doc.get("backend"),
                 "tool": "sglang.bench_serving", "dataset": doc.get("dataset_name")}
         summary = tool_summary(doc)
-        if isinstance(doc.get("ttfts"), list):
+        if doc.get("ttfts") is not None:
             requests, overrides = requests_table(doc, ctx, key)
             runs.append(build_run(label, ctx, requests=requests, tool=summary, definitions=DEFINITIONS, meta=meta,
                                   overrides=overrides, key=key, names=ARRAY_NAMES))

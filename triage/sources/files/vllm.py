@@ -21,6 +21,7 @@ from triage.sources.files.common import (
     num,
     per_item_sum_mean,
     ragged,
+    type_name,
 )
 
 PERCENTILE_METRICS = (("ttft", "ttft"), ("tpot", "tpot"), ("itl", "itl"), ("e2el", "e2e"))
@@ -95,10 +96,19 @@ def ok_mask(doc: dict[str, Any], ttft: np.ndarray | None, n: int) -> np.ndarray 
     return None
 
 
+def per_request_arrays(doc: dict[str, Any], keys: tuple[str, ...], ctx: Ctx, key: str) -> dict[str, list[Any]]:
+    """The per-request arrays present in `doc`; each must be a list."""
+    arrays = {k: doc[k] for k in keys if doc.get(k) is not None}
+    for k, v in arrays.items():
+        if not isinstance(v, list):
+            raise ctx.fail(f"{k} should be a list of per-request values, found {type_name(v)}", key=key)
+    return arrays
+
+
 def requests_table(doc: dict[str, Any], ctx: Ctx, key: str) -> tuple[Any, dict[str, float]]:
     """Per-request arrays (--save-detailed) → canonical table, plus pooled-ITL overrides."""
     keys = ("input_lens", "output_lens", "ttfts", "latencies", "start_times", "queue_times", "itls", "errors")
-    arrays = {k: doc[k] for k in keys if isinstance(doc.get(k), list)}
+    arrays = per_request_arrays(doc, keys, ctx, key)
     n = check_lengths(arrays, ctx, key)
     cols: dict[str, np.ndarray] = {}
     ttft = float_array(arrays["ttfts"], "ttfts", ctx, key)
@@ -156,7 +166,7 @@ def parse_one(doc: dict[str, Any], label: str, ctx: Ctx, key: str) -> Run:
     goodput = num(doc.get("request_goodput", doc.get("request_goodput:")))
     meta = {"model": doc.get("model_id"), "backend": doc.get("backend"), "tool": "vllm bench serve",
             "date": fmt_date(doc.get("date")), "goodput": f"{fmt_num(goodput)} req/s" if goodput is not None else None}
-    if isinstance(doc.get("ttfts"), list):
+    if doc.get("ttfts") is not None:
         requests, overrides = requests_table(doc, ctx, key)
         return build_run(label, ctx, requests=requests, tool=summary, definitions=defs, meta=meta,
                          overrides=overrides, key=key, names=ARRAY_NAMES)
