@@ -14,6 +14,7 @@ pages = {
         st.Page("pages/benchmark.py", title=t("nav_benchmark"), icon=":material/upload_file:"),
     ],
     t("nav_section_reference"): [
+        st.Page("pages/memory.py", title=t("nav_memory"), icon=":material/memory:"),
         st.Page("pages/technique.py", title=t("nav_techniques"), icon=":material/menu_book:"),
     ],
 }

@@ -248,12 +248,15 @@ def prometheus_fixture(name: str, auth: tuple[str, str] | None = None, scope: st
 
 @dataclass
 class FakeBehaviour:
-    """What the fake Prometheus does: the names it lists, a delay on queries, a status for every answer."""
+    """What the fake server does: the metric names it lists, a delay on queries (or on everything), a status
+    for every answer or for queries only, and fixed ``pages`` (path → status, content type, body)."""
 
     names: list[str] = field(default_factory=lambda: ["vllm:num_requests_running"])
     query_delay: float = 0.0
     delay_everything: bool = False
     status: int = 200
+    query_status: int = 200
+    pages: dict[str, tuple[int, str, str]] = field(default_factory=dict)
     release: threading.Event = field(default_factory=threading.Event)
 
 
@@ -263,21 +266,26 @@ def _handler(behaviour: FakeBehaviour) -> type[BaseHTTPRequestHandler]:
             is_query = self.path.startswith("/api/v1/query")
             if behaviour.query_delay and (is_query or behaviour.delay_everything):
                 behaviour.release.wait(behaviour.query_delay)  # the fault: answer late (released at teardown)
-            if behaviour.status != 200:
-                self._send(behaviour.status, {"status": "error", "errorType": "internal",
-                                              "error": "fake failure for a test"})
+            status = behaviour.query_status if is_query and behaviour.status == 200 else behaviour.status
+            if self.path in behaviour.pages:
+                code, kind, text = behaviour.pages[self.path]
+                self._send(code, text.encode(), kind)
+            elif status != 200:
+                self._json(status, {"status": "error", "errorType": "internal", "error": "fake failure for a test"})
             elif is_query:
-                self._send(200, {"status": "success", "data": {"resultType": "vector", "result": []}})
+                self._json(200, {"status": "success", "data": {"resultType": "vector", "result": []}})
             else:
-                self._send(200, {"status": "success", "data": behaviour.names})
+                self._json(200, {"status": "success", "data": behaviour.names})
 
         do_POST = do_GET  # noqa: N815
 
-        def _send(self, status: int, payload: dict) -> None:
-            body = json.dumps(payload).encode()
+        def _json(self, status: int, payload: dict) -> None:
+            self._send(status, json.dumps(payload).encode(), "application/json")
+
+        def _send(self, status: int, body: bytes, kind: str) -> None:
             try:
                 self.send_response(status)
-                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Type", kind)
                 self.send_header("Content-Length", str(len(body)))
                 self.end_headers()
                 self.wfile.write(body)

@@ -233,6 +233,7 @@ def test_parse_deepseek_config():
     assert spec.attention == "mla" and (spec.kv_lora_rank, spec.qk_rope_head_dim) == (512, 64)
     assert kv_bytes_per_token(spec) == 70272
     assert spec.params_b == pytest.approx(671, abs=1) and spec.active_params_b == pytest.approx(37, abs=1)
+    assert spec.checkpoint_dtype == "fp8" == DSV3.checkpoint_dtype  # quantization_config quant_method fp8
 
 
 def test_parse_qwen3_and_mixtral_configs():
@@ -318,9 +319,11 @@ def test_cli_text(capsys):
 
 
 def test_cli_config_and_errors(capsys, tmp_path: Path):
-    code, out = run_cli(["--config", str(FIXTURES / "deepseek-v3.json"), "--gpu", "h200", "--weights", "fp8",
-                         "--tp", "8", "--json"], capsys)
-    assert code == 0 and json.loads(out)["kv_bytes_per_token"] == 70272
+    code, out = run_cli(["--config", str(FIXTURES / "deepseek-v3.json"), "--gpu", "h200", "--tp", "8", "--json"],
+                        capsys)
+    data = json.loads(out)
+    assert code == 0 and data["kv_bytes_per_token"] == 70272
+    assert data["input"]["weights"] == "fp8"  # the checkpoint's dtype when --weights is not given
     with pytest.raises(TriageError) as exc:
         run_cli(["--config", str(FIXTURES / "broken-no-layers.json")], capsys)
     assert exc.value.key == "num_hidden_layers"

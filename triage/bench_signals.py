@@ -11,6 +11,10 @@ from triage.signals import SignalSet
 
 MIN_REQUESTS_FOR_CORRELATION = 30
 MIN_REQUESTS_FOR_RATE = 50  # below this, start-up and drain dominate the achieved rate
+# Correlations and slopes are read from a fixed-seed sample: 50k requests pin r to ±0.01, and a
+# million-row upload stays fast. Percentiles always use every request.
+CORRELATION_SAMPLE = 50_000
+QS = (0.5, 0.9, 0.99, 1.0)
 PCTS = {"p50": 0.5, "p90": 0.9, "p99": 0.99}
 
 
@@ -19,13 +23,6 @@ def _col(df: pd.DataFrame, name: str) -> np.ndarray | None:
         return None
     values = pd.to_numeric(df[name], errors="coerce").to_numpy(dtype="float64", na_value=np.nan)
     return values if np.isfinite(values).any() else None
-
-
-def _quantile(values: np.ndarray | None, q: float) -> float | None:
-    if values is None:
-        return None
-    finite = values[np.isfinite(values)]
-    return float(np.quantile(finite, q)) if finite.size else None
 
 
 def _ratio(top: float | None, bottom: float | None) -> float | None:
@@ -52,12 +49,13 @@ def _spearman(x: np.ndarray | None, y: np.ndarray | None) -> float | None:
     return _pearson(rx, ry)
 
 
-def in_flight_at_arrival(start: np.ndarray, e2e: np.ndarray) -> np.ndarray:
-    """Requests started before and not yet finished at each arrival (vectorized with sorted searches)."""
+def in_flight_at_arrival(start: np.ndarray, e2e: np.ndarray, at: np.ndarray | None = None) -> np.ndarray:
+    """Requests started before and not yet finished at each arrival in ``at`` (default: every arrival)."""
+    at = start if at is None else at
     end = start + e2e
     starts = np.sort(start)
     ends = np.sort(end[np.isfinite(end)])
-    return np.searchsorted(starts, start, side="left") - np.searchsorted(ends, start, side="right")
+    return np.searchsorted(starts, at, side="left") - np.searchsorted(ends, at, side="right")
 
 
 def _slope_ms_per_ktok(prompt: np.ndarray | None, ttft: np.ndarray | None) -> float | None:
@@ -83,7 +81,7 @@ def _rise_ratio(start: np.ndarray | None, ttft: np.ndarray | None) -> float | No
 
 
 class _Table:
-    """The successful requests of a run as float arrays, parsed once."""
+    """The successful requests of a run as float arrays, parsed once, with memoized percentiles."""
 
     def __init__(self, df: pd.DataFrame) -> None:
         self.all_count = len(df)
@@ -93,9 +91,27 @@ class _Table:
         self.n = len(good)
         self.cols = {c: _col(good, c) for c in ("start_s", "prompt_tokens", "output_tokens", "ttft_s", "e2e_s",
                                                 "tpot_s", "queue_s")}
+        self._pcts: dict[str, dict[float, float] | None] = {}
+        rng = np.random.default_rng(0)
+        self.idx = np.sort(rng.choice(self.n, CORRELATION_SAMPLE, replace=False)) \
+            if self.n > CORRELATION_SAMPLE else None
 
     def __getitem__(self, name: str) -> np.ndarray | None:
         return self.cols[name]
+
+    def sample(self, name: str) -> np.ndarray | None:
+        col = self.cols[name]
+        return col if col is None or self.idx is None else col[self.idx]
+
+    def pct(self, name: str, q: float) -> float | None:
+        """Exact percentile over every request; one partition per column serves all of QS."""
+        if name not in self._pcts:
+            col = self.cols[name]
+            finite = col[np.isfinite(col)] if col is not None else None
+            self._pcts[name] = dict(zip(QS, np.quantile(finite, QS).tolist())) if finite is not None and finite.size \
+                else None
+        found = self._pcts[name]
+        return found[q] if found else None
 
 
 def _latency(kb: KnowledgeBase, out: SignalSet, table: _Table | None, run: Run) -> None:
@@ -106,7 +122,7 @@ def _latency(kb: KnowledgeBase, out: SignalSet, table: _Table | None, run: Run) 
                 continue
             if table is not None and table[f"{metric}_s"] is not None:
                 how = f"{pname} of {table.n:,} successful requests"
-                out.put(kb, name, _quantile(table[f"{metric}_s"], q), how)
+                out.put(kb, name, table.pct(f"{metric}_s", q), how)
             elif name in run.summary:
                 label = run.definitions.get(metric, "the tool's summary")
                 out.put(kb, name, run.summary[name], f"tool summary ({label})")
@@ -118,27 +134,30 @@ def _latency(kb: KnowledgeBase, out: SignalSet, table: _Table | None, run: Run) 
 
 def _shape(kb: KnowledgeBase, out: SignalSet, t: _Table) -> None:
     prompt, output = t["prompt_tokens"], t["output_tokens"]
-    out.put(kb, "prompt_tail_ratio", _ratio(_quantile(prompt, 0.99), _quantile(prompt, 0.5)), "prompt p99 ÷ p50")
-    out.put(kb, "prompt_max_over_p99", _ratio(_quantile(prompt, 1.0), _quantile(prompt, 0.99)), "prompt max ÷ p99")
-    out.put(kb, "output_max_over_p99", _ratio(_quantile(output, 1.0), _quantile(output, 0.99)), "output max ÷ p99")
+    p = t.pct
+    out.put(kb, "prompt_tail_ratio", _ratio(p("prompt_tokens", 0.99), p("prompt_tokens", 0.5)), "prompt p99 ÷ p50")
+    out.put(kb, "prompt_max_over_p99", _ratio(p("prompt_tokens", 1.0), p("prompt_tokens", 0.99)), "prompt max ÷ p99")
+    out.put(kb, "output_max_over_p99", _ratio(p("output_tokens", 1.0), p("output_tokens", 0.99)), "output max ÷ p99")
     if prompt is not None and output is not None:
         out.put(kb, "prompt_to_output_ratio", _ratio(float(np.nanmean(prompt)), float(np.nanmean(output))),
                 "mean prompt ÷ mean output tokens")
 
 
 def _load(kb: KnowledgeBase, out: SignalSet, t: _Table) -> None:
-    ttft, start = t["ttft_s"], t["start_s"]
-    out.put(kb, "ttft_prompt_corr", _pearson(t["prompt_tokens"], ttft), "Pearson r, prompt tokens vs TTFT")
-    out.put(kb, "ttft_prompt_slope_ms_per_ktok", _slope_ms_per_ktok(t["prompt_tokens"], ttft),
-            "least-squares slope of TTFT on prompt tokens")
-    out.put(kb, "ttft_rise_ratio", _rise_ratio(start, ttft), "median TTFT, last quarter ÷ first quarter of the run")
+    ttft, start, prompt = t.sample("ttft_s"), t.sample("start_s"), t.sample("prompt_tokens")
+    sampled = f" ({CORRELATION_SAMPLE:,}-request sample)" if t.idx is not None else ""
+    out.put(kb, "ttft_prompt_corr", _pearson(prompt, ttft), f"Pearson r, prompt tokens vs TTFT{sampled}")
+    out.put(kb, "ttft_prompt_slope_ms_per_ktok", _slope_ms_per_ktok(prompt, ttft),
+            f"least-squares slope of TTFT on prompt tokens{sampled}")
+    out.put(kb, "ttft_rise_ratio", _rise_ratio(start, ttft),
+            f"median TTFT, last quarter ÷ first quarter of the run{sampled}")
     if start is not None and t["e2e_s"] is not None:
-        flight = in_flight_at_arrival(start, t["e2e_s"]).astype("float64")
-        out.put(kb, "ttft_load_corr", _spearman(flight, ttft), "Spearman r, in-flight requests vs TTFT")
-        out.put(kb, "tpot_load_corr", _spearman(flight, t["tpot_s"]), "Spearman r, in-flight requests vs TPOT")
-    queue = t["queue_s"]
-    if queue is not None and ttft is not None:
-        out.put(kb, "queue_share_of_ttft", _ratio(_quantile(queue, 0.5), _quantile(ttft, 0.5)),
+        flight = in_flight_at_arrival(t["start_s"], t["e2e_s"], at=start).astype("float64")
+        out.put(kb, "ttft_load_corr", _spearman(flight, ttft), f"Spearman r, in-flight requests vs TTFT{sampled}")
+        out.put(kb, "tpot_load_corr", _spearman(flight, t.sample("tpot_s")),
+                f"Spearman r, in-flight requests vs TPOT{sampled}")
+    if t["queue_s"] is not None and ttft is not None:
+        out.put(kb, "queue_share_of_ttft", _ratio(t.pct("queue_s", 0.5), t.pct("ttft_s", 0.5)),
                 "median queue time ÷ median TTFT")
 
 

@@ -8,7 +8,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from triage import cli_diagnose
+from triage import cli_diagnose, cli_memory
 from triage.errors import TriageError
 from triage.knowledge import DEFAULT_TREE_DIR, KnowledgeBase, load_knowledge
 
@@ -51,6 +51,7 @@ def _parser() -> argparse.ArgumentParser:
     tree.add_argument("--lang", choices=("en", "zh"), default="en")
     tree.set_defaults(func=cmd_tree)
     cli_diagnose.register(sub)
+    cli_memory.register(sub)
     return parser
 
 

@@ -42,8 +42,10 @@ def _model(args: argparse.Namespace) -> ModelSpec:
 
 def memory_input(args: argparse.Namespace) -> MemoryInput:
     """The calculator input the parsed arguments describe."""
+    model = _model(args)
     return MemoryInput(
-        model=_model(args), gpu=pick(load_gpus(), args.gpu, "--gpu"), weights=args.weights, kv_dtype=args.kv_dtype,
+        model=model, gpu=pick(load_gpus(), args.gpu, "--gpu"), weights=args.weights or model.checkpoint_dtype,
+        kv_dtype=args.kv_dtype,
         tp=args.tp, pp=args.pp, max_model_len=args.max_model_len, concurrency=args.concurrency,
         gpu_memory_utilization=args.gpu_memory_utilization, block_size=args.block_size,
         max_num_batched_tokens=args.max_num_batched_tokens)
@@ -133,7 +135,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--config", type=Path, default=None, help="a Hugging Face config.json instead of --model")
     p.add_argument("--params", type=float, default=None, help="parameter count in billions (with --config)")
     p.add_argument("--gpu", default="h100", help="preset id from tree/gpus.yaml (default h100)")
-    p.add_argument("--weights", choices=WEIGHT_DTYPES, default="bf16", help="weight dtype")
+    p.add_argument("--weights", choices=WEIGHT_DTYPES, default=None,
+                   help="weight dtype (default: the checkpoint's, bf16 for most presets, fp8 for DeepSeek-V3)")
     p.add_argument("--kv-dtype", choices=KV_DTYPES, default="auto", help="KV cache dtype (auto = bf16)")
     p.add_argument("--tp", type=int, default=1, help="tensor-parallel size")
     p.add_argument("--pp", type=int, default=1, help="pipeline-parallel size")

@@ -63,6 +63,7 @@ class ModelSpec:
     max_position: int | None = None
     vocab_size: int | None = None
     tie_word_embeddings: bool = False
+    checkpoint_dtype: str = "bf16"  # the weights dtype of the released checkpoint (DeepSeek-V3: fp8)
     source: str = ""
 
     @property
@@ -103,6 +104,7 @@ class ModelEntry(Strict):
     max_position: int = Field(gt=0)
     vocab_size: int | None = Field(default=None, gt=0)
     tie_word_embeddings: bool = False
+    checkpoint_dtype: Literal["bf16", "fp8", "int8", "int4"] = "bf16"
     source: str = Field(min_length=1)
 
     @model_validator(mode="after")
@@ -695,7 +697,22 @@ def _shape_spec(cfg: dict, where: str) -> ModelSpec:
         kv_lora_rank=_cfg_int(cfg, "kv_lora_rank", where) if mla else None,
         qk_rope_head_dim=_cfg_int(cfg, "qk_rope_head_dim", where) if mla else None,
         max_position=cfg.get("max_position_embeddings"), vocab_size=cfg.get("vocab_size"),
-        tie_word_embeddings=bool(cfg.get("tie_word_embeddings", False)))
+        tie_word_embeddings=bool(cfg.get("tie_word_embeddings", False)), checkpoint_dtype=_checkpoint_dtype(cfg))
+
+
+def _checkpoint_dtype(cfg: dict) -> str:
+    """The weights dtype a ``quantization_config`` implies (fp8, 4-bit AWQ/GPTQ …); bf16 without one."""
+    quant = cfg.get("quantization_config")
+    if not isinstance(quant, dict):
+        return "bf16"
+    text = json.dumps(quant).lower()
+    if quant.get("bits") == 4 or "int4" in text or '"num_bits": 4' in text or "w4a16" in text:
+        return "int4"
+    if any(k in text for k in ("fp8", "float8", "e4m3", "float-quantized")):
+        return "fp8"
+    if quant.get("bits") == 8 or "int8" in text or '"num_bits": 8' in text:
+        return "int8"
+    return "bf16"
 
 
 def parse_hf_config(text: str, params_b: float | None = None, where: str = "config.json") -> ModelSpec:

@@ -46,7 +46,7 @@ def _findings(kb: KnowledgeBase, diag: Diagnosis, lang: str) -> list[str]:
         lines.append(f" {i}. {kb.causes[f.cause].title.get(lang)} [{f.cause}] — confidence {f.confidence}")
         if f.explains:
             lines.append(f"    explains: {', '.join(f.explains)}")
-        lines += [f"    {MARK[True] if e.holds else MARK[False]} {evidence_line(e, lang)}"
+        lines += [f"    {'●' if e.holds else '○'} {evidence_line(e, lang)}"
                   for e in f.evidence if e.holds is not None]
         if f.not_measurable:
             lines.append(f"    not measurable from this source: {', '.join(f.not_measurable)}")

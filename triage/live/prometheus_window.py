@@ -105,10 +105,11 @@ class PrometheusWindow:
     # ------------------------------------------------------------ connection and errors
 
     def _connect(self) -> PrometheusConnect:
-        """No retries (a refused connection or a 500 is reported at once) and the timeout on every request."""
+        """No retries (a refused connection, a timeout or a 500 is reported at once, as itself) and the timeout on
+        every request (connect and read)."""
         return PrometheusConnect(url=self.url, headers=self.profile.request_headers() or None,
                                  disable_ssl=not self.profile.verify_tls, auth=self.profile.auth(),
-                                 retry=Retry(total=0, raise_on_status=False), timeout=self.timeout)
+                                 retry=Retry(total=0, read=False, raise_on_status=False), timeout=self.timeout)
 
     def _call(self, fn: Callable[[], Any]) -> Any:
         """Run one client call, turning every failure into a QueryFailed sentence."""
@@ -118,6 +119,9 @@ class PrometheusWindow:
             raise QueryFailed(f"Prometheus at {self.profile.url}: query timed out after {self.timeout:.1f} s",
                               True) from None
         except requests.exceptions.ConnectionError as exc:
+            if "read timed out" in str(exc).lower():
+                raise QueryFailed(f"Prometheus at {self.profile.url}: query timed out after {self.timeout:.1f} s",
+                                  True) from None
             raise QueryFailed(f"Prometheus at {self.profile.url} is unreachable ({connection_reason(exc)})",
                               True) from None
         except PrometheusApiClientException as exc:
@@ -185,7 +189,7 @@ class PrometheusWindow:
         self._raise_if_all_fatal(results)
         for query, result in zip(queries, results):
             self._store(out, query, result)
-        if queries and all(out.values.get(q.need) is None for q in queries):
+        if not any(isinstance(x, QueryFailed) for x in results) and all(out.values[q.need] is None for q in queries):
             out.errors.append(f"no samples between {self._span_text()}")
         return out
 

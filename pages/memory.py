@@ -1,0 +1,5 @@
+"""Memory: which of weights, KV cache, activations and overhead is the big one, and what each step frees."""
+
+from components.memory_view import memory_page
+
+memory_page()
