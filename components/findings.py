@@ -1,27 +1,28 @@
-"""Which nodes to light on the tree: the loaded source's findings, else the bundled sample."""
+"""Which nodes to light on the tree: the loaded source's findings, else the bundled sample's."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import streamlit as st
-import yaml
 
-from components.shell import t
-from triage.knowledge import DEFAULT_TREE_DIR
+from triage.diagnosis import diagnose_run
+from triage.rules import resolve_slo
+
+from components.shell import knowledge, t
 
 FINDINGS_KEY = "findings"
-SAMPLE = DEFAULT_TREE_DIR / "sample" / "finding.yaml"
 
 
-@st.cache_data(show_spinner=False)
-def _sample_causes(path: Path = SAMPLE) -> list[str]:
-    return list(yaml.safe_load(path.read_text(encoding="utf-8"))["causes"])
+@st.cache_resource(show_spinner=False)
+def _sample_findings() -> list[str]:
+    from components.bench_source import sample
+
+    kb = knowledge()
+    return diagnose_run(kb, sample().bench.runs[0], resolve_slo(kb)).matched_ids
 
 
 def current_highlight() -> tuple[list[str], str]:
     """Cause ids to light and a caption saying where they come from."""
     loaded = st.session_state.get(FINDINGS_KEY)
-    if loaded:
-        return list(loaded), ""
-    return _sample_causes(), t("sample_finding_hint")
+    if loaded is not None:
+        return list(loaded), t("highlight_from_source")
+    return _sample_findings(), t("sample_finding_hint")

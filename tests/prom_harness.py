@@ -303,7 +303,7 @@ def fake_prometheus(behaviour: FakeBehaviour) -> Iterator[str]:
     """A local HTTP server imitating Prometheus' API with the given fault; yields its base URL."""
     server = ThreadingHTTPServer(("127.0.0.1", 0), _handler(behaviour))
     server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     try:
         yield f"http://127.0.0.1:{server.server_address[1]}"

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
 
+from tests.prom_harness import FakeBehaviour, closed_port_url, fake_prometheus
 from triage.errors import TriageError
 from triage.live.engines import detect_engines, load_engines
 from triage.live.metrics_text import Snapshot, parse_metrics_text, present_names
+from triage.live.scrape import scrape, two_scrapes
 
 FIXTURES = Path(__file__).parent / "fixtures" / "metrics"
 
@@ -93,3 +96,42 @@ def test_empty_or_html_is_an_error(text):
     with pytest.raises(TriageError) as err:
         parse_metrics_text(text, 0.0, "scrape.txt")
     assert err.value.where == "scrape.txt"
+
+
+# ---------------------------------------------------------------- scraping over HTTP
+
+
+def pages() -> dict[str, tuple[int, str, str]]:
+    return {"/metrics": (200, "text/plain; version=0.0.4; charset=utf-8", (FIXTURES / "vllm.txt").read_text()),
+            "/login": (200, "text/html", "<html>sign in</html>"), "/secret": (401, "text/plain", "no")}
+
+
+def test_scrape_and_two_scrapes():
+    with fake_prometheus(FakeBehaviour(pages=pages())) as base:
+        before = time.time()
+        snap = scrape(base + "/metrics", timeout=2.0)
+        assert snap.where == base + "/metrics" and snap.taken_at >= before
+        assert "vllm:prompt_tokens_total" in snap.series
+        first, second = two_scrapes(base + "/metrics", interval=0.05)
+        assert second.taken_at - first.taken_at >= 0.05
+
+
+@pytest.mark.parametrize(("path", "message"), [
+    ("/nothing", "HTTP 404"), ("/login", "text/html, not Prometheus metrics text"), ("/secret", "HTTP 401"),
+])
+def test_scrape_http_problems(path, message):
+    with fake_prometheus(FakeBehaviour(pages=pages(), status=404)) as base:
+        with pytest.raises(TriageError, match=message) as err:
+            scrape(base + path, timeout=2.0)
+    assert err.value.where == base + path
+
+
+def test_scrape_refused_and_slow():
+    url = closed_port_url() + "metrics"
+    with pytest.raises(TriageError, match=r"unreachable \(connection refused\)"):
+        scrape(url, timeout=1.0)
+    with fake_prometheus(FakeBehaviour(query_delay=5.0, delay_everything=True)) as base:
+        began = time.monotonic()
+        with pytest.raises(TriageError, match=r"no answer within 0\.5 s"):
+            scrape(base + "/metrics", timeout=0.5)
+        assert time.monotonic() - began < 1.5

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 
@@ -34,7 +34,7 @@ VLLM_NAMES = ["vllm:num_requests_running", "vllm:prompt_tokens_total", "vllm:kv_
 
 
 def at(unix: float) -> datetime:
-    return datetime.fromtimestamp(unix, tz=timezone.utc)
+    return datetime.fromtimestamp(unix, tz=UTC)
 
 
 def window(server, seconds: int = 600, ago: int = 0, **kwargs) -> PrometheusWindow:
@@ -131,7 +131,7 @@ def test_empty_window_gives_none_and_a_message(prom):
 
 def test_prometheus_down_is_unreachable():
     url = closed_port_url()
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     with pytest.raises(TriageError) as err:
         PrometheusWindow(url, now - timedelta(minutes=10), now, timeout=2.0)
     assert err.value.reason == f"Prometheus at {url} is unreachable (connection refused)"
@@ -139,7 +139,7 @@ def test_prometheus_down_is_unreachable():
 
 def test_slow_queries_time_out_concurrently_within_the_timeout():
     behaviour = FakeBehaviour(names=VLLM_NAMES, query_delay=10.0)
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     needs = [Need("rate", "prompt_tokens"), Need("gauge_mean", "running"), Need("gauge_max", "kv_usage"),
              Need("quantile", "e2e", q=0.9), Need("gauge_last", "running")]
     with fake_prometheus(behaviour) as url:
@@ -152,7 +152,7 @@ def test_slow_queries_time_out_concurrently_within_the_timeout():
 
 def test_slow_server_times_out_at_construction():
     behaviour = FakeBehaviour(names=VLLM_NAMES, query_delay=10.0, delay_everything=True)
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     with fake_prometheus(behaviour) as url:
         began = time.monotonic()
         with pytest.raises(TriageError, match=r"timed out after 1\.0 s"):
@@ -161,7 +161,7 @@ def test_slow_server_times_out_at_construction():
 
 
 def test_http_500_is_a_clear_error():
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     with fake_prometheus(FakeBehaviour(status=500)) as url:
         with pytest.raises(TriageError) as err:
             PrometheusWindow(url, now - timedelta(minutes=10), now, timeout=2.0)
@@ -169,7 +169,7 @@ def test_http_500_is_a_clear_error():
 
 
 def test_one_failing_query_lands_in_errors_not_an_exception():
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     need = Need("gauge_mean", "running")
     with fake_prometheus(FakeBehaviour(names=VLLM_NAMES, query_status=500)) as url:
         r = PrometheusWindow(url, now - timedelta(minutes=10), now, timeout=2.0).read([need])
@@ -194,7 +194,7 @@ def test_basic_auth_profile_reads(prom_auth):
 
 
 def test_bad_window_and_no_engine():
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     with pytest.raises(TriageError, match="must end after it starts"):
         PrometheusWindow("http://127.0.0.1:9", now, now)
     with fake_prometheus(FakeBehaviour(names=["node_load1"])) as url:

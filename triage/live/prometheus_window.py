@@ -9,7 +9,7 @@ import re
 from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
 import requests
@@ -233,7 +233,7 @@ class PrometheusWindow:
                                                                           "timeout": str(self.timeout)}))
 
     def _range(self, query: str, start: int, end: int, step: int) -> list[dict]:
-        first, last = (datetime.fromtimestamp(t, tz=timezone.utc) for t in (start, end))
+        first, last = (datetime.fromtimestamp(t, tz=UTC) for t in (start, end))
         return self._call(lambda: self.client.custom_query_range(query, first, last, f"{step}s",
                                                                  params={"timeout": str(self.timeout)}))
 
@@ -327,4 +327,4 @@ def _serving_found(present: set[str], engines: dict[str, EngineSpec]) -> bool:
 
 def _utc(moment: datetime) -> datetime:
     """Aware UTC; a naive datetime is taken as local time (as datetime.timestamp() does)."""
-    return moment.astimezone(timezone.utc)
+    return moment.astimezone(UTC)

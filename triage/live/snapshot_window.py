@@ -34,6 +34,7 @@ PAIR_KINDS = frozenset({"rate", "quantile", "hist_mean"})
 LABEL_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 ONE_SCRAPE = "only one scrape: rates need two"
 NO_OBSERVATIONS = "no observations in this window"
+EngineMaps = Mapping[str, EngineSpec] | Iterable[EngineSpec] | None
 
 
 @dataclass(frozen=True)
@@ -49,7 +50,7 @@ class Resolved:
 # ---------------------------------------------------------------- shared with prometheus_window
 
 
-def engine_maps(engines: Mapping[str, EngineSpec] | Iterable[EngineSpec] | None) -> dict[str, EngineSpec]:
+def engine_maps(engines: EngineMaps) -> dict[str, EngineSpec]:
     """The engine maps to detect among: a dict by id, any iterable of specs, or None for tree/engines/*.yaml."""
     if engines is None:
         return load_engines()
@@ -304,8 +305,8 @@ class SnapshotWindow:
     """MetricWindow over in-memory scrapes: counters and histograms from first to last (resets handled over
     every consecutive pair), gauges over every snapshot; no extrapolation, Δt is the exact scrape span."""
 
-    def __init__(self, snapshots: list[Snapshot], engines: Mapping[str, EngineSpec] | Iterable[EngineSpec] | None = None,
-                 match: dict[str, str] | None = None, engine: str | None = None) -> None:
+    def __init__(self, snapshots: list[Snapshot], engines: EngineMaps = None, match: dict[str, str] | None = None,
+                 engine: str | None = None) -> None:
         if not snapshots:
             raise TriageError("no scrapes in this window")
         self.snapshots = sorted(snapshots, key=lambda s: s.taken_at)

@@ -1,0 +1,88 @@
+"""AppTest of the Benchmark page: sample by default, every fixture uploads, bad files keep what loaded."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import streamlit as st
+
+from tests.apptest_tools import new_app, texts
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = sorted((ROOT / "tests" / "fixtures" / "bench").glob("*.*"))
+
+
+@pytest.fixture(autouse=True)
+def _fresh_cache():
+    st.cache_data.clear()
+    yield
+
+
+def bench_page():
+    at = new_app().run()
+    at.switch_page("pages/benchmark.py").run()
+    assert not at.exception, at.exception
+    return at
+
+
+def upload(at, name: str, data: bytes):
+    at.file_uploader(key="bench_upload").upload(name, data, "application/octet-stream").run()
+    assert not at.exception, at.exception
+    return at
+
+
+def test_sample_is_shown_and_labelled():
+    at = bench_page()
+    body = texts(at)
+    assert "bundled sample" in body
+    assert "Requests queue too long" in body
+    assert at.session_state["findings"][0] == "ttft.queueing"
+    labels = [m.label for m in at.metric]
+    assert "TTFT p99" in labels and "req/s" in labels
+
+
+@pytest.mark.parametrize("path", FIXTURES, ids=lambda p: p.name)
+def test_every_fixture_uploads(path):
+    at = upload(bench_page(), path.name, path.read_bytes())
+    assert not at.error, [e.value for e in at.error]
+    assert "Detected format" in texts(at)
+    assert "bundled sample" not in texts(at)
+
+
+def test_bad_file_reports_and_keeps_what_loaded():
+    good = ROOT / "tests" / "fixtures" / "bench" / "vllm_detailed.json"
+    at = upload(bench_page(), good.name, good.read_bytes())
+    at = upload(at, "broken.json", b'{"date": "2025", "model_id": ')
+    errors = " ".join(e.value for e in at.error)
+    assert "broken.json" in errors and "still shown" in errors
+    assert "vllm_detailed.json" not in errors
+    assert "Detected format: **vLLM" in texts(at)
+
+
+def test_multi_run_file_offers_a_run_picker_and_sweep():
+    path = ROOT / "tests" / "fixtures" / "bench" / "vllm_append.json"
+    at = upload(bench_page(), path.name, path.read_bytes())
+    picker = next(s for s in at.selectbox if s.label == "Run")
+    assert len(picker.options) == 3
+    assert any(tab.label == "Sweep" for tab in at.tabs)
+
+
+def test_page_and_cli_agree_on_findings():
+    sample = ROOT / "tree" / "sample" / "benchmark.csv"
+    at = upload(bench_page(), "mine.csv", sample.read_bytes())
+    out = subprocess.run([sys.executable, "-m", "triage", "diagnose", str(sample), "--json"], cwd=ROOT,
+                         capture_output=True, text=True, check=True)
+    cli = [f["cause"] for f in json.loads(out.stdout)["findings"]]
+    assert cli and at.session_state["findings"] == cli
+
+
+def test_slo_preset_changes_findings():
+    at = bench_page()
+    before = list(at.session_state["findings"])
+    at.selectbox(key="slo_preset").set_value("batch").run()
+    assert not at.exception
+    assert at.session_state["findings"] != before
