@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import streamlit as st
 
+from components.shell import knowledge, t
 from triage.diagnosis import diagnose_run
 from triage.rules import resolve_slo
-
-from components.shell import knowledge, t
 
 FINDINGS_KEY = "findings"
 

@@ -240,6 +240,7 @@ def test_profile_repr_never_shows_secrets(tmp_path):
     shown = " ".join(repr(p) + str(p) for p in list_profiles(path, {}).values())
     assert "tok-123-secret" not in shown and "pw-secret" not in shown and "team-a" not in shown
     assert "bearer token" in shown and "basic auth" in shown
+    assert "hunter2" not in repr(Profile(name="u", url="https://bob:hunter2@prom.example.com"))
 
 
 def test_bad_profiles_are_errors(tmp_path):

@@ -8,6 +8,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from triage.errors import TriageError
 
@@ -36,14 +37,14 @@ class Profile:
     def __repr__(self) -> str:
         auth = "bearer token" if self.token else "basic auth" if self.username else "no auth"
         extra = f", headers={sorted(self.headers)}" if self.headers else ""
-        return (f"Profile(name={self.name!r}, url={self.url!r}, auth={auth}{extra}, "
+        return (f"Profile(name={self.name!r}, url={redact_url(self.url)!r}, auth={auth}{extra}, "
                 f"verify_tls={self.verify_tls}, timeout={self.timeout})")
 
     __str__ = __repr__
 
     def label(self) -> str:
         """How messages name it: "profile 'prod'", or the URL for an ad-hoc profile."""
-        return f"profile '{self.name}'" if self.name else self.url
+        return f"profile '{self.name}'" if self.name else redact_url(self.url)
 
     def request_headers(self) -> dict[str, str]:
         """Extra headers plus ``Authorization: Bearer …`` when a token is set."""
@@ -54,6 +55,15 @@ class Profile:
 
     def auth(self) -> tuple[str, str] | None:
         return (self.username, self.password) if self.username else None
+
+
+def redact_url(url: str) -> str:
+    """The URL as shown in messages: a password in ``user:password@host`` becomes ``***``."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.netloc.rsplit("@", 1)[1]
+    return urlunsplit(parts._replace(netloc=f"{parts.username}:***@{host}"))
 
 
 def profile_for_url(url: str) -> Profile:

@@ -6,7 +6,7 @@ import ast
 import json
 import math
 import re
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -18,11 +18,12 @@ from urllib3.util.retry import Retry
 
 from triage.errors import TriageError
 from triage.live.engines import EngineSpec
-from triage.live.profiles import Profile, profile_for_url
+from triage.live.profiles import Profile, profile_for_url, redact_url
 from triage.live.readings import Need, Readings, SeriesPoint
 from triage.live.scrape import connection_reason
 from triage.live.snapshot_window import (
     NO_OBSERVATIONS,
+    EngineMaps,
     Resolved,
     check_match,
     engine_maps,
@@ -86,8 +87,7 @@ class PrometheusWindow:
 
     def __init__(self, profile_or_url: Profile | str, start: datetime, end: datetime,
                  match: dict[str, str] | None = None, timeout: float | None = None,
-                 engines: Mapping[str, EngineSpec] | Iterable[EngineSpec] | None = None,
-                 engine: str | None = None) -> None:
+                 engines: EngineMaps = None, engine: str | None = None) -> None:
         self.profile = profile_or_url if isinstance(profile_or_url, Profile) else profile_for_url(profile_or_url)
         self.start, self.end = _utc(start), _utc(end)
         self.window_seconds = round((self.end - self.start).total_seconds())
@@ -98,6 +98,7 @@ class PrometheusWindow:
         self.match = check_match(match)
         self.engines = engine_maps(engines)
         self.url = self.profile.url.rstrip("/")
+        self.shown_url = redact_url(self.profile.url)
         self.client = self._connect()
         self.present, self.empty = self._detect()
         self.engine, self.addons = pick_engines(self.present, self.engines, engine)
@@ -116,21 +117,22 @@ class PrometheusWindow:
         try:
             return fn()
         except requests.exceptions.Timeout:
-            raise QueryFailed(f"Prometheus at {self.profile.url}: query timed out after {self.timeout:.1f} s",
-                              True) from None
+            raise self._timed_out() from None
         except requests.exceptions.ConnectionError as exc:
             if "read timed out" in str(exc).lower():
-                raise QueryFailed(f"Prometheus at {self.profile.url}: query timed out after {self.timeout:.1f} s",
-                                  True) from None
-            raise QueryFailed(f"Prometheus at {self.profile.url} is unreachable ({connection_reason(exc)})",
+                raise self._timed_out() from None
+            raise QueryFailed(f"Prometheus at {self.shown_url} is unreachable ({connection_reason(exc)})",
                               True) from None
         except PrometheusApiClientException as exc:
             raise self._http_failure(str(exc)) from None
         except (ValueError, KeyError, TypeError):
-            raise QueryFailed(f"{self.profile.url} did not answer with Prometheus JSON (is it the Prometheus base "
+            raise QueryFailed(f"{self.shown_url} did not answer with Prometheus JSON (is it the Prometheus base "
                               "URL?)", True) from None
         except requests.exceptions.RequestException as exc:
-            raise QueryFailed(f"request to {self.profile.url} failed ({type(exc).__name__})", True) from None
+            raise QueryFailed(f"request to {self.shown_url} failed ({type(exc).__name__})", True) from None
+
+    def _timed_out(self) -> QueryFailed:
+        return QueryFailed(f"Prometheus at {self.shown_url}: query timed out after {self.timeout:.1f} s", True)
 
     def _http_failure(self, text: str) -> QueryFailed:
         found = HTTP_STATUS_RE.search(text)
@@ -140,11 +142,11 @@ class PrometheusWindow:
             return QueryFailed(f"Prometheus answered HTTP {status}: check the token / basic auth of "
                                f"{self.profile.label()}", True)
         if status == 404:
-            return QueryFailed(f"{self.profile.url} answered HTTP 404: is it the Prometheus base URL (without "
+            return QueryFailed(f"{self.shown_url} answered HTTP 404: is it the Prometheus base URL (without "
                                "/api/v1 or /graph)?", True)
         if status in (400, 422):
             return QueryFailed(f"Prometheus rejected the query (HTTP {status}): {detail}", False)
-        return QueryFailed(f"Prometheus at {self.profile.url} answered HTTP {status}: {detail}", False)
+        return QueryFailed(f"Prometheus at {self.shown_url} answered HTTP {status}: {detail}", False)
 
     def _fail(self, failure: QueryFailed) -> TriageError:
         return TriageError(failure.sentence, key=self.profile.name and f"profile {self.profile.name}")
@@ -169,7 +171,7 @@ class PrometheusWindow:
         everywhere = self._names(in_window=False)
         if _serving_found(everywhere, self.engines):
             return everywhere, True
-        raise TriageError(f"no vLLM, SGLang or TGI metrics in this window (Prometheus at {self.profile.url} has "
+        raise TriageError(f"no vLLM, SGLang or TGI metrics in this window (Prometheus at {self.shown_url} has "
                           "none at all)")
 
     # ------------------------------------------------------------ reading
@@ -247,8 +249,7 @@ class PrometheusWindow:
             wait(futures, timeout=self.timeout * math.ceil(len(calls) / MAX_WORKERS) + GRACE)
         finally:
             pool.shutdown(wait=False, cancel_futures=True)
-        late = QueryFailed(f"Prometheus at {self.profile.url}: query timed out after {self.timeout:.1f} s", True)
-        return [_outcome(f) if f.done() else late for f in futures]
+        return [_outcome(f) if f.done() and not f.cancelled() else self._timed_out() for f in futures]
 
     def _raise_if_all_fatal(self, results: list[Any]) -> None:
         failures = [r for r in results if isinstance(r, QueryFailed)]

@@ -234,6 +234,7 @@ class Simulator:
             self._arrive(start, TICK_S)
             self._admit(start)
             self._compute(start, TICK_S)
+            self._admit(start + TICK_S)  # the scheduler refills freed slots before the gauges are read
             self._k += 1
 
     def _arrive(self, t0: float, dt: float) -> None:
