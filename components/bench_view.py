@@ -6,7 +6,7 @@ import streamlit as st
 
 from components import bench_charts, bench_source
 from components.evidence import findings_block, symptom_summary
-from components.findings import FINDINGS_KEY
+from components.findings import remember
 from components.kpi import kpi_row
 from components.shell import knowledge, t
 from components.tree_chart import tree_chart
@@ -79,9 +79,9 @@ def panels(loaded: bench_source.Loaded, run: Run, slo: Slo) -> None:
             st.markdown("\n".join(f"- **{k}**: {v}" for k, v in run.definitions.items()))
 
 
-def diagnosis_view(diag: Diagnosis) -> None:
+def diagnosis_view(diag: Diagnosis, label: str) -> None:
     """Findings and symptoms on the left, the lit tree on the right."""
-    st.session_state[FINDINGS_KEY] = diag.matched_ids
+    remember(label, diag)
     left, right = st.columns([1, 1], gap="medium")
     with left:
         st.markdown(f"### {t('findings')}")
@@ -102,4 +102,4 @@ def benchmark_page(slo: Slo) -> None:
     diag = diagnose_run(knowledge(), run, slo)
     kpi_row(diag.signals, slo.values)
     panels(loaded, run, slo)
-    diagnosis_view(diag)
+    diagnosis_view(diag, f"{loaded.bench.source} · {run.label}")

@@ -6,17 +6,31 @@ import streamlit as st
 
 from components.shell import knowledge, t
 from triage.diagnosis import diagnose_run
-from triage.rules import resolve_slo
+from triage.rules import Diagnosis, resolve_slo
 
 FINDINGS_KEY = "findings"
+DIAGNOSIS_KEY = "diagnosis"  # (source label, Diagnosis) of the source opened last
+
+
+def remember(label: str, diag: Diagnosis) -> None:
+    """Pages that diagnose a source share it: the tree lights it, the retro walks it."""
+    st.session_state[FINDINGS_KEY] = diag.matched_ids
+    st.session_state[DIAGNOSIS_KEY] = (label, diag)
 
 
 @st.cache_resource(show_spinner=False)
-def _sample_findings() -> list[str]:
+def _sample_diagnosis() -> Diagnosis:
     from components.bench_source import sample
 
     kb = knowledge()
-    return diagnose_run(kb, sample().bench.runs[0], resolve_slo(kb)).matched_ids
+    return diagnose_run(kb, sample().bench.runs[0], resolve_slo(kb))
+
+
+def current_diagnosis() -> tuple[str, Diagnosis]:
+    """The diagnosis of the source opened last, else the bundled sample's."""
+    if DIAGNOSIS_KEY in st.session_state:
+        return st.session_state[DIAGNOSIS_KEY]
+    return t("sample_label"), _sample_diagnosis()
 
 
 def current_highlight() -> tuple[list[str], str]:
@@ -24,4 +38,4 @@ def current_highlight() -> tuple[list[str], str]:
     loaded = st.session_state.get(FINDINGS_KEY)
     if loaded is not None:
         return list(loaded), t("highlight_from_source")
-    return _sample_findings(), t("sample_finding_hint")
+    return _sample_diagnosis().matched_ids, t("sample_finding_hint")

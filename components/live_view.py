@@ -10,7 +10,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from components.evidence import findings_block, symptom_summary
-from components.findings import FINDINGS_KEY
+from components.findings import remember
 from components.live_source import WindowPair
 from components.shell import knowledge, lang, t
 from components.tree_chart import tree_chart
@@ -114,7 +114,7 @@ def render(result: LiveResult) -> None:
     kpi_deltas(result)
     panels(result)
     diag = result.live.diagnosis
-    st.session_state[FINDINGS_KEY] = diag.matched_ids
+    remember(result.label, diag)
     left, right = st.columns(2, gap="medium")
     with left:
         st.markdown(f"### {t('findings')}")

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from triage import cli_diagnose, cli_memory
+from triage import cli_diagnose, cli_memory, cli_report
 from triage.errors import TriageError
 from triage.knowledge import DEFAULT_TREE_DIR, KnowledgeBase, load_knowledge
 
@@ -52,6 +53,7 @@ def _parser() -> argparse.ArgumentParser:
     tree.set_defaults(func=cmd_tree)
     cli_diagnose.register(sub)
     cli_memory.register(sub)
+    cli_report.register(sub)
     return parser
 
 
@@ -62,3 +64,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     except TriageError as exc:
         print(f"error: {exc.line()}", file=sys.stderr)
         return EXIT_BAD_INPUT
+    except BrokenPipeError:  # e.g. `… | head`: the reader left, which is not an error of ours
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115  # keep the interpreter's final flush quiet
+        return 0

@@ -40,11 +40,7 @@ def _slo(kb, args: argparse.Namespace):
 
 
 def _diagnose_live(kb, args: argparse.Namespace) -> int:
-    from triage.cli_live import live_window
-    from triage.live.diagnose_live import diagnose_window
-
-    window, label = live_window(args)
-    live = diagnose_window(kb, window, _slo(kb, args))
+    live, label = live_diagnosis(kb, args)
     if args.json:
         out = diagnosis_json(live.diagnosis, source=label, fmt=f"metrics:{live.engine}", runs=[])
         out["missing"] = {f"{n.kind}:{n.key}": why for n, why in live.readings.missing.items()}
@@ -56,11 +52,34 @@ def _diagnose_live(kb, args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_diagnose(args: argparse.Namespace) -> int:
-    kb = load_knowledge(args.tree_dir)
+def live_diagnosis(kb, args: argparse.Namespace):
+    from triage.cli_live import live_window
+    from triage.live.diagnose_live import diagnose_window
+
+    window, label = live_window(args)
+    return diagnose_window(kb, window, _slo(kb, args)), label
+
+
+def check_one_source(args: argparse.Namespace) -> None:
     sources = [bool(args.file), bool(args.prometheus), bool(args.endpoint), bool(args.scrape)]
     if sum(sources) != 1:
         raise TriageError("give exactly one source: FILE, --prometheus URL, --endpoint URL or --scrape BEFORE AFTER")
+
+
+def any_diagnosis(kb, args: argparse.Namespace):
+    """(Diagnosis, source label) for whichever source the arguments name."""
+    check_one_source(args)
+    if not args.file:
+        live, label = live_diagnosis(kb, args)
+        return live.diagnosis, f"{label} (engine {live.engine})"
+    bench = read_benchmark(args.file)
+    run = pick_run(bench, args.run)
+    return diagnose_run(kb, run, _slo(kb, args)), f"{bench.source} ({bench.format}) · {run.label}"
+
+
+def cmd_diagnose(args: argparse.Namespace) -> int:
+    kb = load_knowledge(args.tree_dir)
+    check_one_source(args)
     if not args.file:
         return _diagnose_live(kb, args)
     slo = _slo(kb, args)
@@ -77,15 +96,20 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
     return 0
 
 
-def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("diagnose", help="diagnose a benchmark file, a Prometheus window or a /metrics endpoint")
+def add_source_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("file", type=Path, nargs="?", help="a load-test result (vLLM, SGLang, GuideLLM, genai-perf, "
                                                       "AIPerf, LLMPerf, or a per-request CSV/Parquet)")
     p.add_argument("--slo", default=None, help="SLO preset: chat, code or batch (default chat)")
     p.add_argument("--ttft-slo", type=float, default=None, help="TTFT p99 SLO in seconds")
     p.add_argument("--tpot-slo", type=float, default=None, help="TPOT p99 SLO in seconds")
     p.add_argument("--run", type=int, default=None, help="run number in a multi-run file (1-based; default last)")
-    p.add_argument("--json", action="store_true", help="print the JSON contract instead of text")
     p.add_argument("--tree-dir", type=Path, default=DEFAULT_TREE_DIR, help=argparse.SUPPRESS)
     add_live_arguments(p)
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("diagnose", help="diagnose a benchmark file, a Prometheus window or a /metrics endpoint")
+    add_source_arguments(p)
+    p.add_argument("--json", action="store_true", help="print the JSON contract instead of text")
     p.set_defaults(func=cmd_diagnose)
+

@@ -1,0 +1,143 @@
+"""The retro page: walk the tree step by step with the loaded data's answers, then export the report."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from components.evidence import findings_block, symptom_summary
+from components.findings import current_diagnosis
+from components.node_panel import technique_link
+from components.shell import knowledge, lang, t
+from triage.errors import TriageError
+from triage.report_md import WRONG_TEXT, report_markdown, restore_walk
+from triage.retro import RetroState, RetroStep, load_steps, suggested, wrong_usages
+from triage.rules import Diagnosis
+
+STATE_KEY = "retro"
+STEP_PARAM = "step"
+VERIFY_KEY = "verify_result"  # set by the Verify page: the overall verdict of the last comparison
+
+
+def state() -> RetroState:
+    if STATE_KEY not in st.session_state:
+        st.session_state[STATE_KEY] = RetroState()
+    return st.session_state[STATE_KEY]
+
+
+def current_step(s: RetroState) -> int:
+    """The step in the URL wins (a shared link opens the same step), clamped to the walk."""
+    raw = st.query_params.get(STEP_PARAM)
+    if raw is not None and raw.isdigit():
+        s.step = min(int(raw), len(load_steps()) - 1)
+    return s.step
+
+
+def _go(delta: int) -> None:
+    s = state()
+    s.step = max(0, min(s.step + delta, len(load_steps()) - 1))
+    st.query_params[STEP_PARAM] = str(s.step)
+    s.log(load_steps()[s.step].id, f"moved to step {s.step + 1}")
+
+
+def _answer(step: RetroStep, diag: Diagnosis | None, s: RetroState) -> None:
+    """What the loaded data says at this step."""
+    kb = knowledge()
+    if diag is None:
+        st.info(t("retro_no_data"))
+        return
+    if step.id in ("baseline", "symptom"):
+        symptom_summary(diag)
+    elif step.id == "cause":
+        findings_block(diag)
+    elif step.id in ("technique", "minimal_change"):
+        _, cause, techs = suggested(kb, diag)
+        for tid in (s.techniques or techs):
+            technique_link(tid)
+        if step.id == "minimal_change" and s.techniques:
+            tech = kb.techniques[s.techniques[0]]
+            st.markdown("\n".join(f"- [{c.level}] {c.change.get(lang())}" for c in tech.checklist))
+    elif step.id == "verify":
+        verdict = st.session_state.get(VERIFY_KEY)
+        st.markdown(t("retro_verify_result", verdict=verdict) if verdict else t("retro_verify_missing"))
+
+
+def _decide(step: RetroStep, diag: Diagnosis | None, s: RetroState) -> None:
+    kb = knowledge()
+    sym, cause, techs = suggested(kb, diag)
+    if step.id == "symptom":
+        ids = [x.id for x in kb.symptoms]
+        s.symptom = st.selectbox(t("retro_symptom"), ids, index=ids.index(s.symptom or sym or ids[0]),
+                                 format_func=lambda i: kb.symptom(i).title.get(lang()), key="retro_symptom")
+    elif step.id == "cause":
+        ids = [c.id for c in kb.symptom(s.symptom or sym or "ttft").causes]
+        pick = s.cause if s.cause in ids else (cause if cause in ids else ids[0])
+        s.cause = st.selectbox(t("retro_cause"), ids, index=ids.index(pick),
+                               format_func=lambda i: kb.causes[i].title.get(lang()), key="retro_cause")
+    elif step.id == "technique":
+        options = [x.id for x in kb.causes[s.cause].techniques] if s.cause else list(kb.techniques)
+        default = [x for x in s.techniques if x in options] or options[:1]
+        s.techniques = st.multiselect(t("retro_techniques"), options, default=default, key="retro_techniques",
+                                      format_func=lambda i: kb.techniques[i].title.get(lang()))
+    elif step.id == "minimal_change":
+        s.change = st.text_input(t("retro_change"), value=s.change, key="retro_change")
+    elif step.id == "verify":
+        s.verification = st.session_state.get(VERIFY_KEY) or s.verification
+
+
+def _checklist(step: RetroStep, s: RetroState) -> None:
+    ticks = s.checklist.setdefault(step.id, [False] * len(step.checklist))
+    for i, item in enumerate(step.checklist):
+        ticks[i] = st.checkbox(item.get(lang()), value=ticks[i], key=f"retro_chk:{step.id}:{i}")
+
+
+def _warnings(s: RetroState, diag: Diagnosis | None) -> None:
+    for w in wrong_usages(knowledge(), s, diag):
+        st.warning(WRONG_TEXT[w.code].format(t=w.technique), icon=":material/warning:")
+
+
+def _export(s: RetroState, diag: Diagnosis | None) -> None:
+    md = report_markdown(knowledge(), diag, s, lang=lang())
+    st.download_button(t("retro_export"), md, file_name="incident-report.md", mime="text/markdown",
+                       icon=":material/download:", key="retro_export")
+    upload = st.file_uploader(t("retro_import"), type=["md", "markdown", "txt"], key="retro_import")
+    if upload is not None and st.session_state.get("retro_imported") != upload.file_id:
+        try:
+            st.session_state[STATE_KEY] = restore_walk(upload.getvalue().decode("utf-8", errors="replace"))
+        except TriageError as exc:
+            st.error(t("retro_import_failed", name=upload.name, reason=exc.line()))
+            return
+        for key in [k for k in st.session_state if str(k).startswith(("retro_title", "retro_note", "retro_chk",
+                                                                     "retro_change", "retro_symptom", "retro_cause",
+                                                                     "retro_techniques"))]:
+            del st.session_state[key]  # widgets would otherwise show the walk that was replaced
+        st.session_state["retro_imported"] = upload.file_id
+        st.query_params[STEP_PARAM] = str(st.session_state[STATE_KEY].step)
+        st.rerun()
+
+
+def retro_page() -> None:
+    st.title(t("retro_title"))
+    s = state()
+    label, diag = current_diagnosis()
+    s.source = s.source or label
+    steps = load_steps()
+    i = current_step(s)
+    step = steps[i]
+    st.progress((i + 1) / len(steps), text=" → ".join(
+        f"**{x.title.get(lang())}**" if j == i else x.title.get(lang()) for j, x in enumerate(steps)))
+    s.title = st.text_input(t("retro_name"), value=s.title, key="retro_title")
+    st.caption(t("retro_source", source=s.source))
+    st.subheader(f"{i + 1}. {step.title.get(lang())}")
+    st.markdown(f"**{t('question')}** — {step.question.get(lang())}")
+    with st.container(border=True):
+        _answer(step, diag, s)
+    _decide(step, diag, s)
+    _checklist(step, s)
+    s.notes[step.id] = st.text_area(t("retro_note"), value=s.notes.get(step.id, ""), key=f"retro_note:{step.id}")
+    _warnings(s, diag)
+    back, fwd = st.columns(2)
+    back.button(t("retro_back"), on_click=_go, args=(-1,), disabled=i == 0, key="retro_back", width="stretch")
+    fwd.button(t("retro_next"), on_click=_go, args=(1,), disabled=i == len(steps) - 1, key="retro_next",
+               width="stretch", type="primary")
+    st.divider()
+    _export(s, diag)

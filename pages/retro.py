@@ -1,0 +1,5 @@
+"""Retro: walk the tree one step at a time with the loaded data, then export the incident report."""
+
+from components.retro_view import retro_page
+
+retro_page()

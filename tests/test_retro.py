@@ -1,0 +1,108 @@
+"""Retro walk: wrong usages are flagged, the report renders and restores the same walk (core and AppTest)."""
+
+from __future__ import annotations
+
+import pytest
+import streamlit as st
+
+from tests.apptest_tools import new_app, texts
+from triage.diagnosis import diagnose_run
+from triage.errors import TriageError
+from triage.knowledge import DEFAULT_TREE_DIR
+from triage.report_md import report_markdown, restore_walk
+from triage.retro import RetroState, load_steps, wrong_usages
+from triage.sources.files import load_benchmark
+
+
+@pytest.fixture(scope="module")
+def sample_diag(kb):
+    data = (DEFAULT_TREE_DIR / "sample" / "benchmark.csv").read_bytes()
+    return diagnose_run(kb, load_benchmark(data, "benchmark.csv").runs[0])
+
+
+def codes(kb, state, diag):
+    return [w.code for w in wrong_usages(kb, state, diag)]
+
+
+def test_heavy_technique_without_evidence_is_flagged(kb, sample_diag):
+    assert codes(kb, RetroState(techniques=["parallelism"]), sample_diag) == ["heavy_without_evidence"]
+    assert codes(kb, RetroState(techniques=["pd_disaggregation"]), sample_diag) == []  # queueing reaches PD
+
+
+def test_several_techniques_at_once_is_flagged(kb, sample_diag):
+    assert "several_at_once" in codes(kb, RetroState(techniques=["continuous_batching", "prefix_caching"]),
+                                      sample_diag)
+
+
+def test_claim_without_verification_is_flagged_at_the_end(kb, sample_diag):
+    last = len(load_steps()) - 1
+    state = RetroState(step=last, techniques=["continuous_batching"])
+    assert codes(kb, state, sample_diag) == ["claim_without_verification"]
+    state.verification = "gain confirmed"
+    assert codes(kb, state, sample_diag) == []
+
+
+def test_report_round_trip(kb, sample_diag):
+    state = RetroState(title="TTFT incident | 11-30", source="sample", step=3, symptom="ttft",
+                       cause="ttft.queueing", techniques=["continuous_batching"], change="--max-num-seqs 512",
+                       notes={"symptom": "p99 22 s\nat peak"}, checklist={"baseline": [True, False]})
+    state.log("symptom", "decided ttft")
+    md = report_markdown(kb, sample_diag, state)
+    assert "## Findings" in md and "| `ttft_load_corr` |" in md and "- [ ] [config]" in md
+    assert "TTFT incident \\| 11-30" in md  # table-safe title
+    assert restore_walk(md).to_dict() == state.to_dict()
+
+
+def test_restore_refuses_plain_markdown():
+    with pytest.raises(TriageError, match="no saved walk"):
+        restore_walk("# just a note\n")
+    with pytest.raises(TriageError, match="damaged"):
+        restore_walk("<!-- triage-retro:bm90IGpzb24= -->")
+
+
+@pytest.fixture(autouse=True)
+def _fresh_cache():
+    st.cache_data.clear()
+    yield
+
+
+def retro_page(**query):
+    at = new_app(**query).run()
+    at.switch_page("pages/retro.py").run()
+    assert not at.exception, at.exception
+    return at
+
+
+def test_walk_forward_and_back_keeps_the_step_in_the_url():
+    at = retro_page()
+    assert "1. Baseline" in texts(at)
+    at.button(key="retro_next").click().run()
+    at.button(key="retro_next").click().run()
+    assert at.query_params["step"] in ("2", ["2"])
+    assert "3. Cause" in texts(at) and "Requests queue too long" in texts(at)
+    at.button(key="retro_back").click().run()
+    assert "2. Symptom" in texts(at)
+
+
+def test_deep_link_to_a_step():
+    at = retro_page(step="3")
+    assert "4. Technique" in texts(at)
+
+
+def test_walk_export_and_reimport_restore_the_same_state(kb):
+    at = retro_page(step="3")
+    at.multiselect(key="retro_techniques").set_value(["continuous_batching", "parallelism"]).run()
+    warnings = " ".join(w.value for w in at.warning)
+    assert "Several techniques" in warnings and "heavy" in warnings
+    at.checkbox(key="retro_chk:technique:0").check().run()
+    at.text_area(key="retro_note:technique").input("chosen in the retro").run()
+    state = at.session_state["retro"]
+    md = report_markdown(kb, None, state)
+    fresh = retro_page()
+    fresh.file_uploader(key="retro_import").upload("incident-report.md", md.encode(), "text/markdown").run()
+    assert not fresh.exception, fresh.exception
+    restored = fresh.session_state["retro"]
+    assert restored.techniques == ["continuous_batching", "parallelism"]
+    assert restored.notes["technique"] == "chosen in the retro"
+    assert restored.checklist["technique"][0] is True
+    assert "4. Technique" in texts(fresh)
