@@ -9,7 +9,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from triage import cli_diagnose, cli_memory, cli_report
+from triage import cli_diagnose, cli_memory, cli_report, cli_simulate
 from triage.errors import TriageError
 from triage.knowledge import DEFAULT_TREE_DIR, KnowledgeBase, load_knowledge
 
@@ -54,6 +54,7 @@ def _parser() -> argparse.ArgumentParser:
     cli_diagnose.register(sub)
     cli_memory.register(sub)
     cli_report.register(sub)
+    cli_simulate.register(sub)
     return parser
 
 

@@ -16,7 +16,7 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.exposition import generate_latest
 from prometheus_client.utils import floatToGoString
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from triage.errors import TriageError
 from triage.knowledge import DEFAULT_TREE_DIR, _parse, _read_yaml
@@ -69,6 +69,12 @@ class Params(Strict):
     spec_tokens: int = Field(ge=0)
     spec_acceptance: float = Field(ge=0, le=1)
     spec_overhead: float = Field(ge=0)
+
+    @model_validator(mode="after")
+    def _fits(self) -> Params:
+        if self.num_gpu_blocks * self.block_size < self.max_model_len:
+            raise ValueError("num_gpu_blocks × block_size must hold max_model_len tokens (vLLM refuses to start)")
+        return self
 
     @property
     def kv_max_concurrency(self) -> float:
@@ -247,14 +253,16 @@ class Simulator:
         for i in range(n):
             if len(self.waiting) + len(self.running) >= self.p.max_concurrency:
                 break  # the load generator is at its concurrency cap: this request is not sent
-            rid = self.tab.new()
-            tab = self.tab
-            tab.arrival[rid], tab.prompt[rid], tab.out_len[rid], tab.reason[rid] = times[i], prompts[i], outs[i], \
-                reasons[i]
-            tab.sched[rid] = tab.first_tok[rid] = np.nan
-            tab.generated[rid] = tab.steps[rid] = tab.prefill_left[rid] = 0.0
-            tab.blocks[rid] = 0
-            self.waiting.append(rid)
+            self._enqueue(float(times[i]), int(prompts[i]), int(outs[i]), int(reasons[i]))
+
+    def _enqueue(self, t: float, prompt: int, out_len: int, reason: int) -> None:
+        tab = self.tab
+        rid = tab.new()
+        tab.arrival[rid], tab.prompt[rid], tab.out_len[rid], tab.reason[rid] = t, prompt, out_len, reason
+        tab.sched[rid] = tab.first_tok[rid] = np.nan
+        tab.generated[rid] = tab.steps[rid] = tab.prefill_left[rid] = 0.0
+        tab.blocks[rid] = 0
+        self.waiting.append(rid)
 
     def _draw_prompts(self, n: int) -> np.ndarray:
         p = self.p
@@ -335,7 +343,7 @@ class Simulator:
         all_dec = np.concatenate([dec_ids, new_ids])
         s2 = self._step_time(all_dec) * noise
         starts = np.concatenate([np.full(dec_ids.size, t0), new_t])
-        self._decode(all_dec, starts, t0, t0 + t1, t0 + dt, s1, s2)
+        self._decode(all_dec, starts, t0 + t1, t0 + dt, s1, s2)
         self._grow_kv()
 
     def _prefill(self, pre_ids: np.ndarray, t0: float, dt: float, s1: float, chunk: float,
@@ -368,8 +376,7 @@ class Simulator:
         tab.last_tok[ids] = t
         self.counters["generation_tokens"] += ids.size
 
-    def _decode(self, ids: np.ndarray, starts: np.ndarray, t0: float, t1: float, t2: float, s1: float,
-                s2: float) -> None:
+    def _decode(self, ids: np.ndarray, starts: np.ndarray, t1: float, t2: float, s1: float, s2: float) -> None:
         """Advance decoding requests by the steps they got in [start, t1] (slow, with prefill) and [.., t2]."""
         if not ids.size:
             return
@@ -391,9 +398,10 @@ class Simulator:
         emitted = (e1 + e2) > 0
         tab.last_tok[ids[emitted]] = t2
         self._count_spec(float(e1.sum() + e2.sum()))
-        fin_t = np.where(remaining <= steps1, starts + remaining * s1,
-                         np.maximum(starts, t1) + (remaining - steps1) * s2)
-        self._finish(ids[finishing], fin_t[finishing])
+        done = ids[finishing]
+        if done.size:
+            start, rem, st1 = starts[finishing], remaining[finishing], steps1[finishing]
+            self._finish(done, np.where(rem <= st1, start + rem * s1, np.maximum(start, t1) + (rem - st1) * s2))
 
     def _count_spec(self, steps: float) -> None:
         p = self.p
@@ -563,7 +571,11 @@ def serve(scenario: str, port: int, host: str = "127.0.0.1", seed: int = 0) -> h
     """A server for GET /metrics that advances the simulation to wall-clock time on each request.
     The caller runs ``serve_forever()`` (or does so in a thread) and ``server_close()``."""
     sim = Simulator(scenario, seed=seed)
-    server = http.server.ThreadingHTTPServer((host, port), _handler(sim, threading.Lock()))
+    try:
+        server = http.server.ThreadingHTTPServer((host, port), _handler(sim, threading.Lock()))
+    except (OSError, OverflowError) as exc:
+        raise TriageError(f"cannot listen on {host}:{port}: {getattr(exc, 'strerror', None) or exc}",
+                          key="--port") from exc
     server.daemon_threads = True
     server.simulator = sim  # type: ignore[attr-defined]
     return server

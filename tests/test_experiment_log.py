@@ -1,0 +1,200 @@
+"""Experiment log: round trip, filters, migration of an old file, CSV injection, killed and concurrent writers."""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from triage.errors import TriageError
+from triage.experiment_log import (
+    MIGRATIONS,
+    SCHEMA_VERSION,
+    Entry,
+    ExperimentLog,
+    default_path,
+    entry_from,
+    resolve_path,
+    schema_version,
+)
+
+ROOT = Path(__file__).resolve().parent.parent
+
+WRITER = f"""
+import sys
+sys.path.insert(0, {str(ROOT)!r})
+from tests.test_experiment_log import entry
+from triage.experiment_log import ExperimentLog
+
+log = ExperimentLog(sys.argv[1])
+for i in range(int(sys.argv[3])):
+    print(log.save(entry(technique=sys.argv[2], note=str(i))), flush=True)
+"""
+
+
+def entry(technique: str | None = "chunked_prefill", overall: str = "gain confirmed", note: str = "",
+          who: str | None = None, change: float = -42.0) -> Entry:
+    return Entry(technique=technique, workload={"baseline": {"model": "llama", "prompt_tokens_median": 800.0,
+                                                              "offered_rate": 10.0}},
+                 baseline_name="base.json", baseline_sha256="a" * 64, candidate_name="cand.json",
+                 candidate_sha256="b" * 64, overall=overall, note=note, who=who,
+                 metrics=[{"metric": "ttft_p50", "delta": change, "verdict": "gain", "interval": [-47.0, -38.0]}])
+
+
+def test_round_trip(tmp_path):
+    log = ExperimentLog(tmp_path / "log.sqlite3")
+    new_id = log.save(entry(who="ana", note="chunk 2048"))
+    got = log.get(new_id)
+    assert got.id == new_id and got.who == "ana" and got.note == "chunk 2048"
+    assert got.metrics[0]["interval"] == [-47.0, -38.0] and got.workload["baseline"]["model"] == "llama"
+    assert got.created_at.endswith("+00:00")  # UTC ISO
+    assert ExperimentLog(f"sqlite:///{tmp_path / 'log.sqlite3'}").get(new_id) == got
+    with pytest.raises(TriageError, match="no experiment with id 99"):
+        log.get(99)
+
+
+def test_filters(tmp_path):
+    log = ExperimentLog(tmp_path / "log.sqlite3")
+    log.save(entry("chunked_prefill", "gain confirmed"))
+    log.save(entry("chunked_prefill", "regression"))
+    log.save(entry("prefix_caching", "gain confirmed"))
+    assert [e.id for e in log.list()] == [1, 2, 3]
+    assert [e.id for e in log.list(technique="chunked_prefill")] == [1, 2]
+    assert [e.id for e in log.list(verdict="gain confirmed")] == [1, 3]
+    assert [e.id for e in log.list(technique="chunked_prefill", verdict="regression")] == [2]
+    assert log.list(technique="nothing") == []
+
+
+def test_default_path_follows_xdg(tmp_path, monkeypatch):
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    assert default_path() == tmp_path / "data" / "inference-triage" / "experiments.sqlite3"
+    log = ExperimentLog()
+    assert log.path.is_file() and log.version == SCHEMA_VERSION
+    monkeypatch.delenv("XDG_DATA_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    assert default_path() == tmp_path / "home" / ".local" / "share" / "inference-triage" / "experiments.sqlite3"
+
+
+def test_urls(tmp_path):
+    assert resolve_path("sqlite:///rel.db") == Path("rel.db")
+    assert resolve_path(f"sqlite:///{tmp_path}/x.db") == tmp_path / "x.db"  # sqlite:////abs
+    for bad in ("postgresql://host/db", "sqlite:///:memory:"):
+        with pytest.raises(TriageError):
+            resolve_path(bad)
+
+
+def test_migrates_a_v1_database(tmp_path):
+    path = tmp_path / "old.sqlite3"
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE schema_version (version INTEGER NOT NULL)")
+    conn.execute("INSERT INTO schema_version VALUES (1)")
+    conn.execute(MIGRATIONS[0][0])
+    conn.execute("INSERT INTO experiments (created_at, technique, workload, baseline_name, baseline_sha256, "
+                 "candidate_name, candidate_sha256, metrics, overall) VALUES "
+                 "('2024-01-01T00:00:00+00:00', 'prefix_caching', '{}', 'a', 'x', 'b', 'y', '[]', 'no effect')")
+    conn.commit()
+    conn.close()
+    log = ExperimentLog(path)
+    assert log.version == SCHEMA_VERSION >= 3
+    old = log.get(1)
+    assert old.technique == "prefix_caching" and old.note == "" and old.who is None
+    assert log.save(entry(who="bo")) == 2 and log.get(2).who == "bo"
+    conn = sqlite3.connect(path)
+    indexes = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+    assert "experiments_technique_overall" in indexes
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert schema_version(conn) == SCHEMA_VERSION
+    conn.close()
+
+
+def test_newer_schema_is_refused(tmp_path):
+    path = tmp_path / "new.sqlite3"
+    ExperimentLog(path)
+    conn = sqlite3.connect(path)
+    conn.execute("INSERT INTO schema_version VALUES (99)")
+    conn.commit()
+    conn.close()
+    with pytest.raises(TriageError, match="schema version 99"):
+        ExperimentLog(path)
+
+
+def test_csv_export_escapes_formulas_in_text_only(tmp_path):
+    """Text cells are escaped; numbers are written as numbers, so a −42 % change stays a plain −42.0."""
+    log = ExperimentLog(tmp_path / "log.sqlite3")
+    log.save(entry(technique="-2", note='=HYPERLINK("http://evil","x")', who="+1", change=-42.0))
+    log.save(entry(technique="@SUM(A1:A2)", note="\tcmd", who="\rx", change=3.5))
+    log.save(entry(technique="chunked_prefill", note="plain - note", who="ana"))
+    rows = list(csv.DictReader(io.StringIO(log.export_csv(), newline="")))
+    assert rows[0]["note"] == "'=HYPERLINK(\"http://evil\",\"x\")"
+    assert rows[0]["who"] == "'+1" and rows[0]["technique"] == "'-2"
+    assert rows[1]["technique"] == "'@SUM(A1:A2)" and rows[1]["note"] == "'\tcmd" and rows[1]["who"] == "'\rx"
+    assert rows[2]["note"] == "plain - note" and rows[2]["who"] == "ana"
+    assert rows[0]["ttft_p50_change"] == "-42.0" and rows[1]["ttft_p50_change"] == "3.5"
+    assert rows[0]["ttft_p50_verdict"] == "gain" and rows[0]["model"] == "llama"
+    assert rows[0]["prompt_tokens_median"] == "800.0"
+
+
+def test_entry_from_a_comparison():
+    c = {"technique": "prefix_caching", "overall": "no effect", "workload": {"baseline": {}}, "metrics": []}
+    e = entry_from(c, ("b.json", b"base"), ("c.json", b"cand"), who="x", note="n")
+    assert e.baseline_sha256 == hashlib.sha256(b"base").hexdigest()
+    assert e.baseline_sha256 != e.candidate_sha256 and e.overall == "no effect" and e.who == "x"
+
+
+def _rows(path: Path) -> int:
+    conn = sqlite3.connect(path, timeout=30)
+    try:
+        return conn.execute("SELECT COUNT(*) FROM experiments").fetchone()[0]
+    except sqlite3.OperationalError:  # not created yet
+        return 0
+    finally:
+        conn.close()
+
+
+def test_killed_writer_loses_nothing_it_saved(tmp_path):
+    path = tmp_path / "log.sqlite3"
+    ExperimentLog(path)
+    script = tmp_path / "writer.py"
+    script.write_text(WRITER, encoding="utf-8")
+    printed = tmp_path / "ids.txt"
+    with printed.open("w") as out:
+        proc = subprocess.Popen([sys.executable, str(script), str(path), "killed", "1000000"], stdout=out)
+        deadline = time.monotonic() + 60
+        while _rows(path) < 40:
+            assert time.monotonic() < deadline, "writer never reached 40 rows"
+            assert proc.poll() is None, "writer exited early"
+            time.sleep(0.05)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=30)
+    saved = [int(x) for x in printed.read_text().split()]
+    conn = sqlite3.connect(path)
+    assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    conn.close()
+    log = ExperimentLog(path)
+    ids = [e.id for e in log.list()]
+    assert len(saved) >= 40 and set(saved) <= set(ids)
+    assert ids == list(range(1, len(ids) + 1))  # no gaps, nothing half-written
+    assert all(e.metrics[0]["metric"] == "ttft_p50" for e in log.list())
+
+
+def test_two_concurrent_writers_both_land(tmp_path):
+    path = tmp_path / "fresh" / "log.sqlite3"  # neither process finds a schema: both race to migrate
+    script = tmp_path / "writer.py"
+    script.write_text(WRITER, encoding="utf-8")
+    procs = [subprocess.Popen([sys.executable, str(script), str(path), tag, "50"], stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE) for tag in ("one", "two")]
+    for p in procs:
+        _, err = p.communicate(timeout=120)
+        assert p.returncode == 0, err.decode()
+    log = ExperimentLog(path)
+    assert len(log.list()) == 100
+    assert len(log.list(technique="one")) == 50 and len(log.list(technique="two")) == 50

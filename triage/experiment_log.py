@@ -1,0 +1,257 @@
+"""The experiment log: every verified change, its workload, files and measured deltas, in one SQLite file."""
+
+from __future__ import annotations
+
+import csv
+import hashlib
+import io
+import json
+import os
+import sqlite3
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from triage.errors import TriageError
+
+APP_DIR = "inference-triage"
+DB_NAME = "experiments.sqlite3"
+BUSY_TIMEOUT_MS = 30_000
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+# Ordered; version N is MIGRATIONS[N - 1]. Never edit a shipped step: append a new one.
+MIGRATIONS: tuple[tuple[str, ...], ...] = (
+    ("""CREATE TABLE experiments (
+            id INTEGER PRIMARY KEY AUTOINCREMENT,
+            created_at TEXT NOT NULL,
+            technique TEXT,
+            workload TEXT NOT NULL,
+            baseline_name TEXT NOT NULL,
+            baseline_sha256 TEXT NOT NULL,
+            candidate_name TEXT NOT NULL,
+            candidate_sha256 TEXT NOT NULL,
+            metrics TEXT NOT NULL,
+            overall TEXT NOT NULL)""",),
+    ("ALTER TABLE experiments ADD COLUMN who TEXT",
+     "ALTER TABLE experiments ADD COLUMN note TEXT NOT NULL DEFAULT ''"),
+    ("CREATE INDEX experiments_technique_overall ON experiments (technique, overall)",),
+)
+SCHEMA_VERSION = len(MIGRATIONS)
+COLUMNS = ("id", "created_at", "who", "technique", "workload", "baseline_name", "baseline_sha256",
+           "candidate_name", "candidate_sha256", "metrics", "overall", "note")
+
+
+@dataclass
+class Entry:
+    """One verified change. ``metrics`` holds the comparison's per-metric rows (see verify.comparison_json)."""
+
+    technique: str | None
+    workload: dict[str, Any]
+    baseline_name: str
+    baseline_sha256: str
+    candidate_name: str
+    candidate_sha256: str
+    metrics: list[dict[str, Any]]
+    overall: str
+    note: str = ""
+    who: str | None = None
+    id: int | None = None
+    created_at: str | None = None
+
+
+def sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def default_path() -> Path:
+    """``$XDG_DATA_HOME/inference-triage/experiments.sqlite3``, else ``~/.local/share/inference-triage/…``."""
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / APP_DIR / DB_NAME
+
+
+def resolve_path(url_or_path: str | Path | None) -> Path:
+    """A plain path, ``sqlite:///relative.db`` or ``sqlite:////absolute.db``; None is the default path."""
+    if url_or_path is None:
+        return default_path()
+    text = str(url_or_path)
+    if text.startswith("sqlite:///"):
+        text = text.removeprefix("sqlite:///")
+    elif "://" in text:
+        raise TriageError("only sqlite:/// URLs or file paths are supported", where=text)
+    if not text or text == ":memory:":
+        raise TriageError("give a database file (an in-memory log would be lost)", where=str(url_or_path))
+    return Path(text).expanduser()
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def _connect(path: Path) -> sqlite3.Connection:
+    conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)  # explicit transactions
+    conn.row_factory = sqlite3.Row
+    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    conn.execute("PRAGMA journal_mode = WAL")
+    conn.execute("PRAGMA synchronous = FULL")
+    return conn
+
+
+@contextmanager
+def _write(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
+    """One write transaction: BEGIN IMMEDIATE takes the write lock up front (waiting up to the busy timeout)."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        yield conn
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+
+
+def schema_version(conn: sqlite3.Connection) -> int:
+    """The file's schema version; 0 for a new file."""
+    found = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'").fetchone()
+    if not found:
+        return 0
+    row = conn.execute("SELECT MAX(version) FROM schema_version").fetchone()
+    return int(row[0] or 0)
+
+
+def migrate(conn: sqlite3.Connection) -> int:
+    """Apply every migration the file lacks, each in its own transaction; returns the final version."""
+    if schema_version(conn) >= SCHEMA_VERSION:
+        return schema_version(conn)
+    for version, steps in enumerate(MIGRATIONS, start=1):
+        with _write(conn):
+            if schema_version(conn) >= version:  # re-read under the lock: another process may have done it
+                continue
+            conn.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
+            for sql in steps:
+                conn.execute(sql)
+            conn.execute("DELETE FROM schema_version")
+            conn.execute("INSERT INTO schema_version (version) VALUES (?)", (version,))
+    return schema_version(conn)
+
+
+def _row_entry(row: sqlite3.Row) -> Entry:
+    return Entry(technique=row["technique"], workload=json.loads(row["workload"]), baseline_name=row["baseline_name"],
+                 baseline_sha256=row["baseline_sha256"], candidate_name=row["candidate_name"],
+                 candidate_sha256=row["candidate_sha256"], metrics=json.loads(row["metrics"]),
+                 overall=row["overall"], note=row["note"], who=row["who"], id=row["id"], created_at=row["created_at"])
+
+
+class ExperimentLog:
+    """An SQLite experiment log (WAL, busy timeout): opening it creates or upgrades the schema."""
+
+    def __init__(self, url_or_path: str | Path | None = None) -> None:
+        self.path = resolve_path(url_or_path)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with self._conn() as conn:
+                self.version = migrate(conn)
+        except (OSError, sqlite3.DatabaseError) as exc:
+            raise TriageError(f"cannot open the experiment log: {exc}", where=str(self.path)) from exc
+        if self.version > SCHEMA_VERSION:
+            raise TriageError(f"the log has schema version {self.version}; this app knows up to {SCHEMA_VERSION}",
+                              where=str(self.path))
+
+    @contextmanager
+    def _conn(self) -> Iterator[sqlite3.Connection]:
+        conn = _connect(self.path)
+        try:
+            yield conn
+        finally:
+            conn.close()
+
+    def save(self, entry: Entry) -> int:
+        """Insert one entry in its own transaction; returns its id."""
+        created = entry.created_at or _now()
+        values = (created, entry.who, entry.technique, json.dumps(entry.workload, ensure_ascii=False),
+                  entry.baseline_name, entry.baseline_sha256, entry.candidate_name, entry.candidate_sha256,
+                  json.dumps(entry.metrics, ensure_ascii=False), entry.overall, entry.note or "")
+        with self._conn() as conn, _write(conn):
+            cur = conn.execute(f"INSERT INTO experiments ({', '.join(COLUMNS[1:])}) VALUES "
+                               f"({', '.join('?' * len(values))})", values)
+            return int(cur.lastrowid)
+
+    def list(self, technique: str | None = None, verdict: str | None = None) -> list[Entry]:
+        """Entries, oldest first, optionally only one technique and/or one overall verdict."""
+        where, args = [], []
+        for column, value in (("technique", technique), ("overall", verdict)):
+            if value is not None:
+                where.append(f"{column} = ?")
+                args.append(value)
+        sql = "SELECT * FROM experiments" + (" WHERE " + " AND ".join(where) if where else "") + " ORDER BY id"
+        with self._conn() as conn:
+            return [_row_entry(r) for r in conn.execute(sql, args)]
+
+    def get(self, entry_id: int) -> Entry:
+        with self._conn() as conn:
+            row = conn.execute("SELECT * FROM experiments WHERE id = ?", (entry_id,)).fetchone()
+        if row is None:
+            raise TriageError(f"no experiment with id {entry_id}", where=str(self.path))
+        return _row_entry(row)
+
+    def export_csv(self) -> str:
+        """Every entry as CSV, one row each; see ``csv_rows`` for the columns and the formula escaping."""
+        return csv_text(self.list())
+
+
+# ---------------------------------------------------------------- CSV export
+
+
+def escape_cell(value: Any) -> Any:
+    """OWASP CSV-injection guard: a TEXT cell starting with = + - @ tab or CR gets a leading '.
+
+    Numbers stay numbers (a −42.0 % change is data, not a formula, and stays summable); only text is escaped.
+    """
+    if isinstance(value, str) and value.startswith(FORMULA_START):
+        return "'" + value
+    return value
+
+
+def _metric_columns(entries: list[Entry]) -> list[str]:
+    seen: dict[str, None] = {}
+    for e in entries:
+        for m in e.metrics:
+            seen.setdefault(str(m.get("metric")), None)
+    return list(seen)
+
+
+def csv_rows(entries: list[Entry]) -> list[list[Any]]:
+    """Header + one row per entry: the record, the workload, and per metric its change and verdict."""
+    metrics = _metric_columns(entries)
+    work_keys = ["model", "prompt_tokens_median", "output_tokens_median", "offered_rate", "max_concurrency"]
+    header = [*COLUMNS[:4], *COLUMNS[5:9], "overall", "note", *work_keys]
+    header += [f"{m}_{part}" for m in metrics for part in ("change", "verdict")]
+    rows: list[list[Any]] = [header]
+    for e in entries:
+        base = e.workload.get("baseline", e.workload)
+        by_id = {str(m.get("metric")): m for m in e.metrics}
+        row = [e.id, e.created_at, e.who, e.technique, e.baseline_name, e.baseline_sha256, e.candidate_name,
+               e.candidate_sha256, e.overall, e.note, *(base.get(k) for k in work_keys)]
+        for m in metrics:
+            found = by_id.get(m, {})
+            row += [found.get("delta"), found.get("verdict")]
+        rows.append(row)
+    return rows
+
+
+def csv_text(entries: list[Entry]) -> str:
+    out = io.StringIO()
+    writer = csv.writer(out)  # \r\n rows: a \r or \n inside a cell is then quoted
+    for row in csv_rows(entries):
+        writer.writerow(["" if v is None else escape_cell(v) for v in row])
+    return out.getvalue()
+
+
+def entry_from(comparison_json: dict[str, Any], baseline: tuple[str, bytes], candidate: tuple[str, bytes],
+               who: str | None = None, note: str = "") -> Entry:
+    """An entry for a comparison (``verify.comparison_json``) of two files given as (name, bytes)."""
+    return Entry(technique=comparison_json.get("technique"), workload=comparison_json.get("workload", {}),
+                 baseline_name=baseline[0], baseline_sha256=sha256(baseline[1]),
+                 candidate_name=candidate[0], candidate_sha256=sha256(candidate[1]),
+                 metrics=comparison_json.get("metrics", []), overall=comparison_json["overall"], note=note, who=who)
