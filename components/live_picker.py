@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Callable
 from datetime import UTC, datetime, time
 from functools import partial
@@ -76,7 +77,10 @@ def _prometheus() -> Callable | None:
                    baseline, QUERY_TIMEOUT_S)
 
 
-def source_picker() -> Callable | None:
+def source_picker() -> tuple[str, Callable | None]:
+    """(a key naming the chosen source and its settings, a function building its windows)."""
     kind = st.segmented_control(t("live_source"), SOURCES, default="demo", key="live_kind", required=True,
                                 format_func=lambda k: t(f"live_kind_{k}"))
-    return {"demo": _demo, "scrape": _scrape, "snapshots": _snapshots, "prometheus": _prometheus}[kind]()
+    make = {"demo": _demo, "scrape": _scrape, "snapshots": _snapshots, "prometheus": _prometheus}[kind]()
+    settings = (make.args, tuple(sorted(make.keywords.items()))) if make is not None else ()
+    return f"{kind}:{hashlib.sha1(repr(settings).encode()).hexdigest()[:12]}", make

@@ -23,7 +23,8 @@ from triage.live.server_signals import server_signals
 from triage.report_text import fmt_value
 from triage.rules import Slo
 
-LAST_KEY = "live_last"   # the last good refresh, shown (with a banner) when a refresh fails
+LAST_KEY = "live_last"      # the last good refresh of any source (the memory page reads its cache config)
+STALE_KEY = "live_by_source"  # source → its last good refresh, shown under a banner when a refresh fails
 KPI_SIGNALS = ("ttft_p99_s", "tpot_p99_s", "kv_usage_max", "waiting_mean", "preemptions_per_s", "req_per_s",
                "out_tok_per_s", "prefix_hit_rate")
 SERIES_POINTS = 60
@@ -126,13 +127,14 @@ def render(result: LiveResult) -> None:
         tree_chart(diag.matched_ids)
 
 
-def refresh_and_render(make_pair, slo: Slo) -> None:
-    """Refresh, or keep the last good result under a stale-data banner when the source fails."""
+def refresh_and_render(make_pair, slo: Slo, source_key: str) -> None:
+    """Refresh, or keep this source's last good result under a stale-data banner when it fails."""
+    stale: dict[str, LiveResult] = st.session_state.setdefault(STALE_KEY, {})
     try:
         result = refresh(make_pair(), slo)
-        st.session_state[LAST_KEY] = result
+        st.session_state[LAST_KEY] = stale[source_key] = result
     except TriageError as exc:
-        last: LiveResult | None = st.session_state.get(LAST_KEY)
+        last = stale.get(source_key)
         st.error(t("live_refresh_failed", reason=exc.line()))
         if last is None:
             return

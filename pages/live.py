@@ -9,14 +9,14 @@ from components.slo_picker import slo_sidebar
 
 st.title(t("live_title"))
 slo = slo_sidebar()
-make_pair = source_picker()
+source_key, make_pair = source_picker()
 refresh_s = st.sidebar.select_slider(t("live_refresh"), options=[5, 10, 15, 30, 60], value=15, key="live_refresh")
 
 
 @st.fragment(run_every=refresh_s)
 def _live() -> None:
     if make_pair is not None:
-        refresh_and_render(make_pair, slo)
+        refresh_and_render(make_pair, slo, source_key)
 
 
 _live()

@@ -55,7 +55,7 @@ def test_technique_panel_links_to_its_page():
 
 def test_language_switch_changes_text():
     at = new_app(node="ttft.queueing").run()
-    at.get("button_group")[0].set_value("zh").run()
+    next(b for b in at.get("button_group") if b.key == "lang").set_value("zh").run()
     assert not at.exception
     body = texts(at)
     assert "推理诊断台" in body and "排队太久" in body

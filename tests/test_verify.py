@@ -253,3 +253,13 @@ def test_gate_fails_only_beyond_tolerance_and_noise(kb, slo):
     assert apply_gate(gain, load_gate()).passed
     missing = apply_gate(gain, {"kv_usage_max": 5.0})
     assert missing.passed and missing.rows[0].status == "not measured"
+
+
+@pytest.mark.parametrize("n", [4000, 30_000])
+def test_mean_bootstrap_spread_matches_theory_on_both_paths(n):
+    from triage.verify import boot_mean
+
+    x = np.random.default_rng(6).exponential(1.0, n)
+    boots = boot_mean(x, np.random.default_rng(7), 4000)
+    assert boots.std() == pytest.approx(x.std() / np.sqrt(n), rel=0.08)
+    assert boots.mean() == pytest.approx(x.mean(), rel=0.01)

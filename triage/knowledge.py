@@ -194,6 +194,8 @@ def _conditions(symptoms: tuple[Symptom, ...]) -> list[tuple[str, Condition]]:
     found: list[tuple[str, Condition]] = []
     for sym in symptoms:
         found += [(f"{sym.id}.trigger[{i}]", c) for i, c in enumerate(sym.trigger)]
+        found += [(f"{sym.id}.trigger[{i}].requires[{j}]", r) for i, c in enumerate(sym.trigger)
+                  for j, r in enumerate(c.requires)]
         for cause in sym.causes:
             if cause.rule:
                 found += [(f"{cause.id}.rule.evidence[{i}]", c) for i, c in enumerate(cause.rule.evidence)]

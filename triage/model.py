@@ -57,6 +57,7 @@ class Condition(Strict):
     factor: float = 1.0
     only_if: str | None = None  # an SLO flag that must be true for the condition to count
     supports_only: bool = False  # raises confidence but cannot match a cause on its own
+    requires: list[Condition] = Field(default_factory=list)  # all must hold too (unmeasurable ones do not block)
     meaning: Text
 
     @model_validator(mode="after")

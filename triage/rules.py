@@ -86,8 +86,13 @@ def check(cond: Condition, signals: SignalSet, slo: Slo) -> Evidence | None:
     sig = signals.get(cond.signal)
     if sig is None:
         return Evidence(cond.signal, cond.op, threshold, None, "", None, cond.meaning)
-    holds = bool(OPS[cond.op](sig.value, threshold))
+    holds = bool(OPS[cond.op](sig.value, threshold)) and not _blocked(cond, signals, slo)
     return Evidence(cond.signal, cond.op, threshold, sig.value, sig.unit, holds, cond.meaning, sig.source)
+
+
+def _blocked(cond: Condition, signals: SignalSet, slo: Slo) -> bool:
+    """True when a measurable requirement of ``cond`` fails (e.g. a tail ratio on tiny absolute latencies)."""
+    return any(e is not None and e.holds is False for e in (check(r, signals, slo) for r in cond.requires))
 
 
 def _checks(conds: list[Condition], signals: SignalSet, slo: Slo) -> list[Evidence]:

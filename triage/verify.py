@@ -27,7 +27,7 @@ MIN_REQUESTS = 100
 MIN_BOOT = 1000
 MAX_LENGTH_DIFF = 0.10  # median prompt / output tokens
 MAX_LOAD_DIFF = 0.05  # offered rate, max concurrency
-CLT_ABOVE = 20_000  # above this many requests a mean is bootstrapped by its normal approximation
+CLT_ABOVE = 5_000  # above this many requests a mean is bootstrapped by its normal approximation
 GATE_PATH = DEFAULT_TREE_DIR / "gate.yaml"
 SUMMARY_ONLY = "summary statistics only: no confidence interval can be given"
 GAIN, REGRESSION, NO_EFFECT, NOT_COMPARABLE = "gain", "regression", "no effect", "not comparable"
@@ -119,6 +119,7 @@ class _Side:
     cols: dict[str, np.ndarray] = field(default_factory=dict)
     duration: float | None = None
     gaps: np.ndarray | None = None  # inter-arrival gaps, for the sampling noise of any per-second rate
+    pace: np.ndarray | None = None  # bootstrap replicates of observed ÷ resampled mean gap (see _pace)
 
 
 def _float(df: pd.DataFrame, name: str) -> np.ndarray | None:
@@ -211,8 +212,8 @@ def _good(side: _Side, slo: Slo) -> int | None:
     return int(good.sum())
 
 
-def _rate_factor(side: _Side, rng: np.random.Generator, n_boot: int) -> np.ndarray | None:
-    """Resampled arrival pace ÷ observed pace: how much any per-second rate of this run could have moved."""
+def _pace(side: _Side, rng: np.random.Generator, n_boot: int) -> np.ndarray | None:
+    """Observed ÷ resampled mean inter-arrival gap: how much any per-second rate of this run could have moved."""
     if side.gaps is None or not side.gaps.mean():
         return None
     return side.gaps.mean() / boot_mean(side.gaps, rng, n_boot)
@@ -238,7 +239,7 @@ def _rate_sample(metric: str, side: _Side, slo: Slo, rng: np.random.Generator, n
     rate = side.run.summary.get("req_per_s") or (side.n_ok / side.duration if side.duration else None)
     if rate is None:
         return None, None
-    factor = _rate_factor(side, rng, n_boot)
+    factor = side.pace
     if metric == "req_per_s":
         return rate, None if factor is None else rate * factor
     if metric == "goodput":
@@ -460,6 +461,8 @@ def compare(baseline: Run, candidate: Run, slo: Slo, technique: str | Sequence[s
         raise ValueError(f"n_boot must be at least {MIN_BOOT}")
     per_request = baseline.has_requests and candidate.has_requests
     base, cand = _side(baseline, per_request), _side(candidate, per_request)
+    for j, side in enumerate((base, cand)):
+        side.pace = _pace(side, np.random.default_rng([seed, len(METRICS), j]), n_boot) if per_request else None
     techniques, expected, tech_warnings = _technique(technique, kb)
     refused, warnings, work = _soundness(base, cand, techniques)
     metrics: list[MetricDelta] = []

@@ -78,9 +78,8 @@ def _capacity(kb: KnowledgeBase, out: SignalSet, r: _Reader) -> None:
     if config.get("enable_prefix_caching") in ("True", "False"):
         out.put(kb, "prefix_caching_enabled", config["enable_prefix_caching"] == "True",
                 "enable_prefix_caching label of cache_config_info")
-    limit = config.get("kv_cache_max_concurrency")
-    if running is not None and limit:
-        out.put(kb, "batch_fill", _div(running, float(limit)), "running ÷ kv_cache_max_concurrency")
+    # batch_fill needs max_num_seqs, which vLLM does not export (kv_cache_max_concurrency counts
+    # max_model_len-long sequences, so short requests overshoot it): left absent rather than guessed.
 
 
 def _rates(kb: KnowledgeBase, out: SignalSet, r: _Reader) -> None:

@@ -1,0 +1,91 @@
+"""AppTest of the Live page: the demo source lights its scenario's branch; faults give a message, not a crash."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import streamlit as st
+
+from tests.apptest_tools import new_app, texts
+from tests.prom_harness import free_port
+from triage.live.simulator import Simulator
+
+
+@pytest.fixture(autouse=True)
+def _fresh_cache():
+    st.cache_data.clear()
+    yield
+
+
+def source(at):
+    return next(b for b in at.get("button_group") if b.key == "live_kind")
+
+
+def live_page():
+    at = new_app().run()
+    at.switch_page("pages/live.py").run()
+    assert not at.exception, at.exception
+    return at
+
+
+def test_demo_source_shows_panels_and_lit_branch():
+    at = live_page()
+    assert at.session_state["findings"][0] == "ttft.queueing"
+    assert any(c.key == "tree" for c in at.get("plotly_chart"))
+    assert sum(1 for c in at.get("plotly_chart") if str(c.key).startswith("panel:")) >= 6
+    labels = [m.label for m in at.metric]
+    assert "ttft_p99_s" in labels and "kv_usage_max" in labels
+    assert "vs baseline" in " ".join(str(m.proto.delta) for m in at.metric)
+
+
+def test_missing_metric_panel_says_why():
+    at = live_page()
+    infos = " ".join(i.value for i in at.info)
+    assert "Speculative decoding is not configured" in infos
+
+
+def test_demo_scenario_switch_changes_the_finding():
+    at = live_page()
+    at.selectbox(key="live_scenario").set_value("kv_pressure").run()
+    assert not at.exception
+    assert at.session_state["findings"][0] == "memory.kv_cache"
+
+
+def test_snapshot_upload_is_diagnosed(tmp_path: Path):
+    at = live_page()
+    source(at).set_value("snapshots").run()
+    sim = Simulator("queueing", seed=1)
+    before = sim.render().encode()
+    sim.advance(120)
+    at.file_uploader(key="snap_before").upload("a.txt", before, "text/plain")
+    at.file_uploader(key="snap_after").upload("b.txt", sim.render().encode(), "text/plain")
+    at.number_input(key="snap_interval").set_value(120.0).run()
+    assert not at.exception, at.exception
+    assert at.session_state["findings"][0] == "ttft.queueing"
+
+
+def test_bad_snapshot_gives_a_message_and_the_page_works():
+    at = live_page()
+    source(at).set_value("snapshots").run()
+    at.file_uploader(key="snap_before").upload("a.txt", b"this is { not metrics", "text/plain")
+    at.file_uploader(key="snap_after").upload("b.txt", b"vllm:num_requests_running 1\n", "text/plain").run()
+    assert not at.exception, at.exception
+    assert any("a.txt" in e.value for e in at.error)
+
+
+def test_unreachable_prometheus_profile_reports_and_keeps_page(monkeypatch):
+    monkeypatch.setenv("TRIAGE_PROMETHEUS_DOWN_URL", f"http://127.0.0.1:{free_port()}")
+    at = live_page()
+    source(at).set_value("prometheus").run()
+    assert not at.exception, at.exception
+    errors = " ".join(e.value for e in at.error)
+    assert "Refresh failed" in errors and "unreachable" in errors
+    assert "TRIAGE_PROMETHEUS_DOWN_URL" not in texts(at)
+
+
+def test_no_profiles_explains_how_to_add_one(monkeypatch):
+    at = live_page()
+    source(at).set_value("prometheus").run()
+    if not any("No Prometheus profile" in i.value for i in at.info):
+        pytest.skip("a Prometheus profile is configured on this machine")

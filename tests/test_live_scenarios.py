@@ -1,0 +1,147 @@
+"""Every simulator scenario is diagnosed to its cause through each live source: scrapes, snapshot files
+(CLI), a real Prometheus backfilled from the simulator (library and CLI), and a served /metrics endpoint."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import threading
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from tests.prom_harness import PROMETHEUS, PROMTOOL, free_port, start_prometheus
+from triage.live.diagnose_live import diagnose_window
+from triage.live.metrics_text import parse_metrics_text
+from triage.live.prometheus_window import PrometheusWindow
+from triage.live.simulator import Simulator, serve, write_openmetrics
+from triage.live.snapshot_window import SnapshotWindow
+from triage.rules import resolve_slo
+
+ROOT = Path(__file__).resolve().parent.parent
+# scenario → (SLO preset, the cause the diagnosis must name, whether it must come first)
+EXPECTED = {
+    "healthy": ("chat", None, True),
+    "queueing": ("chat", "ttft.queueing", True),
+    "prefill_bound": ("chat", "ttft.prefill_compute", True),
+    "kv_pressure": ("chat", "memory.kv_cache", True),
+    "preemption_storm": ("chat", "tail_latency.preemption_storm", False),
+    "long_requests": ("chat", "tail_latency.long_requests", True),
+    "low_batch": ("batch", "throughput.low_batch_utilization", True),
+    "spec_low_acceptance": ("chat", "tpot.one_token_per_step", True),
+}
+WINDOW_MIN = 10
+
+
+def check(causes: list[str], scenario: str) -> None:
+    _, cause, first = EXPECTED[scenario]
+    if cause is None:
+        assert causes == [], f"{scenario}: expected no finding, got {causes}"
+    elif first:
+        assert causes[:1] == [cause], f"{scenario}: expected {cause} first, got {causes}"
+    else:
+        assert cause in causes, f"{scenario}: expected {cause} among {causes}"
+
+
+def snapshots(scenario: str, minutes: int = WINDOW_MIN, step: float = 15.0):
+    sim = Simulator(scenario, seed=3)
+    snaps = []
+    for _ in range(int(minutes * 60 / step) + 1):
+        snaps.append(parse_metrics_text(sim.render(), sim.now, scenario))
+        sim.advance(step)
+    return snaps
+
+
+@pytest.mark.parametrize("scenario", EXPECTED)
+def test_scrape_window_diagnoses_scenario(kb, scenario):
+    slo = resolve_slo(kb, EXPECTED[scenario][0])
+    live = diagnose_window(kb, SnapshotWindow(snapshots(scenario)), slo)
+    assert live.engine == "vllm"
+    check(live.diagnosis.matched_ids, scenario)
+
+
+@pytest.mark.parametrize("scenario", EXPECTED)
+def test_cli_two_snapshot_files(tmp_path, scenario):
+    sim = Simulator(scenario, seed=4)
+    before = tmp_path / "a.txt"
+    before.write_text(sim.render())
+    sim.advance(120)
+    after = tmp_path / "b.txt"
+    after.write_text(sim.render())
+    out = subprocess.run([sys.executable, "-m", "triage", "diagnose", "--scrape", str(before), str(after),
+                          "--interval", "120", "--slo", EXPECTED[scenario][0], "--json"],
+                         cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    check([f["cause"] for f in json.loads(out.stdout)["findings"]], scenario)
+
+
+@pytest.fixture(scope="module")
+def prometheus_per_scenario(tmp_path_factory):
+    """One real Prometheus per scenario, backfilled with promtool from the simulator's OpenMetrics."""
+    if not (Path(PROMETHEUS).exists() and Path(PROMTOOL).exists()):
+        pytest.fail("prometheus / promtool missing: scripts/test.sh installs the Debian package")
+    end = int(time.time() // 15 * 15) - 60
+    servers = {}
+    for scenario in EXPECTED:
+        folder = tmp_path_factory.mktemp(f"prom-{scenario}")
+        path = folder / "sim.om"
+        write_openmetrics(path, scenario, minutes=WINDOW_MIN + 5, step=15, end=end, seed=5)
+        servers[scenario] = start_prometheus(folder, path.read_text(), end)
+    yield servers, end
+    for server in servers.values():
+        server.stop()
+
+
+@pytest.mark.prometheus
+@pytest.mark.parametrize("scenario", EXPECTED)
+def test_prometheus_window_diagnoses_scenario(kb, prometheus_per_scenario, scenario):
+    servers, end = prometheus_per_scenario
+    stop = datetime.fromtimestamp(end, UTC)
+    window = PrometheusWindow(servers[scenario].url, stop - timedelta(minutes=WINDOW_MIN), stop, timeout=10)
+    live = diagnose_window(kb, window, resolve_slo(kb, EXPECTED[scenario][0]))
+    assert live.engine == "vllm" and not live.readings.errors
+    check(live.diagnosis.matched_ids, scenario)
+
+
+@pytest.mark.prometheus
+@pytest.mark.parametrize("scenario", ["queueing", "kv_pressure"])
+def test_cli_prometheus_agrees_with_library(kb, prometheus_per_scenario, scenario):
+    servers, end = prometheus_per_scenario
+    stop = datetime.fromtimestamp(end, UTC)
+    out = subprocess.run([sys.executable, "-m", "triage", "diagnose", "--prometheus", servers[scenario].url,
+                          "--window", f"{WINDOW_MIN}m", "--end", stop.isoformat(), "--json"],
+                         cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    cli = [f["cause"] for f in json.loads(out.stdout)["findings"]]
+    window = PrometheusWindow(servers[scenario].url, stop - timedelta(minutes=WINDOW_MIN), stop, timeout=10)
+    assert cli == diagnose_window(kb, window, resolve_slo(kb)).diagnosis.matched_ids
+    check(cli, scenario)
+
+
+def test_cli_endpoint_scrapes_a_served_simulator():
+    port = free_port()
+    server = serve("queueing", port)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        out = subprocess.run([sys.executable, "-m", "triage", "diagnose", "--endpoint",
+                              f"http://127.0.0.1:{port}/metrics", "--interval", "2", "--json"],
+                             cwd=ROOT, capture_output=True, text=True, timeout=60)
+    finally:
+        server.shutdown()
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert data["format"] == "metrics:vllm"
+    assert "kv_usage_max" in data["signals"]
+
+
+def test_cli_unreachable_prometheus_is_one_line_and_exit_2():
+    port = free_port()
+    out = subprocess.run([sys.executable, "-m", "triage", "diagnose", "--prometheus", f"http://127.0.0.1:{port}",
+                          "--timeout", "2"], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 2
+    assert out.stderr.count("\n") == 1 and "unreachable" in out.stderr
+
