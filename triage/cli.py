@@ -9,7 +9,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from triage import cli_diagnose, cli_memory, cli_report, cli_simulate
+from triage import cli_diagnose, cli_gate, cli_memory, cli_report, cli_simulate
 from triage.errors import TriageError
 from triage.knowledge import DEFAULT_TREE_DIR, KnowledgeBase, load_knowledge
 
@@ -55,6 +55,8 @@ def _parser() -> argparse.ArgumentParser:
     cli_memory.register(sub)
     cli_report.register(sub)
     cli_simulate.register(sub)
+    cli_gate.register(sub)
+    cli_gate.register_log(sub)
     return parser
 
 
