@@ -12,7 +12,9 @@ pages = {
         st.Page("pages/diagnose.py", title=t("nav_diagnose"), icon=":material/account_tree:", default=True),
         st.Page("pages/live.py", title=t("nav_live"), icon=":material/monitor_heart:"),
         st.Page("pages/benchmark.py", title=t("nav_benchmark"), icon=":material/upload_file:"),
+        st.Page("pages/verify.py", title=t("nav_verify"), icon=":material/compare_arrows:"),
         st.Page("pages/retro.py", title=t("nav_retro"), icon=":material/checklist:"),
+        st.Page("pages/log.py", title=t("nav_log"), icon=":material/history:"),
     ],
     t("nav_section_reference"): [
         st.Page("pages/memory.py", title=t("nav_memory"), icon=":material/memory:"),

@@ -15,7 +15,7 @@ from triage.rules import Diagnosis
 
 STATE_KEY = "retro"
 STEP_PARAM = "step"
-VERIFY_KEY = "verify_result"  # set by the Verify page: the overall verdict of the last comparison
+VERIFY_KEY = "verify_result"  # set by the Verify page: the overall verdict of the last comparison (same key)
 
 
 def state() -> RetroState:

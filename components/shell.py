@@ -47,3 +47,18 @@ def sidebar() -> None:
             st.caption(t("wrong_usages"))
             for wrong in kb.guidance.wrong_usages:
                 st.markdown(f"✗ {wrong.get(lang())}")
+
+
+def adopt_navigation() -> None:
+    """Hand a legacy first run over to ``st.navigation``; call at the top of every page file.
+
+    With a ``pages/`` folder beside app.py, Streamlit 1.67 serves the first request of a fresh server
+    through its legacy multipage mode: a deep link (``/benchmark``) runs the page file alone, without
+    app.py's navigation, sidebar or page config, and the server stays in that mode until app.py runs.
+    Clearing the (internal, pinned-version) flag and rerunning lets app.py frame the same page.
+    """
+    from streamlit.runtime.pages_manager import PagesManager
+
+    if PagesManager.uses_pages_directory:
+        PagesManager.uses_pages_directory = False
+        st.rerun()

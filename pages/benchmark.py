@@ -1,6 +1,9 @@
 """Benchmark: drop a load-test result, see the branch it matches and the numbers that prove it."""
 
 from components.bench_view import benchmark_page
+from components.shell import adopt_navigation
 from components.slo_picker import slo_sidebar
+
+adopt_navigation()
 
 benchmark_page(slo_sidebar())

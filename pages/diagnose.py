@@ -4,8 +4,10 @@ import streamlit as st
 
 from components.findings import current_highlight
 from components.node_panel import jump_box, node_panel
-from components.shell import t
+from components.shell import adopt_navigation, t
 from components.tree_chart import NODE_PARAM, selected_node, tree_chart
+
+adopt_navigation()
 
 st.title(t("app_title"))
 st.caption(t("tagline"))

@@ -4,8 +4,10 @@ import streamlit as st
 
 from components.live_picker import source_picker
 from components.live_view import refresh_and_render
-from components.shell import t
+from components.shell import adopt_navigation, t
 from components.slo_picker import slo_sidebar
+
+adopt_navigation()
 
 st.title(t("live_title"))
 slo = slo_sidebar()

@@ -2,8 +2,10 @@
 
 import streamlit as st
 
-from components.shell import knowledge, t
+from components.shell import adopt_navigation, knowledge, t
 from components.technique_view import technique_index, technique_view
+
+adopt_navigation()
 
 wanted = st.query_params.get("id")
 tech = knowledge().techniques.get(wanted) if wanted else None

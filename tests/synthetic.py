@@ -10,11 +10,12 @@ from triage.run import Run
 
 def requests(n: int = 2000, seed: int = 0, *, rate: float = 10.0, ttft_base: float = 0.15,
              prefill_s_per_tok: float = 0.0, queue_growth: float = 0.0, tpot: float = 0.03,
-             prompt_sigma: float = 0.6, long_share: float = 0.0, long_len: int = 30000) -> pd.DataFrame:
+             prompt_sigma: float = 0.6, long_share: float = 0.0, long_len: int = 30000,
+             prompt_median: float = 800.0) -> pd.DataFrame:
     """Open-loop arrivals at ``rate``; TTFT = base + prefill × prompt + queue that grows with time."""
     rng = np.random.default_rng(seed)
     start = np.cumsum(rng.exponential(1 / rate, n))
-    prompt = rng.lognormal(np.log(800), prompt_sigma, n).round()
+    prompt = rng.lognormal(np.log(prompt_median), prompt_sigma, n).round()
     if long_share:
         prompt[rng.random(n) < long_share] = long_len
     output = rng.integers(150, 400, n)

@@ -1,0 +1,45 @@
+"""The Log page: recorded verifications, filterable, exportable as formula-safe CSV."""
+
+from __future__ import annotations
+
+import pandas as pd
+import streamlit as st
+
+from components.shell import knowledge, lang, t
+from components.verify_view import log
+from triage.errors import TriageError
+
+VERDICTS = ("gain confirmed", "no effect", "regression", "unsound")
+
+
+def log_page() -> None:
+    st.title(t("log_title"))
+    kb = knowledge()
+    try:
+        store = log()
+    except TriageError as exc:
+        st.error(exc.line())
+        return
+    c1, c2 = st.columns(2)
+    technique = c1.selectbox(t("verify_technique"), [None, *kb.techniques], key="log_technique",
+                             format_func=lambda x: t("log_all") if x is None else kb.techniques[x].title.get(lang()))
+    verdict = c2.selectbox(t("verify_verdict"), [None, *VERDICTS], key="log_verdict",
+                           format_func=lambda v: t("log_all") if v is None else v)
+    entries = store.list(technique=technique, verdict=verdict)
+    if not entries:
+        st.info(t("log_empty"))
+        return
+    rows = [{"id": e.id, t("log_when"): e.created_at, t("verify_who"): e.who or "", t("verify_technique"):
+             e.technique or "", t("verify_verdict"): e.overall, t("verify_baseline"): e.baseline_name,
+             t("verify_candidate"): e.candidate_name, t("verify_note"): e.note} for e in entries]
+    st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+    chosen = st.selectbox(t("log_open"), [e.id for e in entries], key="log_open")
+    entry = store.get(chosen)
+    with st.container(border=True):
+        st.markdown(f"**#{entry.id} · {entry.overall}** · {entry.technique or '—'} · {entry.created_at}")
+        st.caption(f"{entry.baseline_name} ({entry.baseline_sha256[:12]}) → "
+                   f"{entry.candidate_name} ({entry.candidate_sha256[:12]})")
+        st.dataframe(pd.DataFrame(entry.metrics), hide_index=True, width="stretch")
+        st.page_link("pages/verify.py", label=t("log_verify_again"), icon=":material/compare_arrows:")
+    st.download_button(t("log_export"), store.export_csv(), file_name="experiments.csv", mime="text/csv",
+                       icon=":material/download:", key="log_export")

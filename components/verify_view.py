@@ -1,0 +1,136 @@
+"""The Verify page: baseline vs candidate per metric, beyond-noise verdicts, charts, and saving to the log."""
+
+from __future__ import annotations
+
+import os
+
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+from components.shell import knowledge, lang, t
+from triage.errors import TriageError
+from triage.experiment_log import ExperimentLog, entry_from
+from triage.rules import Slo
+from triage.run import Run
+from triage.sources.files import load_benchmark
+from triage.verify import Comparison, compare, comparison_json
+
+VERIFY_KEY = "verify_result"
+VERDICT_ICON = {"gain": "🟢", "regression": "🔴", "no effect": "⚪"}
+
+
+def log() -> ExperimentLog:
+    """The experiment log: TRIAGE_LOG_DB (a path or sqlite:/// URL), else the user's data directory."""
+    return ExperimentLog(os.environ.get("TRIAGE_LOG_DB") or None)
+
+
+@st.cache_resource(max_entries=8, show_spinner=False)
+def _parse(digest: str, name: str, _data: bytes):
+    return load_benchmark(_data, name)
+
+
+def _pick(side: str) -> tuple[str, bytes, Run] | None:
+    upload = st.file_uploader(t(f"verify_{side}"), key=f"verify_{side}")
+    if upload is None:
+        return None
+    data = upload.getvalue()
+    try:
+        bench = _parse(f"{upload.file_id}", upload.name, data)
+    except TriageError as exc:
+        st.error(t("upload_failed", name=upload.name, reason=exc.line()))
+        return None
+    labels = [f"{i}. {r.label}" for i, r in enumerate(bench.runs, start=1)]
+    i = st.selectbox(t("run_picker"), range(len(labels)), index=len(labels) - 1, format_func=labels.__getitem__,
+                     key=f"verify_{side}_run") if len(labels) > 1 else 0
+    return upload.name, data, bench.runs[i]
+
+
+def _table(c: Comparison) -> pd.DataFrame:
+    def interval(m) -> str:
+        unit = "pp" if m.scale == "pp" else "%"
+        return f"[{m.interval[0]:+.1f}, {m.interval[1]:+.1f}] {unit}" if m.interval else t("verify_no_interval")
+
+    return pd.DataFrame([{
+        t("verify_metric"): m.label or m.metric, t("verify_baseline"): f"{m.baseline:.4g}",
+        t("verify_candidate"): f"{m.candidate:.4g}",
+        t("verify_change"): f"{m.delta:+.1f} {m.scale}" if m.delta is not None else "—",
+        t("verify_interval"): interval(m), t("verify_verdict"): f"{VERDICT_ICON.get(m.verdict, '')} {m.verdict}",
+    } for m in c.metrics])
+
+
+def _delta_chart(c: Comparison) -> go.Figure:
+    rows = [m for m in c.metrics if m.delta is not None]
+    errs = [(m.delta - m.interval[0], m.interval[1] - m.delta) if m.interval else (0, 0) for m in rows]
+    colors = {"gain": "#2E7D32", "regression": "#D32F2F"}
+    fig = go.Figure(go.Bar(x=[m.label or m.metric for m in rows], y=[m.delta for m in rows],
+                           marker_color=[colors.get(m.verdict, "#9E9E9E") for m in rows],
+                           error_y=dict(type="data", symmetric=False, array=[e[1] for e in errs],
+                                        arrayminus=[e[0] for e in errs])))
+    fig.update_layout(height=320, margin=dict(l=10, r=10, t=10, b=10), yaxis_title=t("verify_change_axis"))
+    return fig
+
+
+def _distributions(base: Run, cand: Run) -> None:
+    if not (base.has_requests and cand.has_requests):
+        st.info(t("verify_no_distributions"))
+        return
+    cols = st.columns(2)
+    for col, metric in zip(cols, ("ttft_s", "tpot_s")):
+        fig = go.Figure()
+        for run, name in ((base, t("verify_baseline")), (cand, t("verify_candidate"))):
+            if metric in run.requests.columns:
+                fig.add_trace(go.Histogram(x=run.requests[metric] * 1000, name=name, opacity=0.6, nbinsx=60))
+        fig.update_layout(barmode="overlay", height=280, margin=dict(l=10, r=10, t=10, b=10),
+                          xaxis_title=f"{metric[:-2].upper()} (ms)", legend=dict(orientation="h", y=1.15))
+        col.plotly_chart(fig, width="stretch", key=f"verify_dist_{metric}")
+
+
+def _verdict(c: Comparison) -> None:
+    box = {"gain confirmed": st.success, "regression": st.error, "unsound": st.error}.get(c.overall, st.info)
+    box(f"**{t('verify_overall')}: {c.overall}** — {c.headline}" if c.headline else f"**{c.overall}**")
+    if c.expected_gain_text:
+        st.caption(t("verify_expected", text=c.expected_gain_text))
+    for reason in c.refused:
+        st.error(reason, icon=":material/block:")
+    for warning in c.warnings:
+        st.warning(warning)
+    st.caption(c.basis)
+
+
+def _save(c: Comparison, base: tuple[str, bytes, Run], cand: tuple[str, bytes, Run]) -> None:
+    with st.form("verify_save", border=True):
+        who = st.text_input(t("verify_who"), key="verify_who")
+        note = st.text_area(t("verify_note"), key="verify_note")
+        if st.form_submit_button(t("verify_save"), icon=":material/save:"):
+            try:
+                entry_id = log().save(entry_from(comparison_json(c), base[:2], cand[:2], who or None, note))
+            except TriageError as exc:
+                st.error(exc.line())
+                return
+            st.success(t("verify_saved", id=entry_id))
+
+
+def verify_page(slo: Slo) -> None:
+    st.title(t("verify_title"))
+    st.caption(t("verify_hint"))
+    kb = knowledge()
+    left, right = st.columns(2)
+    with left:
+        base = _pick("base")
+    with right:
+        cand = _pick("cand")
+    techs = [None, *kb.techniques]
+    technique = st.selectbox(t("verify_technique"), techs, key="verify_technique",
+                             format_func=lambda x: t("verify_technique_none") if x is None
+                             else kb.techniques[x].title.get(lang()))
+    if base is None or cand is None:
+        st.info(t("verify_need_two"))
+        return
+    c = compare(base[2], cand[2], slo, technique=technique, kb=kb)
+    st.session_state[VERIFY_KEY] = c.overall
+    _verdict(c)
+    st.dataframe(_table(c), hide_index=True, width="stretch")
+    st.plotly_chart(_delta_chart(c), width="stretch", key="verify_deltas")
+    _distributions(base[2], cand[2])
+    _save(c, base, cand)

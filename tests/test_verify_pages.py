@@ -1,0 +1,64 @@
+"""AppTest of the Verify and Log pages: a real gain is confirmed, an unsound pair refused, saved runs listed."""
+
+from __future__ import annotations
+
+import pytest
+import streamlit as st
+
+from tests.apptest_tools import new_app
+from tests.synthetic import requests
+
+COLUMNS = ["start_s", "prompt_tokens", "output_tokens", "ttft_s", "e2e_s", "ok"]
+
+
+def csv(**kw) -> bytes:
+    return requests(n=1500, **kw)[COLUMNS].to_csv(index=False).encode()
+
+
+@pytest.fixture(autouse=True)
+def _isolated(monkeypatch, tmp_path):
+    st.cache_data.clear()
+    monkeypatch.setenv("TRIAGE_LOG_DB", str(tmp_path / "log.sqlite3"))
+    yield
+
+
+def page(path: str):
+    at = new_app().run()
+    at.switch_page(path).run()
+    assert not at.exception, at.exception
+    return at
+
+
+def upload_pair(at, base: bytes, cand: bytes):
+    at.file_uploader(key="verify_base").upload("base.csv", base, "text/csv")
+    at.file_uploader(key="verify_cand").upload("cand.csv", cand, "text/csv").run()
+    assert not at.exception, at.exception
+    return at
+
+
+def test_real_gain_is_confirmed_and_saved_then_listed():
+    at = upload_pair(page("pages/verify.py"), csv(ttft_base=0.4, seed=1), csv(ttft_base=0.2, seed=2))
+    assert at.session_state["verify_result"] == "gain confirmed"
+    assert "gain confirmed" in " ".join(s.value for s in at.success)
+    at.text_input(key="verify_who").input("oncall")
+    next(b for b in at.button if "Save" in str(b.label)).click().run()
+    assert "Saved as experiment #1" in " ".join(s.value for s in at.success)
+    log = page("pages/log.py")
+    assert "gain confirmed" in log.dataframe[0].value.to_csv()
+    assert not log.exception
+
+
+def test_different_workload_is_refused():
+    at = upload_pair(page("pages/verify.py"), csv(seed=1), csv(seed=2, prompt_median=2000.0))
+    assert at.session_state["verify_result"] == "unsound"
+    assert "prompt" in " ".join(e.value for e in at.error).lower()
+
+
+def test_waits_for_two_files():
+    at = page("pages/verify.py")
+    assert any("both runs" in i.value for i in at.info)
+
+
+def test_log_page_empty_explains():
+    at = page("pages/log.py")
+    assert any("No experiment recorded" in i.value for i in at.info)
