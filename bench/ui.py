@@ -30,13 +30,18 @@ def _median_ms(step) -> float:
 
 def main() -> None:
     home = new_app().run()  # warm: the knowledge base loads once per process (cached)
-    cases = {"home (Diagnose)": lambda: home.run()}
+    cases = {"home (Diagnose)": home.run}
 
     tech = new_app().run()
     tech.switch_page("pages/technique.py")
     tech.query_params["id"] = "chunked_prefill"
     tech.run()
-    cases["technique page (chunked_prefill)"] = lambda: tech.run()
+    cases["technique page (chunked_prefill)"] = tech.run
+
+    for path in ("pages/benchmark.py", "pages/live.py", "pages/memory.py", "pages/retro.py", "pages/verify.py"):
+        at = new_app().run()
+        at.switch_page(path).run()
+        cases[f"{path[6:-3]} page"] = at.run
 
     clicker = new_app().run()
     targets = iter(["ttft.queueing", "memory.kv_cache"] * REPEAT)

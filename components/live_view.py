@@ -25,8 +25,10 @@ from triage.rules import Slo
 
 LAST_KEY = "live_last"      # the last good refresh of any source (the memory page reads its cache config)
 STALE_KEY = "live_by_source"  # source → its last good refresh, shown under a banner when a refresh fails
-KPI_SIGNALS = ("ttft_p99_s", "tpot_p99_s", "kv_usage_max", "waiting_mean", "preemptions_per_s", "req_per_s",
-               "out_tok_per_s", "prefix_hit_rate")
+# signal → True when higher is better (the delta is coloured accordingly)
+KPI_SIGNALS = {"ttft_p99_s": False, "tpot_p99_s": False, "kv_usage_max": False, "waiting_mean": False,
+               "preemptions_per_s": False, "req_per_s": True, "out_tok_per_s": True, "prefix_hit_rate": True}
+NO_CHANGE = 1e-9
 SERIES_POINTS = 60
 
 
@@ -57,22 +59,31 @@ def _needs() -> list[Need]:
     return NEEDS
 
 
+def _shown(value: float, unit: str) -> str:
+    return f"{value * 100:.1f} %" if unit == "ratio" else fmt_value(value, unit)
+
+
+def _delta(d: SignalDelta | None, unit: str) -> str | None:
+    if d is None or d.delta is None or abs(d.delta) < NO_CHANGE:
+        return None
+    pct = f" ({d.pct:+.0f}%)" if d.pct is not None else ""
+    change = f"{d.delta * 100:+.1f} pp" if unit == "ratio" else f"{d.delta:+.3g} {unit}".strip()
+    return f"{change} {t('vs_baseline')}{pct}"
+
+
 def kpi_deltas(result: LiveResult) -> None:
     signals = result.live.diagnosis.signals
     by_name = {d.name: d for d in result.deltas}
     with st.container(horizontal=True):
-        for name in KPI_SIGNALS:
+        for name, higher_is_better in KPI_SIGNALS.items():
             sig = signals.get(name)
             meaning = knowledge().signals[name].meaning.get(lang())
+            label = t(f"kpi_{name}")
             if sig is None:
-                st.metric(name, "—", help=f"{meaning} — {t('not_measurable_short')}", border=True)
+                st.metric(label, "—", help=f"{meaning} — {t('not_measurable_short')}", border=True)
                 continue
-            d = by_name.get(name)
-            delta = None
-            if d is not None and d.delta is not None:
-                pct = f" ({d.pct:+.0f}%)" if d.pct is not None else ""
-                delta = f"{fmt_value(d.delta, sig.unit)} vs baseline{pct}"
-            st.metric(name, fmt_value(sig.value, sig.unit), delta=delta, delta_color="inverse", border=True,
+            st.metric(label, _shown(float(sig.value), sig.unit), delta=_delta(by_name.get(name), sig.unit),
+                      delta_color="normal" if higher_is_better else "inverse", border=True,
                       help=f"{meaning} · {sig.source}")
 
 
@@ -86,7 +97,7 @@ def _panel_figure(panel: Panel, result: LiveResult) -> go.Figure | None:
     if not fig.data:
         return None
     fig.update_layout(height=240, margin=dict(l=10, r=10, t=10, b=10), yaxis_title=panel.unit,
-                      legend=dict(orientation="h", y=1.15))
+                      legend=dict(orientation="h", y=1.15), xaxis=dict(tickformat="%H:%M"))
     return fig
 
 

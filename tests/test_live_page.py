@@ -35,7 +35,7 @@ def test_demo_source_shows_panels_and_lit_branch():
     assert any(c.key == "tree" for c in at.get("plotly_chart"))
     assert sum(1 for c in at.get("plotly_chart") if str(c.key).startswith("panel:")) >= 6
     labels = [m.label for m in at.metric]
-    assert "ttft_p99_s" in labels and "kv_usage_max" in labels
+    assert "TTFT p99" in labels and "KV usage (max)" in labels
     assert "vs baseline" in " ".join(str(m.proto.delta) for m in at.metric)
 
 
