@@ -10,6 +10,7 @@ from triage.model import LANGS
 
 LANG_KEY = "lang"
 LANG_LABELS = {"en": "English", "zh": "中文"}
+_ADOPTED = False  # whether this process has already handed its legacy first run to st.navigation
 
 
 @st.cache_resource(show_spinner=False)
@@ -55,10 +56,15 @@ def adopt_navigation() -> None:
     With a ``pages/`` folder beside app.py, Streamlit 1.67 serves the first request of a fresh server
     through its legacy multipage mode: a deep link (``/benchmark``) runs the page file alone, without
     app.py's navigation, sidebar or page config, and the server stays in that mode until app.py runs.
-    Clearing the (internal, pinned-version) flag and rerunning lets app.py frame the same page.
+    Clearing the (internal, pinned-version) flag and rerunning lets app.py frame the same page. The
+    flag is set once per server process, so one rerun per process is all a real server needs; AppTest
+    resets it before every run, where a rerun each time would swallow button clicks.
     """
+    global _ADOPTED
     from streamlit.runtime.pages_manager import PagesManager
 
     if PagesManager.uses_pages_directory:
         PagesManager.uses_pages_directory = False
-        st.rerun()
+        if not _ADOPTED:
+            _ADOPTED = True
+            st.rerun()

@@ -99,10 +99,10 @@ def _verdict(c: Comparison) -> None:
 
 
 def _save(c: Comparison, base: tuple[str, bytes, Run], cand: tuple[str, bytes, Run]) -> None:
-    with st.form("verify_save", border=True):
+    with st.container(border=True):
         who = st.text_input(t("verify_who"), key="verify_who")
         note = st.text_area(t("verify_note"), key="verify_note")
-        if st.form_submit_button(t("verify_save"), icon=":material/save:"):
+        if st.button(t("verify_save"), icon=":material/save:", key="verify_save"):
             try:
                 entry_id = log().save(entry_from(comparison_json(c), base[:2], cand[:2], who or None, note))
             except TriageError as exc:

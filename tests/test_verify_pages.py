@@ -41,7 +41,7 @@ def test_real_gain_is_confirmed_and_saved_then_listed():
     assert at.session_state["verify_result"] == "gain confirmed"
     assert "gain confirmed" in " ".join(s.value for s in at.success)
     at.text_input(key="verify_who").input("oncall")
-    next(b for b in at.button if "Save" in str(b.label)).click().run()
+    at.button(key="verify_save").click().run()
     assert "Saved as experiment #1" in " ".join(s.value for s in at.success)
     log = page("pages/log.py")
     assert "gain confirmed" in log.dataframe[0].value.to_csv()
