@@ -5,13 +5,11 @@ from __future__ import annotations
 import streamlit as st
 
 from components import bench_charts, bench_source
-from components.evidence import findings_block, symptom_summary
-from components.findings import remember
+from components.evidence import diagnosis_panel
 from components.kpi import kpi_row
 from components.shell import knowledge, t
-from components.tree_chart import tree_chart
 from triage.diagnosis import diagnose_run
-from triage.rules import Diagnosis, Slo
+from triage.rules import Slo
 from triage.run import Run
 from triage.sources.files import FORMATS
 from triage.sweep import sweep_points
@@ -79,20 +77,6 @@ def panels(loaded: bench_source.Loaded, run: Run, slo: Slo) -> None:
             st.markdown("\n".join(f"- **{k}**: {v}" for k, v in run.definitions.items()))
 
 
-def diagnosis_view(diag: Diagnosis, label: str) -> None:
-    """Findings and symptoms on the left, the lit tree on the right."""
-    remember(label, diag)
-    left, right = st.columns([1, 1], gap="medium")
-    with left:
-        st.markdown(f"### {t('findings')}")
-        findings_block(diag)
-        st.markdown(f"### {t('symptoms')}")
-        symptom_summary(diag)
-    with right:
-        st.markdown(f"### {t('tree_heading')}")
-        tree_chart(diag.matched_ids)
-
-
 def benchmark_page(slo: Slo) -> None:
     st.title(t("bench_title"))
     st.caption(t("bench_hint"))
@@ -102,4 +86,4 @@ def benchmark_page(slo: Slo) -> None:
     diag = diagnose_run(knowledge(), run, slo)
     kpi_row(diag.signals, slo.values)
     panels(loaded, run, slo)
-    diagnosis_view(diag, f"{loaded.bench.source} · {run.label}")
+    diagnosis_panel(diag, f"{loaded.bench.source} · {run.label}")

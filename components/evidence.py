@@ -5,9 +5,10 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from components.findings import remember
 from components.node_panel import technique_link
 from components.shell import knowledge, lang, t
-from components.tree_chart import NODE_PARAM
+from components.tree_chart import NODE_PARAM, tree_chart
 from triage.report_text import fmt_value
 from triage.rules import Diagnosis, Evidence, Finding
 
@@ -76,3 +77,17 @@ def findings_block(diag: Diagnosis) -> None:
     if diag.notes:
         names = ", ".join(knowledge().causes[n.cause].title.get(lang()) for n in diag.notes)
         st.caption(t("notes_line", names=names))
+
+
+def diagnosis_panel(diag: Diagnosis, label: str) -> None:
+    """Findings and symptoms on the left, the lit tree on the right; the diagnosis becomes the session's."""
+    remember(label, diag)
+    left, right = st.columns(2, gap="medium")
+    with left:
+        st.markdown(f"### {t('findings')}")
+        findings_block(diag)
+        st.markdown(f"### {t('symptoms')}")
+        symptom_summary(diag)
+    with right:
+        st.markdown(f"### {t('tree_heading')}")
+        tree_chart(diag.matched_ids)

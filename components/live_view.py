@@ -9,11 +9,9 @@ from datetime import datetime
 import plotly.graph_objects as go
 import streamlit as st
 
-from components.evidence import findings_block, symptom_summary
-from components.findings import remember
+from components.evidence import diagnosis_panel
 from components.live_source import WindowPair
 from components.shell import knowledge, lang, t
-from components.tree_chart import tree_chart
 from triage.compare import SignalDelta, signal_deltas
 from triage.errors import TriageError
 from triage.live.diagnose_live import LiveDiagnosis, diagnose_window
@@ -125,17 +123,7 @@ def render(result: LiveResult) -> None:
         st.warning(err)
     kpi_deltas(result)
     panels(result)
-    diag = result.live.diagnosis
-    remember(result.label, diag)
-    left, right = st.columns(2, gap="medium")
-    with left:
-        st.markdown(f"### {t('findings')}")
-        findings_block(diag)
-        st.markdown(f"### {t('symptoms')}")
-        symptom_summary(diag)
-    with right:
-        st.markdown(f"### {t('tree_heading')}")
-        tree_chart(diag.matched_ids)
+    diagnosis_panel(result.live.diagnosis, result.label)
 
 
 def refresh_and_render(make_pair, slo: Slo, source_key: str) -> None:
