@@ -9,6 +9,7 @@ from components.evidence import diagnosis_panel
 from components.kpi import kpi_row
 from components.shell import knowledge, t
 from triage.diagnosis import diagnose_run
+from triage.roofline import Hardware
 from triage.rules import Slo
 from triage.run import Run
 from triage.sources.files import FORMATS
@@ -77,13 +78,13 @@ def panels(loaded: bench_source.Loaded, run: Run, slo: Slo) -> None:
             st.markdown("\n".join(f"- **{k}**: {v}" for k, v in run.definitions.items()))
 
 
-def benchmark_page(slo: Slo) -> None:
+def benchmark_page(slo: Slo, hardware: Hardware | None = None) -> None:
     st.title(t("bench_title"))
     st.caption(t("bench_hint"))
     upload_area()
     loaded = file_picker()
     run = run_picker(loaded)
-    diag = diagnose_run(knowledge(), run, slo)
+    diag = diagnose_run(knowledge(), run, slo, hardware)
     kpi_row(diag.signals, slo.values)
     panels(loaded, run, slo)
     diagnosis_panel(diag, f"{loaded.bench.source} · {run.label}")

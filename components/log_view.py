@@ -40,6 +40,7 @@ def log_page() -> None:
         st.caption(f"{entry.baseline_name} ({entry.baseline_sha256[:12]}) → "
                    f"{entry.candidate_name} ({entry.candidate_sha256[:12]})")
         st.dataframe(pd.DataFrame(entry.metrics), hide_index=True, width="stretch")
-        st.page_link("pages/verify.py", label=t("log_verify_again"), icon=":material/compare_arrows:")
+        st.page_link("pages/verify.py", label=t("log_verify_again", id=entry.id), icon=":material/compare_arrows:",
+                     query_params={"experiment": str(entry.id)})
     st.download_button(t("log_export"), store.export_csv(), file_name="experiments.csv", mime="text/csv",
                        icon=":material/download:", key="log_export")

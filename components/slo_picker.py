@@ -1,10 +1,12 @@
-"""Sidebar SLO controls: a preset and optional TTFT / TPOT overrides, resolved by the core."""
+"""Sidebar controls the diagnosis depends on: the SLO preset and overrides, and the serving hardware."""
 
 from __future__ import annotations
 
 import streamlit as st
 
 from components.shell import knowledge, lang, t
+from triage.memory import load_gpus, load_models
+from triage.roofline import Hardware
 from triage.rules import Slo, resolve_slo
 
 
@@ -25,3 +27,19 @@ def slo_sidebar() -> Slo:
             tpot = st.number_input(t("slo_tpot"), min_value=0.001, value=float(base["tpot_p99_s"]), step=0.01,
                                    format="%.3f", key="slo_tpot", persist_state="session")
     return resolve_slo(kb, preset, ttft_p99_s=ttft, tpot_p99_s=tpot)
+
+
+def hardware_sidebar() -> Hardware | None:
+    """Optional serving hardware, so TPOT can be set against the decode roofline floor."""
+    models, gpus = load_models(), load_gpus()
+    with st.sidebar:
+        st.markdown(f"**{t('hw_heading')}**")
+        model = st.selectbox(t("mem_model"), [None, *models], key="hw_model", persist_state="session",
+                             format_func=lambda m: t("hw_unknown") if m is None else models[m].title)
+        gpu = st.selectbox(t("mem_gpu"), [None, *gpus], key="hw_gpu", persist_state="session",
+                           format_func=lambda g: t("hw_unknown") if g is None else gpus[g].title)
+        tp = st.selectbox("TP", [1, 2, 4, 8], key="hw_tp", persist_state="session")
+        if model is None or gpu is None:
+            st.caption(t("hw_hint"))
+            return None
+    return Hardware(model, gpu, tp=int(tp))

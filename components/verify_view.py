@@ -111,9 +111,29 @@ def _save(c: Comparison, base: tuple[str, bytes, Run], cand: tuple[str, bytes, R
             st.success(t("verify_saved", id=entry_id))
 
 
+def stored_experiment(entry_id: str) -> None:
+    """An experiment from the log, opened by ``?experiment=ID``: its recorded comparison, as saved."""
+    try:
+        entry = log().get(int(entry_id))
+    except (TriageError, ValueError, KeyError) as exc:
+        st.error(t("verify_no_experiment", id=entry_id, reason=str(exc)))
+        return
+    box = {"gain confirmed": st.success, "regression": st.error, "unsound": st.error}.get(entry.overall, st.info)
+    box(f"**#{entry.id} · {t('verify_overall')}: {entry.overall}** · {entry.technique or '—'} · {entry.created_at}")
+    st.caption(t("verify_stored", base=entry.baseline_name, bd=entry.baseline_sha256[:12], cand=entry.candidate_name,
+                 cd=entry.candidate_sha256[:12]))
+    st.dataframe(pd.DataFrame(entry.metrics), hide_index=True, width="stretch")
+    if entry.note:
+        st.markdown(f"**{t('verify_note')}:** {entry.note}")
+    st.json(entry.workload, expanded=False)
+    st.divider()
+
+
 def verify_page(slo: Slo) -> None:
     st.title(t("verify_title"))
     st.caption(t("verify_hint"))
+    if st.query_params.get("experiment"):
+        stored_experiment(st.query_params["experiment"])
     kb = knowledge()
     left, right = st.columns(2)
     with left:

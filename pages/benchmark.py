@@ -2,8 +2,8 @@
 
 from components.bench_view import benchmark_page
 from components.shell import adopt_navigation
-from components.slo_picker import slo_sidebar
+from components.slo_picker import hardware_sidebar, slo_sidebar
 
 adopt_navigation()
 
-benchmark_page(slo_sidebar())
+benchmark_page(slo_sidebar(), hardware_sidebar())

@@ -102,3 +102,16 @@ def test_checklist_progress_counts_ticks():
     at.checkbox[0].check().run()
     assert not at.exception
     assert any("1 of" in str(p.proto.text) for p in at.get("progress"))
+
+
+def test_checklist_ticks_survive_a_page_switch():
+    at = new_app().run()
+    at.switch_page("pages/technique.py")
+    at.query_params["id"] = "prefix_caching"
+    at.run()
+    at.checkbox[1].check().run()
+    at.switch_page("pages/diagnose.py").run()
+    at.switch_page("pages/technique.py")
+    at.query_params["id"] = "prefix_caching"
+    at.run()
+    assert [c.value for c in at.checkbox][:2] == [False, True]

@@ -86,3 +86,13 @@ def test_slo_preset_changes_findings():
     at.selectbox(key="slo_preset").set_value("batch").run()
     assert not at.exception
     assert at.session_state["findings"] != before
+
+
+def test_naming_the_hardware_adds_the_roofline_signal():
+    at = bench_page()
+    at.selectbox(key="hw_model").set_value("llama-3.1-8b")
+    at.selectbox(key="hw_gpu").set_value("h100").run()
+    assert not at.exception, at.exception
+    label, diag = at.session_state["diagnosis"]
+    sig = diag.signals.get("tpot_over_roofline")
+    assert sig is not None and sig.value > 1 and "H100" in sig.source

@@ -46,6 +46,13 @@ def test_real_gain_is_confirmed_and_saved_then_listed():
     log = page("pages/log.py")
     assert "gain confirmed" in log.dataframe[0].value.to_csv()
     assert not log.exception
+    link = next(x for x in log.get("page_link") if x.proto.page == "verify")
+    assert link.proto.query_string == "experiment=1"
+    opened = new_app().run()
+    opened.switch_page("pages/verify.py")
+    opened.query_params["experiment"] = "1"
+    opened.run()
+    assert "#1 · Overall: gain confirmed" in " ".join(x.value for x in opened.success)
 
 
 def test_different_workload_is_refused():

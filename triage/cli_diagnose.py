@@ -12,6 +12,7 @@ from triage.errors import TriageError
 from triage.knowledge import DEFAULT_TREE_DIR, load_knowledge
 from triage.report_json import diagnosis_json
 from triage.report_text import diagnosis_text
+from triage.roofline import Hardware
 from triage.rules import resolve_slo
 from triage.run import Benchmark
 
@@ -52,6 +53,13 @@ def _diagnose_live(kb, args: argparse.Namespace) -> int:
     return 0
 
 
+def hardware(args: argparse.Namespace) -> Hardware | None:
+    """The serving hardware for the roofline comparison, when --model and --gpu are both given."""
+    if bool(args.model) != bool(args.gpu):
+        raise TriageError("give --model and --gpu together (the roofline needs both)", key="--model/--gpu")
+    return Hardware(args.model, args.gpu, tp=args.tp) if args.model else None
+
+
 def live_diagnosis(kb, args: argparse.Namespace):
     from triage.cli_live import live_window
     from triage.live.diagnose_live import diagnose_window
@@ -74,7 +82,7 @@ def any_diagnosis(kb, args: argparse.Namespace):
         return live.diagnosis, f"{label} (engine {live.engine})"
     bench = read_benchmark(args.file)
     run = pick_run(bench, args.run)
-    return diagnose_run(kb, run, _slo(kb, args)), f"{bench.source} ({bench.format}) · {run.label}"
+    return diagnose_run(kb, run, _slo(kb, args), hardware(args)), f"{bench.source} ({bench.format}) · {run.label}"
 
 
 def cmd_diagnose(args: argparse.Namespace) -> int:
@@ -86,7 +94,7 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
     bench = read_benchmark(args.file)
     run = pick_run(bench, args.run)
     number = bench.runs.index(run) + 1
-    diag = diagnose_run(kb, run, slo)
+    diag = diagnose_run(kb, run, slo, hardware(args))
     if args.json:
         out = diagnosis_json(diag, source=bench.source, fmt=bench.format, runs=runs_json(bench, number))
         print(json.dumps(out, ensure_ascii=False, indent=2))
@@ -104,6 +112,9 @@ def add_source_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--tpot-slo", type=float, default=None, help="TPOT p99 SLO in seconds")
     p.add_argument("--run", type=int, default=None, help="run number in a multi-run file (1-based; default last)")
     p.add_argument("--tree-dir", type=Path, default=DEFAULT_TREE_DIR, help=argparse.SUPPRESS)
+    p.add_argument("--model", default=None, help="served model (tree/models.yaml id) for TPOT vs the decode roofline")
+    p.add_argument("--gpu", default=None, help="GPU (tree/gpus.yaml id) for TPOT vs the decode roofline")
+    p.add_argument("--tp", type=int, default=1, help="tensor-parallel size for the roofline (default 1)")
     add_live_arguments(p)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from triage.bench_signals import benchmark_signals
 from triage.errors import TriageError
 from triage.knowledge import KnowledgeBase
+from triage.roofline import Hardware, add_roofline
 from triage.rules import Diagnosis, Slo, diagnose, resolve_slo
 from triage.run import Benchmark, Run
 
@@ -19,11 +20,15 @@ def pick_run(bench: Benchmark, run_number: int | None) -> Run:
     return bench.runs[run_number - 1]
 
 
-def diagnose_run(kb: KnowledgeBase, run: Run, slo: Slo | None = None) -> Diagnosis:
+def diagnose_run(kb: KnowledgeBase, run: Run, slo: Slo | None = None, hardware: Hardware | None = None) -> Diagnosis:
+    """Client-side signals of the run (plus the roofline comparison when the hardware is named), then rules."""
     slo = slo or resolve_slo(kb)
-    return diagnose(kb, benchmark_signals(kb, run, slo.values), slo)
+    signals = benchmark_signals(kb, run, slo.values)
+    if hardware is not None:
+        add_roofline(kb, signals, run.summary, hardware)
+    return diagnose(kb, signals, slo)
 
 
 def diagnose_benchmark(kb: KnowledgeBase, bench: Benchmark, run_number: int | None = None,
-                       slo: Slo | None = None) -> Diagnosis:
-    return diagnose_run(kb, pick_run(bench, run_number), slo)
+                       slo: Slo | None = None, hardware: Hardware | None = None) -> Diagnosis:
+    return diagnose_run(kb, pick_run(bench, run_number), slo, hardware)

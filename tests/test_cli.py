@@ -1,0 +1,81 @@
+"""The command line as a user runs it: exit codes, one-line errors, JSON shape, the Markdown report."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.conftest import edit_yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+SAMPLE = ROOT / "tree" / "sample" / "benchmark.csv"
+
+
+def triage(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "triage", *args], cwd=ROOT, capture_output=True, text=True,
+                          timeout=120)
+
+
+def test_tree_json_dumps_the_knowledge_base():
+    out = triage("tree", "--json")
+    assert out.returncode == 0
+    data = json.loads(out.stdout)
+    assert [s["id"] for s in data["symptoms"]][0] == "ttft" and "chunked_prefill" in data["techniques"]
+
+
+def test_tree_text_in_chinese():
+    out = triage("tree", "--lang", "zh")
+    assert out.returncode == 0 and "TTFT 过高" in out.stdout
+
+
+def test_broken_tree_fails_with_one_line(tiny_tree):
+    edit_yaml(tiny_tree / "tree.yaml", lambda d: d["symptoms"][0]["causes"][0]["techniques"][0].update(id="nope"))
+    out = triage("tree", "--tree-dir", str(tiny_tree))
+    assert out.returncode == 2
+    assert out.stderr.count("\n") == 1
+    assert "tree.yaml" in out.stderr and "unknown technique id 'nope'" in out.stderr
+
+
+def test_diagnose_json_contract():
+    out = triage("diagnose", str(SAMPLE), "--json")
+    assert out.returncode == 0
+    data = json.loads(out.stdout)
+    assert {"source", "format", "runs", "signals", "findings"} <= set(data)
+    assert data["signals"]["ttft_p99_s"]["unit"] == "s"
+    first = data["findings"][0]
+    assert first["cause"] == "ttft.queueing" and first["symptom"] == "ttft" and first["confidence"] == "high"
+    assert {"signal", "value", "threshold", "meaning"} <= set(first["evidence"][0])
+    assert first["techniques"][0] == "continuous_batching"
+
+
+def test_diagnose_unreadable_file_is_one_line_exit_2(tmp_path):
+    bad = tmp_path / "empty.json"
+    bad.write_bytes(b"")
+    out = triage("diagnose", str(bad))
+    assert out.returncode == 2 and out.stderr.count("\n") == 1 and "empty.json" in out.stderr
+    missing = triage("diagnose", str(tmp_path / "nope.csv"))
+    assert missing.returncode == 2 and "nope.csv" in missing.stderr
+
+
+def test_diagnose_custom_slo_and_bad_preset():
+    relaxed = json.loads(triage("diagnose", str(SAMPLE), "--ttft-slo", "60", "--json").stdout)
+    assert relaxed["slo"]["ttft_p99_s"] == 60 and "ttft.queueing" not in [f["cause"] for f in relaxed["findings"]]
+    bad = triage("diagnose", str(SAMPLE), "--slo", "realtime")
+    assert bad.returncode == 2 and "realtime" in bad.stderr
+
+
+def test_report_on_a_benchmark_file_is_markdown_with_task_lists():
+    out = triage("report", str(SAMPLE))
+    assert out.returncode == 0
+    assert out.stdout.startswith("# ") and "## Findings" in out.stdout
+    assert "| `ttft_load_corr` |" in out.stdout and "  - [ ] [config]" in out.stdout
+
+
+def test_memory_json_keys():
+    out = triage("memory", "--model", "llama-3.1-8b", "--gpu", "h100", "--json")
+    data = json.loads(out.stdout)
+    assert {"weights_gib", "kv_cache_gib", "activation_gib", "overhead_gib", "kv_bytes_per_token",
+            "kv_capacity_tokens", "max_concurrency", "fits", "branch", "techniques"} <= set(data)
+    assert data["kv_bytes_per_token"] == 131072
