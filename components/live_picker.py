@@ -73,8 +73,9 @@ def _prometheus() -> Callable | None:
         day = c1.date_input(t("live_end_date"), key="prom_end_date")
         at = c2.time_input(t("live_end_time"), value=time(0, 0), key="prom_end_time")
         end = datetime.combine(day, at, tzinfo=UTC)
-    return partial(live_source.prometheus_windows, profiles[name], end, WINDOWS_MIN[window], _match_filters(),
-                   baseline, QUERY_TIMEOUT_S)
+    profile = profiles[name]
+    return partial(live_source.prometheus_windows, profile, end, WINDOWS_MIN[window], _match_filters(),
+                   baseline, profile.timeout or QUERY_TIMEOUT_S)
 
 
 def source_picker() -> tuple[str, Callable | None]:

@@ -89,3 +89,45 @@ def test_no_profiles_explains_how_to_add_one(monkeypatch):
     source(at).set_value("prometheus").run()
     if not any("No Prometheus profile" in i.value for i in at.info):
         pytest.skip("a Prometheus profile is configured on this machine")
+
+
+@pytest.mark.parametrize("behaviour,expected", [
+    ({"status": 500}, "500"),
+    ({"status": 401}, "401"),
+    ({"query_delay": 30.0, "delay_everything": True}, "timed out"),
+], ids=["http-500", "http-401", "slow"])
+def test_prometheus_faults_give_a_message_and_the_page_works(monkeypatch, behaviour, expected):
+    from tests.prom_harness import FakeBehaviour, fake_prometheus
+
+    with fake_prometheus(FakeBehaviour(**behaviour)) as url:
+        monkeypatch.setenv("TRIAGE_PROMETHEUS_FAULTY_URL", url)
+        monkeypatch.setenv("TRIAGE_PROMETHEUS_FAULTY_TIMEOUT", "1")
+        at = live_page()
+        source(at).set_value("prometheus").run()
+        assert not at.exception, at.exception
+        errors = " ".join(e.value for e in at.error)
+        assert "Refresh failed" in errors and expected in errors
+        source(at).set_value("demo").run()  # the page keeps working on another source
+        assert at.session_state["findings"][0] == "ttft.queueing"
+
+
+def test_page_and_cli_agree_on_two_snapshots(tmp_path: Path):
+    import json
+    import subprocess
+    import sys
+
+    sim = Simulator("kv_pressure", seed=7)
+    a, b = tmp_path / "a.txt", tmp_path / "b.txt"
+    a.write_text(sim.render())
+    sim.advance(90)
+    b.write_text(sim.render())
+    at = live_page()
+    source(at).set_value("snapshots").run()
+    at.file_uploader(key="snap_before").upload("a.txt", a.read_bytes(), "text/plain")
+    at.file_uploader(key="snap_after").upload("b.txt", b.read_bytes(), "text/plain")
+    at.number_input(key="snap_interval").set_value(90.0).run()
+    root = Path(__file__).resolve().parent.parent
+    out = subprocess.run([sys.executable, "-m", "triage", "diagnose", "--scrape", str(a), str(b), "--interval", "90",
+                          "--json"], cwd=root, capture_output=True, text=True, timeout=60)
+    cli = [f["cause"] for f in json.loads(out.stdout)["findings"]]
+    assert cli and at.session_state["findings"] == cli
