@@ -69,13 +69,18 @@ def deployment(model: ModelSpec) -> MemoryInput:
     weights = c[1].selectbox(t("mem_weights"), WEIGHT_DTYPES, index=WEIGHT_DTYPES.index(model.checkpoint_dtype)
                              if model.checkpoint_dtype in WEIGHT_DTYPES else 0, key="mem_weights_dtype")
     kv = c[2].selectbox(t("mem_kv_dtype"), KV_DTYPES, key="mem_kv_dtype")
-    util = c[3].slider("gpu_memory_utilization", 0.5, 0.98, 0.9, 0.01, key="mem_util")
+    live = _live_cache_config()
+    util_default = min(0.98, max(0.5, float(live.get("gpu_memory_utilization", 0.9))))
+    util = c[3].slider("gpu_memory_utilization", 0.5, 0.98, util_default, 0.01, key="mem_util",
+                       help=t("mem_prefilled") if live else None)
     c = st.columns(4)
     tp = c[0].selectbox("TP", [1, 2, 4, 8, 16], key="mem_tp")
     pp = c[1].selectbox("PP", [1, 2, 4, 8], key="mem_pp")
     max_len = c[2].number_input("max_model_len", 256, 1_048_576, 8192, step=1024, key="mem_max_len")
     conc = c[3].number_input(t("mem_concurrency"), 1, 4096, 32, key="mem_concurrency")
-    return MemoryInput(model, gpus[gpu], weights, kv, int(tp), int(pp), int(max_len), int(conc), float(util))
+    block = int(live.get("block_size", 16)) if str(live.get("block_size", "16")).isdigit() else 16
+    return MemoryInput(model, gpus[gpu], weights, kv, int(tp), int(pp), int(max_len), int(conc), float(util),
+                       block_size=block)
 
 
 def breakdown_chart(b: MemoryBreakdown) -> go.Figure:
@@ -117,11 +122,17 @@ def _branch(b: MemoryBreakdown) -> None:
         st.caption(note)
 
 
-def _measured(inp: MemoryInput, b: MemoryBreakdown) -> None:
-    """Measured KV capacity from a live vLLM's cache_config_info, beside the estimate."""
+def _live_cache_config() -> dict[str, str]:
+    """The cache_config_info labels of the live vLLM opened last (empty when there is none)."""
     last = st.session_state.get(LIVE_KEY)
     labels = last.live.readings.values.get(_cache_need()) if last is not None else None
-    if not isinstance(labels, dict) or not labels:
+    return labels if isinstance(labels, dict) else {}
+
+
+def _measured(inp: MemoryInput, b: MemoryBreakdown) -> None:
+    """Measured KV capacity from a live vLLM's cache_config_info, beside the estimate."""
+    labels = _live_cache_config()
+    if not labels:
         return
     try:
         measured = from_cache_config(labels, inp)

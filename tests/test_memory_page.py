@@ -32,3 +32,12 @@ def test_pasted_config_error_is_specific():
     at.text_area(key="mem_config").input('{"hidden_size": 4096}').run()
     assert not at.exception
     assert any("num_hidden_layers" in e.value for e in at.error)
+
+
+def test_live_vllm_prefills_and_shows_measured_capacity():
+    at = new_app().run()
+    at.switch_page("pages/live.py").run()  # the demo source: a live vLLM with cache_config_info
+    at.switch_page("pages/memory.py").run()
+    assert not at.exception, at.exception
+    assert any("Measured on the live server" in i.value for i in at.info)
+    assert at.slider(key="mem_util").value == 0.9
