@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -43,10 +44,13 @@ class LiveResult:
 def refresh(pair: WindowPair, slo: Slo) -> LiveResult:
     """One refresh: all needs of the diagnosis and the panels (each window reads its needs concurrently)."""
     kb = knowledge()
-    live = diagnose_window(kb, pair.current, slo)
     panel_needs = list({n for p in load_panels() for n in p.needs()})
-    series = pair.current.series(panel_needs, SERIES_POINTS)
-    baseline = server_signals(kb, pair.baseline.read(_needs())) if pair.baseline else None
+    with ThreadPoolExecutor(max_workers=3, thread_name_prefix="refresh") as pool:  # the three reads overlap
+        live_f = pool.submit(diagnose_window, kb, pair.current, slo)
+        series_f = pool.submit(pair.current.series, panel_needs, SERIES_POINTS)
+        base_f = pool.submit(pair.baseline.read, _needs()) if pair.baseline else None
+        live, series = live_f.result(), series_f.result()
+        baseline = server_signals(kb, base_f.result()) if base_f else None
     deltas = signal_deltas(live.diagnosis.signals, baseline) if baseline else []
     return LiveResult(live, deltas, series, dict(live.readings.missing), pair.label, time.time())
 

@@ -25,6 +25,7 @@ from triage.live.snapshot_window import (
     NO_OBSERVATIONS,
     EngineMaps,
     Resolved,
+    bucket_quantile,
     check_match,
     engine_maps,
     gauge_agg,
@@ -38,7 +39,8 @@ DETECT_MATCH = '{__name__=~"vllm[:_].+|sglang[:_].+|tgi_.+|DCGM_FI_.+"}'
 MAX_WORKERS = 8  # below requests' default pool of 10 connections per host
 GRACE = 0.5  # seconds past the timeout before a stuck query is abandoned
 DEFAULT_TIMEOUT = 10.0
-SUBQUERY_POINTS = 1000  # gauge mean/max sample the aggregated gauge at window/1000 (>= 1 s)
+SUBQUERY_POINTS = 1000  # gauge mean/max sample the aggregated gauge at window/1000 ...
+MIN_SUBQUERY_STEP = 15  # ... but no finer than a typical scrape interval: finer steps only repeat samples
 MIN_RANGE = 60  # a series point looks back at least this far (four 15 s scrapes), as Grafana's $__rate_interval
 HTTP_STATUS_RE = re.compile(r"HTTP Status Code (\d+) \((.*)\)\s*$", re.S)
 
@@ -59,6 +61,20 @@ class Query:
     promql: str
 
 
+def buckets_promql(r: Resolved, range_s: int) -> str:
+    """Every bucket's increase over the window, summed by ``le``: one query serves all quantiles of a histogram."""
+    return f"sum by (le) (increase({selector(r.name + '_bucket', r.match)}[{range_s}s]))"
+
+
+def _bucket_pairs(vector: list[dict], pick: Callable[[dict], str]) -> list[tuple[float, float]]:
+    return [(float(s["metric"]["le"]), float(pick(s))) for s in vector if "le" in s["metric"]]
+
+
+def _quantile_value(q: float, pairs: list[tuple[float, float]]) -> tuple[float | None, str]:
+    value = bucket_quantile(q, pairs)
+    return (None, NO_OBSERVATIONS) if math.isnan(value) else (value, "")
+
+
 def promql(need: Need, r: Resolved, range_s: int) -> str:
     """The PromQL answering ``need`` over the ``range_s`` seconds before the evaluation time."""
     w = f"[{range_s}s]"
@@ -72,7 +88,7 @@ def promql(need: Need, r: Resolved, range_s: int) -> str:
         return (f"sum(increase({selector(r.name + '_sum', r.match)}{w}))"
                 f" / sum(increase({selector(r.name + '_count', r.match)}{w}))")
     agg = gauge_agg(r.spec)
-    step = max(1, math.ceil(range_s / SUBQUERY_POINTS))
+    step = max(MIN_SUBQUERY_STEP, math.ceil(range_s / SUBQUERY_POINTS))
     if need.kind == "gauge_mean":
         return f"avg_over_time({agg}({sel})[{range_s}s:{step}s])"
     if need.kind == "gauge_max":
@@ -187,10 +203,17 @@ class PrometheusWindow:
         if not queries:
             return out
         at = self.end.timestamp()
-        results = self._run([lambda q=q: self._instant(q.promql, at) for q in queries])
+        plain = [q for q in queries if q.need.kind != "quantile"]
+        hists = _by_histogram([q for q in queries if q.need.kind == "quantile"], self.window_seconds)
+        calls = [lambda q=q: self._instant(q.promql, at) for q in plain]
+        calls += [lambda b=b: self._instant(b, at) for b in hists]
+        results = self._run(calls)
         self._raise_if_all_fatal(results)
-        for query, result in zip(queries, results):
+        for query, result in zip(plain, results):
             self._store(out, query, result)
+        for group, result in zip(hists.values(), results[len(plain):]):
+            for query in group:
+                self._store_quantile(out, query, result)
         if not any(isinstance(x, QueryFailed) for x in results) and all(out.values[q.need] is None for q in queries):
             out.errors.append(f"no samples between {self._span_text()}")
         return out
@@ -205,11 +228,19 @@ class PrometheusWindow:
         queries = [] if self.empty else [q for q in self._plan(needs, Readings(), lookback) if q.need.kind != "info"]
         end = round(self.end.timestamp())
         first = end - (count - 1) * step
-        results = self._run([lambda q=q: self._range(q.promql, first, end, step) for q in queries])
+        plain = [q for q in queries if q.need.kind != "quantile"]
+        hists = _by_histogram([q for q in queries if q.need.kind == "quantile"], lookback)
+        calls = [lambda q=q: self._range(q.promql, first, end, step) for q in plain]
+        calls += [lambda b=b: self._range(b, first, end, step) for b in hists]
+        results = self._run(calls)
         self._raise_if_all_fatal(results)
-        for query, result in zip(queries, results):
+        for query, result in zip(plain, results):
             if not isinstance(result, QueryFailed):
                 out[query.need] = _points(result)
+        for group, result in zip(hists.values(), results[len(plain):]):
+            if not isinstance(result, QueryFailed):
+                for query in group:
+                    out[query.need] = _quantile_points(query.need.q, result)
         return out
 
     def _plan(self, needs: list[Need], out: Readings, range_s: int | None = None) -> list[Query]:
@@ -272,8 +303,37 @@ class PrometheusWindow:
         if value is None:
             out.missing[need] = why
 
+    def _store_quantile(self, out: Readings, query: Query, result: Any) -> None:
+        """A quantile from the histogram's shared bucket query, computed as PromQL's histogram_quantile does."""
+        if isinstance(result, QueryFailed) or not result:
+            self._store(out, query, result)
+            return
+        value, why = _quantile_value(query.need.q, _bucket_pairs(result, lambda s: s["value"][1]))
+        out.values[query.need] = value
+        if value is None:
+            out.missing[query.need] = why
+
     def _span_text(self) -> str:
         return f"{self.start:%Y-%m-%d %H:%M:%S} and {self.end:%Y-%m-%d %H:%M:%S} UTC"
+
+
+def _by_histogram(queries: list[Query], range_s: int) -> dict[str, list[Query]]:
+    """Quantile queries grouped by the bucket query that answers them all (insertion-ordered)."""
+    groups: dict[str, list[Query]] = {}
+    for q in queries:
+        groups.setdefault(buckets_promql(q.resolved, range_s), []).append(q)
+    return groups
+
+
+def _quantile_points(q: float, matrix: list[dict]) -> list[SeriesPoint]:
+    """Per timestamp, the quantile of that step's bucket increases."""
+    by_time: dict[float, list[tuple[float, float]]] = {}
+    for series in matrix:
+        le = float(series["metric"].get("le", "nan"))
+        for t, v in series["values"]:
+            by_time.setdefault(float(t), []).append((le, float(v)))
+    points = [(t, bucket_quantile(q, pairs)) for t, pairs in sorted(by_time.items())]
+    return [SeriesPoint(t=t, value=v) for t, v in points if not math.isnan(v)]
 
 
 def _outcome(future) -> Any:
