@@ -122,17 +122,21 @@ def main() -> None:
             print(f"    peak extra memory ({'a' if mode == 'arrow' else 'b'}): {extra / 1e6:7.1f} MB = "
                   f"{extra / size:.2f}× file size (VmHWM − VmRSS before the call, file bytes already loaded)")
         print("    targets: ratio ≤ 1.5, memory of (b) ≤ 3× file size")
-        diagnose(bench)
+        took = diagnose(bench)
+        if took is not None:
+            total = load_s + took
+            print(f"(b)+(c) parse + signals + diagnosis {total:.3f} s → ratio to (a) = {total / arrow_s:.2f} "
+                  f"(target ≤ 1.5: {'ok' if total / arrow_s <= 1.5 else 'OVER'})")
 
 
-def diagnose(bench: object) -> None:
+def diagnose(bench: object) -> float | None:
     """Time signals + diagnosis when another engineer's triage.diagnosis.diagnose_benchmark exists."""
     try:
         from triage.diagnosis import diagnose_benchmark
         from triage.knowledge import load_knowledge
     except ImportError:
         print("(c) signals + diagnosis: skipped (triage.diagnosis.diagnose_benchmark not available)")
-        return
+        return None
     try:
         t = time.perf_counter()
         kb = load_knowledge()
@@ -142,10 +146,11 @@ def diagnose(bench: object) -> None:
         took = time.perf_counter() - t
     except Exception as exc:  # noqa: BLE001 - report, do not crash the benchmark
         print(f"(c) signals + diagnosis: failed with {type(exc).__name__}: {exc}")
-        return
+        return None
     findings = getattr(diagnosis, "findings", None)
     shown = f", {len(findings)} findings" if isinstance(findings, (list, tuple)) else ""
     print(f"(c) signals + diagnosis          {took:7.3f} s  (knowledge base load {kb_s:.3f} s{shown})")
+    return took
 
 
 if __name__ == "__main__":
