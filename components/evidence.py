@@ -30,7 +30,7 @@ def _select(node_id: str) -> None:
     st.query_params[NODE_PARAM] = node_id
 
 
-def finding_card(f: Finding, rank: int) -> None:
+def finding_card(f: Finding, rank: int, select: bool = True) -> None:
     kb = knowledge()
     cause = kb.causes[f.cause]
     with st.container(border=True):
@@ -47,8 +47,9 @@ def finding_card(f: Finding, rank: int) -> None:
         st.markdown(f"**{t('techniques')}**")
         for tid in f.techniques:
             technique_link(tid)
-        st.button(t("show_in_tree", title=cause.short.get(lang())), key=f"select:{f.cause}",
-                  on_click=_select, args=(f.cause,), icon=":material/account_tree:")
+        if select:  # only where the tree is on the page; elsewhere the cause's id names it
+            st.button(t("show_in_tree", title=cause.short.get(lang())), key=f"select:{f.cause}",
+                      on_click=_select, args=(f.cause,), icon=":material/account_tree:")
 
 
 def symptom_summary(diag: Diagnosis) -> None:
@@ -67,13 +68,13 @@ def symptom_summary(diag: Diagnosis) -> None:
         st.markdown(f"{icon} **{title}** — {state}: {numbers}")
 
 
-def findings_block(diag: Diagnosis) -> None:
+def findings_block(diag: Diagnosis, select: bool = True) -> None:
     if not diag.findings and any(c.present for c in diag.symptoms):
         st.warning(t("symptom_no_cause"))
     elif not diag.findings:
         st.success(t("no_symptom"))
     for i, f in enumerate(diag.findings, start=1):
-        finding_card(f, i)
+        finding_card(f, i, select)
     if diag.notes:
         names = ", ".join(knowledge().causes[n.cause].title.get(lang()) for n in diag.notes)
         st.caption(t("notes_line", names=names))

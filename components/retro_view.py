@@ -48,7 +48,7 @@ def _answer(step: RetroStep, diag: Diagnosis | None, s: RetroState) -> None:
     if step.id in ("baseline", "symptom"):
         symptom_summary(diag)
     elif step.id == "cause":
-        findings_block(diag)
+        findings_block(diag, select=False)
     elif step.id in ("technique", "minimal_change"):
         _, cause, techs = suggested(kb, diag)
         for tid in (s.techniques or techs):

@@ -87,3 +87,16 @@ def test_benchmark_page_upload_shows_findings(tmp_path):
         expect(page.get_by_text("Showing the bundled sample")).to_have_count(0)
         expect(page.get_by_text("Requests queue too long").first).to_be_visible()
         page.screenshot(path=str(ARTIFACTS / "benchmark.png"), full_page=True)
+
+
+def test_file_over_the_upload_limit_is_refused_and_the_page_keeps_its_data():
+    expect = _expect()
+    big = b"ttft_s,e2e_s,output_tokens\n" + b"0.1,1.0,100\n" * 200_000  # ~2.4 MB
+    with streamlit_server({"STREAMLIT_SERVER_MAX_UPLOAD_SIZE": "1"}) as url, chromium_page() as page:
+        page.goto(f"{url}/benchmark")
+        expect(page.get_by_text("Showing the bundled sample")).to_be_visible(timeout=30000)
+        page.locator(".st-key-bench_upload input[type=file]").set_input_files(
+            files=[{"name": "huge.csv", "mimeType": "text/csv", "buffer": big}])
+        expect(page.get_by_text("File must be 1.0MB or smaller")).to_be_visible(timeout=15000)
+        expect(page.get_by_text("Showing the bundled sample")).to_be_visible()
+        expect(page.get_by_text("Requests queue too long").first).to_be_visible()
