@@ -11,7 +11,7 @@ import streamlit as st
 
 from components import live_source
 from components.shell import lang, t
-from triage.live.profiles import list_profiles
+from triage.live.profiles import Profile, list_profiles
 from triage.live.simulator import SCENARIOS
 
 SOURCES = ("demo", "scrape", "snapshots", "prometheus")
@@ -57,23 +57,54 @@ def _match_filters() -> dict[str, str]:
     return match
 
 
-def _prometheus() -> Callable | None:
+def end_time(prefix: str, label_key: str = "live_absolute", always: bool = False) -> datetime | None:
+    """An absolute UTC end time (reviewing a past incident), or None for 'now'."""
+    if not always and not st.toggle(t(label_key), key=f"{prefix}_absolute"):
+        return None
+    c1, c2 = st.columns(2)
+    day = c1.date_input(t("live_end_date"), key=f"{prefix}_end_date")
+    at = c2.time_input(t("live_end_time"), value=time(0, 0), key=f"{prefix}_end_time", step=300)
+    return datetime.combine(day, at, tzinfo=UTC)
+
+
+def _baseline_label(choice: float | str | None) -> str:
+    if choice is None:
+        return t("live_baseline_none")
+    return t("live_baseline_chosen") if choice == "chosen" else f"−{choice:g} h"
+
+
+def _baseline_offset(end: datetime | None) -> float | None:
+    """Hours between the incident window and its baseline: a preset offset or a chosen baseline end."""
+    choice = st.selectbox(t("live_baseline"), [None, 24.0, 168.0, "chosen"], key="prom_baseline",
+                          format_func=_baseline_label)
+    if choice != "chosen":
+        return choice
+    base_end = end_time("prom_base", always=True)
+    offset = ((end or datetime.now(UTC)) - base_end).total_seconds() / 3600
+    if offset <= 0:
+        st.warning(t("live_baseline_after"))
+        return None
+    return offset
+
+
+def prometheus_profile() -> Profile | None:
     profiles = list_profiles()
     if not profiles:
         st.info(t("live_no_profiles"))
         return None
-    cols = st.columns([2, 1, 1])
-    name = cols[0].selectbox(t("live_profile"), list(profiles), key="prom_profile")
+    name = st.selectbox(t("live_profile"), list(profiles), key="prom_profile")
+    return profiles[name]
+
+
+def _prometheus() -> Callable | None:
+    cols = st.columns([2, 1])
+    with cols[0]:
+        profile = prometheus_profile()
+    if profile is None:
+        return None
     window = cols[1].selectbox(t("live_window"), list(WINDOWS_MIN), index=1, key="prom_window")
-    baseline = cols[2].selectbox(t("live_baseline"), [None, 24.0, 168.0], key="prom_baseline",
-                                 format_func=lambda h: t("live_baseline_none") if h is None else f"−{h:g} h")
-    end = None
-    if st.toggle(t("live_absolute"), key="prom_absolute"):
-        c1, c2 = st.columns(2)
-        day = c1.date_input(t("live_end_date"), key="prom_end_date")
-        at = c2.time_input(t("live_end_time"), value=time(0, 0), key="prom_end_time")
-        end = datetime.combine(day, at, tzinfo=UTC)
-    profile = profiles[name]
+    end = end_time("prom")
+    baseline = _baseline_offset(end)
     return partial(live_source.prometheus_windows, profile, end, WINDOWS_MIN[window], _match_filters(),
                    baseline, profile.timeout or QUERY_TIMEOUT_S)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from datetime import datetime, timedelta
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -15,6 +16,7 @@ from triage.rules import Slo
 from triage.run import Run
 from triage.sources.files import load_benchmark
 from triage.verify import Comparison, compare, comparison_json
+from triage.verify_sources import run_from_signals
 
 VERIFY_KEY = "verify_result"
 VERDICT_ICON = {"gain": "🟢", "regression": "🔴", "no effect": "⚪"}
@@ -44,6 +46,39 @@ def _pick(side: str) -> tuple[str, bytes, Run] | None:
     i = st.selectbox(t("run_picker"), range(len(labels)), index=len(labels) - 1, format_func=labels.__getitem__,
                      key=f"verify_{side}_run") if len(labels) > 1 else 0
     return upload.name, data, bench.runs[i]
+
+
+def _window_run(profile, end: datetime, minutes: int, label: str) -> Run:
+    """A Prometheus window as a summary-only run: its server signals (no per-request rows, no intervals)."""
+    from triage.live.prometheus_window import PrometheusWindow
+    from triage.live.server_signals import NEEDS, server_signals
+
+    window = PrometheusWindow(profile, end - timedelta(minutes=minutes), end)
+    return run_from_signals(server_signals(knowledge(), window.read(NEEDS)), label)
+
+
+def _pick_windows() -> tuple[tuple[str, bytes, Run], tuple[str, bytes, Run]] | None:
+    from components.live_picker import WINDOWS_MIN, end_time, prometheus_profile
+
+    profile = prometheus_profile()
+    if profile is None:
+        return None
+    window = st.selectbox(t("live_window"), list(WINDOWS_MIN), index=1, key="verify_window")
+    left, right = st.columns(2)
+    with left:
+        st.markdown(f"**{t('verify_base')}**")
+        base_end = end_time("verify_base_end", always=True)
+    with right:
+        st.markdown(f"**{t('verify_cand')}**")
+        cand_end = end_time("verify_cand_end", always=True)
+    minutes = WINDOWS_MIN[window]
+    try:
+        runs = [_window_run(profile, end, minutes, f"{profile.name} {window} to {end:%Y-%m-%d %H:%M}Z")
+                for end in (base_end, cand_end)]
+    except TriageError as exc:
+        st.error(exc.line())
+        return None
+    return tuple((r.label, r.label.encode(), r) for r in runs)  # type: ignore[return-value]
 
 
 def _table(c: Comparison) -> pd.DataFrame:
@@ -135,11 +170,17 @@ def verify_page(slo: Slo) -> None:
     if st.query_params.get("experiment"):
         stored_experiment(st.query_params["experiment"])
     kb = knowledge()
-    left, right = st.columns(2)
-    with left:
-        base = _pick("base")
-    with right:
-        cand = _pick("cand")
+    mode = st.segmented_control(t("verify_mode"), ["files", "windows"], default="files", required=True,
+                                key="verify_mode", format_func=lambda m: t(f"verify_mode_{m}"))
+    if mode == "files":
+        left, right = st.columns(2)
+        with left:
+            base = _pick("base")
+        with right:
+            cand = _pick("cand")
+    else:
+        pair = _pick_windows()
+        base, cand = pair if pair else (None, None)
     techs = [None, *kb.techniques]
     technique = st.selectbox(t("verify_technique"), techs, key="verify_technique",
                              format_func=lambda x: t("verify_technique_none") if x is None

@@ -131,3 +131,34 @@ def test_page_and_cli_agree_on_two_snapshots(tmp_path: Path):
                           "--json"], cwd=root, capture_output=True, text=True, timeout=60)
     cli = [f["cause"] for f in json.loads(out.stdout)["findings"]]
     assert cli and at.session_state["findings"] == cli
+
+
+@pytest.mark.prometheus
+def test_prometheus_incident_window_against_a_chosen_baseline(tmp_path, monkeypatch):
+    from datetime import UTC, datetime, timedelta
+
+    from tests.prom_harness import start_prometheus
+    from triage.live.simulator import write_openmetrics
+
+    end = int(datetime.now(UTC).timestamp() // 300 * 300) - 300
+    om = tmp_path / "sim.om"
+    write_openmetrics(om, "kv_pressure", minutes=50, step=15, end=end, seed=2)
+    server = start_prometheus(tmp_path, om.read_text(), end)
+    try:
+        monkeypatch.setenv("TRIAGE_PROMETHEUS_SIM_URL", server.url)
+        at = live_page()
+        source(at).set_value("prometheus").run()
+        at.toggle(key="prom_absolute").set_value(True).run()
+        stop = datetime.fromtimestamp(end, UTC)
+        at.date_input(key="prom_end_date").set_value(stop.date())
+        at.time_input(key="prom_end_time").set_value(stop.time().replace(tzinfo=None))
+        at.selectbox(key="prom_baseline").set_value("chosen").run()
+        base = stop - timedelta(minutes=30)
+        at.date_input(key="prom_base_end_date").set_value(base.date())
+        at.time_input(key="prom_base_end_time").set_value(base.time().replace(tzinfo=None)).run()
+        assert not at.exception, at.exception
+        assert not at.error, [e.value for e in at.error]
+        assert at.session_state["findings"][0] == "memory.kv_cache"
+        assert any(m.proto.delta for m in at.metric)  # KPI deltas against the chosen baseline
+    finally:
+        server.stop()

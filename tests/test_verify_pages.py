@@ -69,3 +69,32 @@ def test_waits_for_two_files():
 def test_log_page_empty_explains():
     at = page("pages/log.py")
     assert any("No experiment recorded" in i.value for i in at.info)
+
+
+@pytest.mark.prometheus
+def test_two_prometheus_windows_compare_without_intervals(tmp_path, monkeypatch):
+    from datetime import UTC, datetime, timedelta
+
+    from tests.prom_harness import start_prometheus
+    from triage.live.simulator import write_openmetrics
+
+    end = int(datetime.now(UTC).timestamp() // 300 * 300) - 300
+    om = tmp_path / "sim.om"
+    write_openmetrics(om, "queueing", minutes=45, step=15, end=end, seed=3)
+    server = start_prometheus(tmp_path, om.read_text(), end)
+    try:
+        monkeypatch.setenv("TRIAGE_PROMETHEUS_SIM_URL", server.url)
+        at = page("pages/verify.py")
+        next(b for b in at.get("button_group") if b.key == "verify_mode").set_value("windows").run()
+        stop = datetime.fromtimestamp(end, UTC)
+        for prefix, moment in (("verify_base_end", stop - timedelta(minutes=20)), ("verify_cand_end", stop)):
+            at.date_input(key=f"{prefix}_end_date").set_value(moment.date())
+            at.time_input(key=f"{prefix}_end_time").set_value(moment.time().replace(tzinfo=None))
+        at.run()
+        assert not at.exception, at.exception
+        assert not at.error, [e.value for e in at.error]
+        assert at.session_state["verify_result"] in ("no effect", "gain confirmed", "regression")
+        table = at.dataframe[0].value.to_csv()
+        assert "TTFT p99" in table and "no interval" in table
+    finally:
+        server.stop()
