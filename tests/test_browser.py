@@ -100,3 +100,19 @@ def test_file_over_the_upload_limit_is_refused_and_the_page_keeps_its_data():
         expect(page.get_by_text("File must be 1.0MB or smaller")).to_be_visible(timeout=15000)
         expect(page.get_by_text("Showing the bundled sample")).to_be_visible()
         expect(page.get_by_text("Requests queue too long").first).to_be_visible()
+
+
+def test_live_demo_refreshes_by_itself():
+    """The fragment re-runs on its timer: the 'refreshed' time moves on while the page stays usable."""
+    import re
+
+    expect = _expect()
+    with streamlit_server() as url, chromium_page() as page:
+        page.goto(f"{url}/live")
+        stamp = page.get_by_text(re.compile(r"refreshed \d\d:\d\d:\d\d"))
+        expect(stamp).to_be_visible(timeout=60000)
+        first = stamp.inner_text()
+        expect(stamp).not_to_have_text(first, timeout=40000)  # default interval 15 s
+        expect(page.get_by_text("Requests queue too long").first).to_be_visible()
+        page.get_by_role("link", name="Diagnose").click()  # the page still answers a click during refreshes
+        expect(page.get_by_text("Decision tree")).to_be_visible(timeout=15000)
