@@ -17,11 +17,8 @@ from triage.memory import (
     MemoryInput,
     ModelSpec,
     estimate,
-    from_cache_config,
-    load_gpus,
-    load_models,
-    parse_hf_config,
 )
+from triage.memory_presets import from_cache_config, load_gpus, load_models, parse_hf_config
 
 CUSTOM, PASTED = "__custom__", "__config__"
 LIVE_KEY = "live_last"

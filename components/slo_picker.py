@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from components.shell import knowledge, lang, t
-from triage.memory import load_gpus, load_models
+from triage.memory_presets import load_gpus, load_models
 from triage.roofline import Hardware
 from triage.rules import Slo, resolve_slo
 

@@ -19,14 +19,10 @@ from triage.memory import (
     budget,
     decode_floor,
     estimate,
-    from_cache_config,
     kv_bytes_per_token,
-    load_gpus,
-    load_models,
-    parse_hf_config,
-    parse_startup_log,
     weight_bytes,
 )
+from triage.memory_presets import from_cache_config, load_gpus, load_models, parse_hf_config, parse_startup_log
 
 FIXTURES = Path(__file__).parent / "fixtures" / "hf_config"
 MODELS, GPUS = load_models(), load_gpus()

@@ -11,21 +11,11 @@ from typing import Any
 
 from triage.errors import TriageError
 from triage.experiment_log import Entry, ExperimentLog, entry_from, sha256
+from triage.gate import GATE_PATH, GateResult, apply_gate, load_gate, parse_tolerance
 from triage.knowledge import DEFAULT_TREE_DIR, load_knowledge
 from triage.rules import Slo, resolve_slo
 from triage.run import Benchmark, Run
-from triage.verify import (
-    GATE_PATH,
-    SPECS,
-    Comparison,
-    GateResult,
-    MetricDelta,
-    apply_gate,
-    compare,
-    comparison_json,
-    load_gate,
-    parse_tolerance,
-)
+from triage.verify import SPECS, Comparison, MetricDelta, compare, comparison_json
 
 EXIT_PASS, EXIT_REGRESSION, EXIT_BAD_INPUT = 0, 1, 2
 

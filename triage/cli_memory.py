@@ -17,11 +17,8 @@ from triage.memory import (
     breakdown_dict,
     estimate,
     input_dict,
-    load_gpus,
-    load_models,
-    parse_hf_config,
-    pick,
 )
+from triage.memory_presets import load_gpus, load_models, parse_hf_config, pick
 
 DEFAULT_MODEL = "llama-3.1-8b"
 

@@ -6,7 +6,8 @@ from dataclasses import dataclass
 
 from triage.errors import TriageError
 from triage.knowledge import KnowledgeBase
-from triage.memory import MemoryInput, decode_floor, load_gpus, load_models, pick
+from triage.memory import MemoryInput, decode_floor
+from triage.memory_presets import load_gpus, load_models, pick
 from triage.signals import SignalSet
 
 

@@ -1,21 +1,16 @@
-"""Verify one optimization against its baseline: per-metric change, bootstrap interval, verdict, regression gate."""
+"""Verify one optimization against its baseline: per-metric change, bootstrap interval, verdict, soundness."""
 
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
-from pydantic import Field, field_validator
 
-from triage.errors import TriageError
-from triage.knowledge import DEFAULT_TREE_DIR, _parse, _read_yaml
-from triage.model import Strict, Text
+from triage.bootstrap import boot_mean, boot_quantile
 from triage.rules import Slo
 from triage.run import Run
 
@@ -27,8 +22,6 @@ MIN_REQUESTS = 100
 MIN_BOOT = 1000
 MAX_LENGTH_DIFF = 0.10  # median prompt / output tokens
 MAX_LOAD_DIFF = 0.05  # offered rate, max concurrency
-CLT_ABOVE = 5_000  # above this many requests a mean is bootstrapped by its normal approximation
-GATE_PATH = DEFAULT_TREE_DIR / "gate.yaml"
 SUMMARY_ONLY = "summary statistics only: no confidence interval can be given"
 GAIN, REGRESSION, NO_EFFECT, NOT_COMPARABLE = "gain", "regression", "no effect", "not comparable"
 
@@ -159,40 +152,6 @@ def _finite(x: np.ndarray | None) -> np.ndarray | None:
         return None
     x = x[np.isfinite(x)]
     return x if x.size else None
-
-
-# ---------------------------------------------------------------- bootstrap
-
-
-def boot_quantile(sorted_x: np.ndarray, q: float, rng: np.random.Generator, n_boot: int) -> np.ndarray:
-    """The ``q`` quantile (numpy's linear rule) of ``n_boot`` resamples-with-replacement of ``sorted_x``.
-
-    Exact, not an approximation: a resample of n requests is n uniform draws of an index into the
-    sorted values, so its k-th smallest value is ``sorted_x[floor(n·U_(k))]`` where the k-th order
-    statistic of n uniforms is Beta(k, n+1−k), and the next one follows it as the minimum of the
-    n−k uniforms above it. O(n_boot) after one sort, so a million-request run costs no more.
-    """
-    n = sorted_x.size
-    h = (n - 1) * q
-    k = math.floor(h)
-    frac = h - k
-    u1 = rng.beta(k + 1, n - k, n_boot)
-    values = sorted_x[np.minimum((u1 * n).astype(np.int64), n - 1)]
-    if frac > 0 and k + 1 < n:
-        u2 = u1 + (1 - u1) * rng.beta(1, n - k - 1, n_boot)
-        upper = sorted_x[np.minimum((u2 * n).astype(np.int64), n - 1)]
-        values = values + frac * (upper - values)
-    return values
-
-
-def boot_mean(x: np.ndarray, rng: np.random.Generator, n_boot: int) -> np.ndarray:
-    """Means of ``n_boot`` resamples-with-replacement of ``x`` (chunked; normal approximation above CLT_ABOVE)."""
-    n = x.size
-    if n > CLT_ABOVE:
-        return rng.normal(float(x.mean()), float(x.std()) / math.sqrt(n), n_boot)
-    chunk = max(1, 4_000_000 // n)
-    parts = [x[rng.integers(0, n, (min(chunk, n_boot - i), n))].mean(axis=1) for i in range(0, n_boot, chunk)]
-    return np.concatenate(parts)
 
 
 # ---------------------------------------------------------------- per-metric values
@@ -499,96 +458,3 @@ def comparison_json(c: Comparison) -> dict[str, Any]:
     out = asdict(c)
     out["metrics"] = [{**asdict(m), "interval": list(m.interval) if m.interval else None} for m in c.metrics]
     return out
-
-
-# ---------------------------------------------------------------- regression gate
-
-
-_TOL_RE = re.compile(r"^\s*(\d+(?:\.\d+)?|\.\d+)\s*(%|pp)?\s*$", re.IGNORECASE)
-
-
-def parse_tolerance(text: str | float, metric: str, key: str = "--max-regression") -> float:
-    """'5%' / '5' → 5.0 (% of baseline); for error_rate '0.5pp' / '0.5%' → 0.5 percentage points."""
-    if metric not in SPECS:
-        raise TriageError(f"unknown metric '{metric}'; choose one of {', '.join(METRIC_IDS)}", key="--metric")
-    m = _TOL_RE.match(str(text))
-    if not m:
-        raise TriageError(f"'{text}' is not a percentage like 5% (or 0.5pp for error_rate)", key=key)
-    if (m.group(2) or "").lower() == "pp" and SPECS[metric].scale != "pp":
-        raise TriageError(f"'{text}': {metric} is judged in % of the baseline, not percentage points", key=key)
-    return float(m.group(1))
-
-
-class GateRule(Strict):
-    """One gated metric: the largest worsening tolerated, and why."""
-
-    metric: str
-    max_regression: str
-    reason: Text
-
-    @field_validator("metric")
-    @classmethod
-    def _known(cls, value: str) -> str:
-        if value not in SPECS:
-            raise ValueError(f"unknown metric; choose one of {', '.join(METRIC_IDS)}")
-        return value
-
-
-class GateSpec(Strict):
-    metrics: list[GateRule] = Field(min_length=1)
-
-
-def load_gate(path: Path | str = GATE_PATH) -> dict[str, float]:
-    """The gate file as ``{metric: tolerance}`` (% of baseline, pp for error_rate); TriageError if invalid."""
-    spec: GateSpec = _parse(GateSpec, _read_yaml(Path(path)), Path(path))
-    out: dict[str, float] = {}
-    for i, rule in enumerate(spec.metrics):
-        if rule.metric in out:
-            raise TriageError(f"metric '{rule.metric}' is gated twice", where=str(path), key=f"metrics[{i}]")
-        try:
-            out[rule.metric] = parse_tolerance(rule.max_regression, rule.metric)
-        except TriageError as exc:
-            raise TriageError(exc.reason, where=str(path), key=f"metrics[{i}].max_regression") from exc
-    return out
-
-
-def load_gate_rules(path: Path | str = GATE_PATH) -> list[GateRule]:
-    """The gate file's rules with their reasons, for display."""
-    load_gate(path)
-    return _parse(GateSpec, _read_yaml(Path(path)), Path(path)).metrics
-
-
-@dataclass
-class GateRow:
-    metric: str
-    tolerance: float
-    status: str  # "pass", "fail", "not measured" or "not comparable"
-
-
-@dataclass
-class GateResult:
-    rows: list[GateRow]
-    passed: bool
-    failed: list[str]
-
-
-def worsening(m: MetricDelta) -> float | None:
-    """How much worse the candidate is, in the metric's scale (negative: better)."""
-    if m.delta is None:
-        return None
-    return m.delta if m.direction == "lower" else -m.delta
-
-
-def apply_gate(c: Comparison, tolerances: dict[str, float]) -> GateResult:
-    """A gated metric fails when it worsens beyond its tolerance and, when it has an interval, beyond noise."""
-    rows = []
-    for metric, tol in tolerances.items():
-        m = c.get(metric)
-        worse = worsening(m) if m else None
-        if m is None or worse is None:
-            rows.append(GateRow(metric, tol, "not measured" if m is None else NOT_COMPARABLE))
-            continue
-        fails = worse is not None and worse > tol and (m.interval is None or m.verdict == REGRESSION)
-        rows.append(GateRow(metric, tol, "fail" if fails else "pass"))
-    failed = [r.metric for r in rows if r.status == "fail"]
-    return GateResult(rows, not failed, failed)
