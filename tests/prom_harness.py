@@ -316,3 +316,22 @@ def fake_prometheus(behaviour: FakeBehaviour) -> Iterator[str]:
 def closed_port_url() -> str:
     """A URL on 127.0.0.1 where nothing listens (connection refused)."""
     return f"http://127.0.0.1:{free_port()}/"
+
+
+def five_minutes_ago() -> int:
+    """A data end on a 5-minute boundary in the recent past, so time pickers can name it exactly."""
+    return int(time.time() // 300 * 300) - 300
+
+
+@contextmanager
+def simulated_prometheus(folder: Path, scenario: str, minutes: float, seed: int, end: int) -> Iterator[PromServer]:
+    """A real Prometheus backfilled with ``minutes`` of the simulator's ``scenario`` ending at ``end``."""
+    from triage.live.simulator import write_openmetrics
+
+    source = folder / "sim.om"
+    write_openmetrics(source, scenario, minutes=minutes, step=15, end=end, seed=seed)
+    server = start_prometheus(folder, source.read_text(), end)
+    try:
+        yield server
+    finally:
+        server.stop()

@@ -137,14 +137,10 @@ def test_page_and_cli_agree_on_two_snapshots(tmp_path: Path):
 def test_prometheus_incident_window_against_a_chosen_baseline(tmp_path, monkeypatch):
     from datetime import UTC, datetime, timedelta
 
-    from tests.prom_harness import start_prometheus
-    from triage.live.simulator import write_openmetrics
+    from tests.prom_harness import five_minutes_ago, simulated_prometheus
 
-    end = int(datetime.now(UTC).timestamp() // 300 * 300) - 300
-    om = tmp_path / "sim.om"
-    write_openmetrics(om, "kv_pressure", minutes=50, step=15, end=end, seed=2)
-    server = start_prometheus(tmp_path, om.read_text(), end)
-    try:
+    end = five_minutes_ago()
+    with simulated_prometheus(tmp_path, "kv_pressure", 50, seed=2, end=end) as server:
         monkeypatch.setenv("TRIAGE_PROMETHEUS_SIM_URL", server.url)
         at = live_page()
         source(at).set_value("prometheus").run()
@@ -160,5 +156,3 @@ def test_prometheus_incident_window_against_a_chosen_baseline(tmp_path, monkeypa
         assert not at.error, [e.value for e in at.error]
         assert at.session_state["findings"][0] == "memory.kv_cache"
         assert any(m.proto.delta for m in at.metric)  # KPI deltas against the chosen baseline
-    finally:
-        server.stop()

@@ -75,14 +75,10 @@ def test_log_page_empty_explains():
 def test_two_prometheus_windows_compare_without_intervals(tmp_path, monkeypatch):
     from datetime import UTC, datetime, timedelta
 
-    from tests.prom_harness import start_prometheus
-    from triage.live.simulator import write_openmetrics
+    from tests.prom_harness import five_minutes_ago, simulated_prometheus
 
-    end = int(datetime.now(UTC).timestamp() // 300 * 300) - 300
-    om = tmp_path / "sim.om"
-    write_openmetrics(om, "queueing", minutes=45, step=15, end=end, seed=3)
-    server = start_prometheus(tmp_path, om.read_text(), end)
-    try:
+    end = five_minutes_ago()
+    with simulated_prometheus(tmp_path, "queueing", 45, seed=3, end=end) as server:
         monkeypatch.setenv("TRIAGE_PROMETHEUS_SIM_URL", server.url)
         at = page("pages/verify.py")
         next(b for b in at.get("button_group") if b.key == "verify_mode").set_value("windows").run()
@@ -96,5 +92,3 @@ def test_two_prometheus_windows_compare_without_intervals(tmp_path, monkeypatch)
         assert at.session_state["verify_result"] in ("no effect", "gain confirmed", "regression")
         table = at.dataframe[0].value.to_csv()
         assert "TTFT p99" in table and "no interval" in table
-    finally:
-        server.stop()

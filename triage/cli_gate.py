@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -318,24 +317,3 @@ def register_log(sub: argparse._SubParsersAction) -> None:
         else:
             p.add_argument("--json", action="store_true", help="print JSON")
 
-
-# ---------------------------------------------------------------- standalone
-
-
-def build_parser() -> argparse.ArgumentParser:
-    """Just ``gate`` and ``log``; triage/cli.py wires ``register``/``register_log`` into the real parser."""
-    parser = argparse.ArgumentParser(prog="python -m triage")
-    sub = parser.add_subparsers(dest="command", required=True)
-    register(sub)
-    register_log(sub)
-    return parser
-
-
-def main(argv: list[str] | None = None) -> int:
-    """Run ``gate`` or ``log``; a TriageError is one line on stderr and exit 2, as in triage/cli.py."""
-    args = build_parser().parse_args(argv)
-    try:
-        return args.func(args)
-    except TriageError as exc:
-        print(f"error: {exc.line()}", file=sys.stderr)
-        return EXIT_BAD_INPUT
