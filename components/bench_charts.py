@@ -64,6 +64,7 @@ def latency_over_time(run: Run) -> None:
 
 
 def sweep_curve(points: list[SweepPoint], slo: dict) -> None:
+    points = sorted(points, key=lambda p: (p.req_per_s is None, p.req_per_s or 0.0))  # a curve, left to right
     x = [p.req_per_s for p in points]
     y = [p.ttft_p99_s for p in points]
     fig = go.Figure(go.Scatter(x=x, y=[v * 1000 if v is not None else None for v in y], mode="lines+markers",
@@ -73,5 +74,6 @@ def sweep_curve(points: list[SweepPoint], slo: dict) -> None:
         fig.add_trace(go.Scatter(x=[x[knee]], y=[y[knee] * 1000], mode="markers+text", text=[t("knee")],
                                  textposition="top left", marker=dict(size=14, color="#D32F2F", symbol="x"),
                                  name=t("knee")))
-    fig.add_hline(y=slo["ttft_p99_s"] * 1000, line_dash="dash", line_color="#9E9E9E")
+    fig.add_hline(y=slo["ttft_p99_s"] * 1000, line_dash="dash", line_color="#9E9E9E",
+                  annotation_text=f"SLO p99 {slo['ttft_p99_s'] * 1000:g} ms")
     st.plotly_chart(_layout(fig, t("throughput_req_s"), "TTFT p99 (ms)"), width="stretch")
