@@ -1,0 +1,68 @@
+"""Pure pieces of the tree picture: layout, highlight path, click mapping, sweep knee."""
+
+from __future__ import annotations
+
+from components.tree_chart import build_figure, node_from_selection
+from triage.sweep import knee_index
+from triage.tree_layout import COLUMN_X, highlight_keys, layout, selected_keys
+
+
+def test_layout_places_every_node_once_per_drawing(kb):
+    nodes = layout(kb)
+    keys = [n.key for n in nodes]
+    assert len(keys) == len(set(keys))
+    assert {n.kind for n in nodes} == {"root", "symptom", "cause", "technique"}
+    leaves = [n for n in nodes if n.kind == "technique"]
+    assert len(leaves) == sum(len(c.techniques) for c in kb.causes.values())
+    assert all(n.x == COLUMN_X[n.kind] for n in nodes)
+
+
+def test_parents_sit_between_their_children(kb):
+    nodes = layout(kb)
+    by_key = {n.key: n for n in nodes}
+    for cause in (n for n in nodes if n.kind == "cause"):
+        ys = [n.y for n in nodes if n.parent_key == cause.key]
+        assert min(ys) <= cause.y <= max(ys)
+    assert by_key["root"].parent_key is None
+
+
+def test_highlight_lights_the_path_and_the_causes_techniques(kb):
+    nodes = layout(kb)
+    lit = highlight_keys(nodes, {"ttft.queueing"})
+    assert {"root", "ttft", "ttft.queueing", "ttft.queueing/continuous_batching"} <= lit
+    assert "tpot" not in lit and "ttft.repeated_prefill" not in lit
+    assert highlight_keys(nodes, set()) == set()
+
+
+def test_selection_rings_every_drawing_of_a_technique(kb):
+    nodes = layout(kb)
+    rings = selected_keys(nodes, "pd_disaggregation")
+    assert len(rings) == len(kb.causes_reaching("pd_disaggregation")) > 1
+
+
+def test_figure_dims_what_is_not_lit(kb):
+    nodes = layout(kb)
+    fig = build_figure(nodes, highlight_keys(nodes, {"memory.kv_cache"}), set())
+    markers = fig.data[2].marker
+    assert min(markers.opacity) < 1 and max(markers.opacity) == 1
+    assert len(fig.data[1].x) > 0  # the red edges exist
+
+
+def test_click_event_mapping():
+    event = {"selection": {"points": [{"customdata": "ttft.queueing", "curve_number": 2}]}}
+    assert node_from_selection(event) == "ttft.queueing"
+    assert node_from_selection({"selection": {"points": [{"customdata": ["memory"]}]}}) == "memory"
+    assert node_from_selection({"selection": {"points": []}}) is None
+    assert node_from_selection(None) is None
+
+
+def test_labels_follow_the_language(kb):
+    zh = {n.key: n.label for n in layout(kb, "zh")}
+    assert zh["ttft"] == "TTFT 过高" and zh["ttft.queueing"] == "排队太久"
+
+
+def test_knee_of_a_latency_curve():
+    x = [1, 2, 3, 4, 5, 6]
+    y = [0.1, 0.11, 0.12, 0.14, 0.6, 2.0]
+    assert knee_index(x, y) == 3
+    assert knee_index([1, 2], [1, 2]) is None
