@@ -62,7 +62,11 @@ def _needs() -> list[Need]:
 
 
 def _shown(value: float, unit: str) -> str:
-    return f"{value * 100:.1f} %" if unit == "ratio" else fmt_value(value, unit)
+    if unit == "ratio":
+        return f"{value * 100:.1f} %"
+    if unit == "s" and value < 1:
+        return f"{value * 1000:.3g} ms"
+    return fmt_value(value, unit)
 
 
 def _delta(d: SignalDelta | None, unit: str) -> str | None:
