@@ -7,6 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
 
+import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
@@ -93,6 +94,21 @@ def kpi_deltas(result: LiveResult) -> None:
                       help=f"{meaning} · {sig.source}")
 
 
+def all_deltas(result: LiveResult) -> None:
+    """Every signal of the window beside the baseline's, with the change."""
+    if not result.deltas:
+        return
+    rows = [{t("ev_signal"): d.name, t("live_current"): _cell(d.current, d.unit),
+             t("live_baseline_col"): _cell(d.baseline, d.unit),
+             t("verify_change"): f"{d.pct:+.0f}%" if d.pct is not None else "—"} for d in result.deltas]
+    with st.expander(t("live_all_deltas")):
+        st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+
+
+def _cell(value: float | bool | None, unit: str) -> str:
+    return "—" if value is None else _shown(float(value), unit) if not isinstance(value, bool) else str(value)
+
+
 def _panel_figure(panel: Panel, result: LiveResult) -> go.Figure | None:
     fig = go.Figure()
     for line in panel.lines:
@@ -130,6 +146,7 @@ def render(result: LiveResult) -> None:
     for err in result.live.readings.errors:
         st.warning(err)
     kpi_deltas(result)
+    all_deltas(result)
     panels(result)
     diagnosis_panel(result.live.diagnosis, result.label)
 
