@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from components.bench_source import sample
 from components.shell import knowledge, t
 from triage.diagnosis import diagnose_run
 from triage.rules import Diagnosis, resolve_slo
@@ -20,8 +21,6 @@ def remember(label: str, diag: Diagnosis) -> None:
 
 @st.cache_resource(show_spinner=False)
 def _sample_diagnosis() -> Diagnosis:
-    from components.bench_source import sample
-
     kb = knowledge()
     return diagnose_run(kb, sample().bench.runs[0], resolve_slo(kb))
 

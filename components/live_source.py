@@ -18,6 +18,7 @@ from triage.live.snapshot_window import ScrapeBuffer, SnapshotWindow
 BUFFER_CAPACITY = 240          # scrapes kept per source: 1 h at 15 s
 DEMO_HISTORY_S = 15 * 60       # the demo starts with 15 minutes of history so panels have a shape
 DEMO_STEP_S = 15.0
+DEMO_BASELINE_KEY = "demo:healthy:baseline"  # one healthy run per session serves every scenario as baseline
 
 
 @dataclass(frozen=True)
@@ -43,13 +44,13 @@ def demo_windows(scenario: str, minutes: int) -> WindowPair:
     key = f"demo:{scenario}"
     if key not in st.session_state:
         st.session_state[key] = _demo_buffer(scenario, seed=1)
-        st.session_state["demo:healthy:baseline"] = st.session_state.get("demo:healthy:baseline") \
-            or _demo_buffer("healthy", seed=2)
+    if DEMO_BASELINE_KEY not in st.session_state:
+        st.session_state[DEMO_BASELINE_KEY] = _demo_buffer("healthy", seed=2)
     sim, buf = st.session_state[key]
     if time.time() - sim.now >= 1:
         sim.advance(time.time() - sim.now)
         buf.add(parse_metrics_text(sim.render(), sim.now, key))
-    base_sim, base_buf = st.session_state["demo:healthy:baseline"]
+    _, base_buf = st.session_state[DEMO_BASELINE_KEY]
     return WindowPair(buf.window(minutes * 60), base_buf.window(minutes * 60), f"demo · {scenario}")
 
 

@@ -16,10 +16,9 @@ from components.live_source import WindowPair
 from components.shell import knowledge, lang, t
 from triage.compare import SignalDelta, signal_deltas
 from triage.errors import TriageError
-from triage.live.diagnose_live import LiveDiagnosis, diagnose_window
+from triage.live.diagnose_live import LiveDiagnosis, diagnose_window, window_signals
 from triage.live.panels import Panel, line_points, load_panels
 from triage.live.readings import Need, SeriesPoint
-from triage.live.server_signals import server_signals
 from triage.report_text import fmt_value
 from triage.rules import Slo
 
@@ -49,17 +48,11 @@ def refresh(pair: WindowPair, slo: Slo) -> LiveResult:
     with ThreadPoolExecutor(max_workers=3, thread_name_prefix="refresh") as pool:  # the three reads overlap
         live_f = pool.submit(diagnose_window, kb, pair.current, slo)
         series_f = pool.submit(pair.current.series, panel_needs, SERIES_POINTS)
-        base_f = pool.submit(pair.baseline.read, _needs()) if pair.baseline else None
+        base_f = pool.submit(window_signals, kb, pair.baseline) if pair.baseline else None
         live, series = live_f.result(), series_f.result()
-        baseline = server_signals(kb, base_f.result()) if base_f else None
+        baseline = base_f.result()[0] if base_f else None
     deltas = signal_deltas(live.diagnosis.signals, baseline) if baseline else []
     return LiveResult(live, deltas, series, dict(live.readings.missing), pair.label, time.time())
-
-
-def _needs() -> list[Need]:
-    from triage.live.server_signals import NEEDS
-
-    return NEEDS
 
 
 def _shown(value: float, unit: str) -> str:

@@ -10,6 +10,7 @@ import streamlit as st
 from components.node_panel import technique_link
 from components.shell import knowledge, lang, t
 from triage.errors import TriageError
+from triage.live.readings import Need
 from triage.memory import (
     KV_DTYPES,
     WEIGHT_DTYPES,
@@ -21,6 +22,7 @@ from triage.memory import (
 from triage.memory_presets import from_cache_config, load_gpus, load_models, parse_hf_config
 
 CUSTOM, PASTED = "__custom__", "__config__"
+CACHE_CONFIG = Need("info", "cache_config")
 LIVE_KEY = "live_last"
 
 
@@ -122,7 +124,7 @@ def _branch(b: MemoryBreakdown) -> None:
 def _live_cache_config() -> dict[str, str]:
     """The cache_config_info labels of the live vLLM opened last (empty when there is none)."""
     last = st.session_state.get(LIVE_KEY)
-    labels = last.live.readings.values.get(_cache_need()) if last is not None else None
+    labels = last.live.readings.values.get(CACHE_CONFIG) if last is not None else None
     return labels if isinstance(labels, dict) else {}
 
 
@@ -138,12 +140,6 @@ def _measured(inp: MemoryInput, b: MemoryBreakdown) -> None:
         return
     st.info(t("mem_measured", tokens=f"{measured.kv_capacity_tokens:,}", conc=measured.max_concurrency,
               est=f"{b.kv_capacity_tokens:,}", source=measured.source))
-
-
-def _cache_need():
-    from triage.live.readings import Need
-
-    return Need("info", "cache_config")
 
 
 def memory_page() -> None:

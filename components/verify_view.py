@@ -9,12 +9,13 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
+from components.bench_source import parse
 from components.shell import knowledge, lang, t
 from triage.errors import TriageError
 from triage.experiment_log import ExperimentLog, entry_from
+from triage.live.diagnose_live import window_signals
 from triage.rules import Slo
 from triage.run import Run
-from triage.sources.files import load_benchmark
 from triage.verify import Comparison, compare, comparison_json
 from triage.verify_sources import run_from_signals
 
@@ -27,18 +28,13 @@ def log() -> ExperimentLog:
     return ExperimentLog(os.environ.get("TRIAGE_LOG_DB") or None)
 
 
-@st.cache_resource(max_entries=8, show_spinner=False)
-def _parse(digest: str, name: str, _data: bytes):
-    return load_benchmark(_data, name)
-
-
 def _pick(side: str) -> tuple[str, bytes, Run] | None:
     upload = st.file_uploader(t(f"verify_{side}"), key=f"verify_{side}")
     if upload is None:
         return None
     data = upload.getvalue()
     try:
-        bench = _parse(f"{upload.file_id}", upload.name, data)
+        bench = parse(upload.file_id, upload.name, data)
     except TriageError as exc:
         st.error(t("upload_failed", name=upload.name, reason=exc.line()))
         return None
@@ -51,10 +47,9 @@ def _pick(side: str) -> tuple[str, bytes, Run] | None:
 def _window_run(profile, end: datetime, minutes: int, label: str) -> Run:
     """A Prometheus window as a summary-only run: its server signals (no per-request rows, no intervals)."""
     from triage.live.prometheus_window import PrometheusWindow
-    from triage.live.server_signals import NEEDS, server_signals
 
     window = PrometheusWindow(profile, end - timedelta(minutes=minutes), end)
-    return run_from_signals(server_signals(knowledge(), window.read(NEEDS)), label)
+    return run_from_signals(window_signals(knowledge(), window)[0], label)
 
 
 def _pick_windows() -> tuple[tuple[str, bytes, Run], tuple[str, bytes, Run]] | None:

@@ -17,6 +17,17 @@ def new_app(**query: str) -> AppTest:
     return at
 
 
+def open_page(path: str, **query: str) -> AppTest:
+    """The app run once, then switched to ``path`` with ``query`` in the URL; the page must not raise."""
+    at = new_app(**query).run()
+    at.switch_page(path)
+    for key, value in query.items():
+        at.query_params[key] = value
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
 def click_plotly(at: AppTest, key: str, customdata: str, curve: int = 2, index: int = 0) -> AppTest:
     """Send the selection event a real click on a point sends; the on_select callback runs."""
     chart = next(c for c in at.get("plotly_chart") if c.key == key)

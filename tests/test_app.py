@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import streamlit as st
 
-from tests.apptest_tools import click_plotly, new_app, texts
+from tests.apptest_tools import click_plotly, new_app, open_page, texts
 from triage.knowledge import load_knowledge
 
 TECHNIQUES = sorted(load_knowledge().techniques)
@@ -76,11 +76,7 @@ def test_jump_box_selects_node():
 @pytest.mark.parametrize("tid", TECHNIQUES)
 def test_technique_page_renders(tid):
     kb = load_knowledge()
-    at = new_app().run()
-    at.switch_page("pages/technique.py")
-    at.query_params["id"] = tid
-    at.run()
-    assert not at.exception
+    at = open_page("pages/technique.py", id=tid)
     body = texts(at)
     assert kb.techniques[tid].title.en in body
     assert len(at.checkbox) == len(kb.techniques[tid].checklist)
@@ -95,20 +91,14 @@ def test_technique_index_without_id():
 
 
 def test_checklist_progress_counts_ticks():
-    at = new_app().run()
-    at.switch_page("pages/technique.py")
-    at.query_params["id"] = "prefix_caching"
-    at.run()
+    at = open_page("pages/technique.py", id="prefix_caching")
     at.checkbox[0].check().run()
     assert not at.exception
     assert any("1 of" in str(p.proto.text) for p in at.get("progress"))
 
 
 def test_checklist_ticks_survive_a_page_switch():
-    at = new_app().run()
-    at.switch_page("pages/technique.py")
-    at.query_params["id"] = "prefix_caching"
-    at.run()
+    at = open_page("pages/technique.py", id="prefix_caching")
     at.checkbox[1].check().run()
     at.switch_page("pages/diagnose.py").run()
     at.switch_page("pages/technique.py")

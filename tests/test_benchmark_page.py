@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 import streamlit as st
 
-from tests.apptest_tools import new_app, texts
+from tests.apptest_tools import open_page, texts
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = sorted((ROOT / "tests" / "fixtures" / "bench").glob("*.*"))
@@ -23,10 +23,7 @@ def _fresh_cache():
 
 
 def bench_page():
-    at = new_app().run()
-    at.switch_page("pages/benchmark.py").run()
-    assert not at.exception, at.exception
-    return at
+    return open_page("pages/benchmark.py")
 
 
 def upload(at, name: str, data: bytes):

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import streamlit as st
 
-from tests.apptest_tools import new_app, texts
+from tests.apptest_tools import open_page, texts
 from tests.prom_harness import free_port
 from triage.live.simulator import Simulator
 
@@ -23,10 +23,7 @@ def source(at):
 
 
 def live_page():
-    at = new_app().run()
-    at.switch_page("pages/live.py").run()
-    assert not at.exception, at.exception
-    return at
+    return open_page("pages/live.py")
 
 
 def test_demo_source_shows_panels_and_lit_branch():

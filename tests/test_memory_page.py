@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-from tests.apptest_tools import new_app, texts
+from tests.apptest_tools import new_app, open_page, texts
 
 
 def memory_page():
-    at = new_app().run()
-    at.switch_page("pages/memory.py").run()
-    assert not at.exception, at.exception
-    return at
+    return open_page("pages/memory.py")
 
 
 def test_default_model_fits():

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import streamlit as st
 
-from tests.apptest_tools import new_app, texts
+from tests.apptest_tools import open_page, texts
 from triage.diagnosis import diagnose_run
 from triage.errors import TriageError
 from triage.knowledge import DEFAULT_TREE_DIR
@@ -67,10 +67,7 @@ def _fresh_cache():
 
 
 def retro_page(**query):
-    at = new_app(**query).run()
-    at.switch_page("pages/retro.py").run()
-    assert not at.exception, at.exception
-    return at
+    return open_page("pages/retro.py", **query)
 
 
 def test_walk_forward_and_back_keeps_the_step_in_the_url():

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import streamlit as st
 
-from tests.apptest_tools import new_app
+from tests.apptest_tools import new_app, open_page
 from tests.synthetic import requests
 
 COLUMNS = ["start_s", "prompt_tokens", "output_tokens", "ttft_s", "e2e_s", "ok"]
@@ -23,10 +23,7 @@ def _isolated(monkeypatch, tmp_path):
 
 
 def page(path: str):
-    at = new_app().run()
-    at.switch_page(path).run()
-    assert not at.exception, at.exception
-    return at
+    return open_page(path)
 
 
 def upload_pair(at, base: bytes, cand: bytes):

@@ -74,15 +74,22 @@ def check_one_source(args: argparse.Namespace) -> None:
         raise TriageError("give exactly one source: FILE, --prometheus URL, --endpoint URL or --scrape BEFORE AFTER")
 
 
+def _file_diagnosis(kb, args: argparse.Namespace):
+    """(Benchmark, the chosen run, its Diagnosis) for the FILE argument; a bad --slo fails before the read."""
+    slo = _slo(kb, args)
+    bench = read_benchmark(args.file)
+    run = pick_run(bench, args.run)
+    return bench, run, diagnose_run(kb, run, slo, hardware(args))
+
+
 def any_diagnosis(kb, args: argparse.Namespace):
     """(Diagnosis, source label) for whichever source the arguments name."""
     check_one_source(args)
     if not args.file:
         live, label = live_diagnosis(kb, args)
         return live.diagnosis, f"{label} (engine {live.engine})"
-    bench = read_benchmark(args.file)
-    run = pick_run(bench, args.run)
-    return diagnose_run(kb, run, _slo(kb, args), hardware(args)), f"{bench.source} ({bench.format}) · {run.label}"
+    bench, run, diag = _file_diagnosis(kb, args)
+    return diag, f"{bench.source} ({bench.format}) · {run.label}"
 
 
 def cmd_diagnose(args: argparse.Namespace) -> int:
@@ -90,11 +97,8 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
     check_one_source(args)
     if not args.file:
         return _diagnose_live(kb, args)
-    slo = _slo(kb, args)
-    bench = read_benchmark(args.file)
-    run = pick_run(bench, args.run)
+    bench, run, diag = _file_diagnosis(kb, args)
     number = bench.runs.index(run) + 1
-    diag = diagnose_run(kb, run, slo, hardware(args))
     if args.json:
         out = diagnosis_json(diag, source=bench.source, fmt=bench.format, runs=runs_json(bench, number))
         print(json.dumps(out, ensure_ascii=False, indent=2))

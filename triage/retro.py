@@ -68,7 +68,7 @@ class RetroState:
 
 
 @dataclass(frozen=True)
-class Warning:
+class WrongUsage:
     """A wrong usage the seed names, found in the walk."""
 
     code: str
@@ -78,21 +78,21 @@ class Warning:
 HEAVY_LEVEL = "architecture"
 
 
-def wrong_usages(kb: KnowledgeBase, state: RetroState, diag: Diagnosis | None) -> list[Warning]:
+def wrong_usages(kb: KnowledgeBase, state: RetroState, diag: Diagnosis | None) -> list[WrongUsage]:
     """The seed's ✗ lines checked against the walk: heavy tools without evidence, stacking, unverified claims."""
-    found: list[Warning] = []
+    found: list[WrongUsage] = []
     evidenced = set(diag.matched_ids) if diag else set()
     for tid in state.techniques:
         tech = kb.techniques.get(tid)
         if tech is None or tech.level != HEAVY_LEVEL:
             continue
         if not any(c.id in evidenced for c in kb.causes_reaching(tid)):
-            found.append(Warning("heavy_without_evidence", tid))
+            found.append(WrongUsage("heavy_without_evidence", tid))
     if len(state.techniques) > 1:
-        found.append(Warning("several_at_once"))
+        found.append(WrongUsage("several_at_once"))
     at_end = state.step >= len(load_steps()) - 1
     if at_end and state.techniques and state.verification not in ("gain confirmed",):
-        found.append(Warning("claim_without_verification"))
+        found.append(WrongUsage("claim_without_verification"))
     return found
 
 

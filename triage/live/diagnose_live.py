@@ -8,6 +8,7 @@ from triage.knowledge import KnowledgeBase
 from triage.live.readings import MetricWindow, Readings
 from triage.live.server_signals import NEEDS, server_signals
 from triage.rules import Diagnosis, Slo, diagnose
+from triage.signals import SignalSet
 
 
 @dataclass
@@ -17,6 +18,12 @@ class LiveDiagnosis:
     engine: str
 
 
-def diagnose_window(kb: KnowledgeBase, window: MetricWindow, slo: Slo) -> LiveDiagnosis:
+def window_signals(kb: KnowledgeBase, window: MetricWindow) -> tuple[SignalSet, Readings]:
+    """Every need read at once, then the server signals they give."""
     readings = window.read(NEEDS)
-    return LiveDiagnosis(diagnose(kb, server_signals(kb, readings), slo), readings, window.engine.id)
+    return server_signals(kb, readings), readings
+
+
+def diagnose_window(kb: KnowledgeBase, window: MetricWindow, slo: Slo) -> LiveDiagnosis:
+    signals, readings = window_signals(kb, window)
+    return LiveDiagnosis(diagnose(kb, signals, slo), readings, window.engine.id)
