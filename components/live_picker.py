@@ -10,7 +10,7 @@ from functools import partial
 import streamlit as st
 
 from components import live_source
-from components.shell import lang, t
+from components.shell import labels_now, lang, t
 from triage.live.profiles import Profile, list_profiles
 from triage.live.simulator import SCENARIOS
 
@@ -22,7 +22,7 @@ QUERY_TIMEOUT_S = 5.0
 def _demo() -> Callable:
     ids = list(SCENARIOS)
     scenario = st.selectbox(t("live_scenario"), ids, index=ids.index("queueing"), key="live_scenario",
-                            format_func=lambda s: SCENARIOS[s].title.get(lang()))
+                            format_func=labels_now(ids, lambda s: SCENARIOS[s].title.get(lang())))
     st.caption(SCENARIOS[scenario].description.get(lang()))
     return partial(live_source.demo_windows, scenario, 10)
 
@@ -75,8 +75,9 @@ def _baseline_label(choice: float | str | None) -> str:
 
 def _baseline_offset(end: datetime | None) -> float | None:
     """Hours between the incident window and its baseline: a preset offset or a chosen baseline end."""
-    choice = st.selectbox(t("live_baseline"), [None, 24.0, 168.0, "chosen"], key="prom_baseline",
-                          format_func=_baseline_label)
+    options = [None, 24.0, 168.0, "chosen"]
+    choice = st.selectbox(t("live_baseline"), options, key="prom_baseline",
+                          format_func=labels_now(options, _baseline_label))
     if choice != "chosen":
         return choice
     base_end = end_time("prom_base", always=True)
@@ -112,7 +113,7 @@ def _prometheus() -> Callable | None:
 def source_picker() -> tuple[str, Callable | None]:
     """(a key naming the chosen source and its settings, a function building its windows)."""
     kind = st.segmented_control(t("live_source"), SOURCES, default="demo", key="live_kind", required=True,
-                                format_func=lambda k: t(f"live_kind_{k}"))
+                                format_func=labels_now(SOURCES, lambda k: t(f"live_kind_{k}")))
     make = {"demo": _demo, "scrape": _scrape, "snapshots": _snapshots, "prometheus": _prometheus}[kind]()
     settings = (make.args, tuple(sorted(make.keywords.items()))) if make is not None else ()
     return f"{kind}:{hashlib.sha1(repr(settings).encode()).hexdigest()[:12]}", make

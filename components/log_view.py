@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from components.shell import knowledge, lang, t
+from components.shell import knowledge, labels_now, lang, t
 from components.verify_view import log
 from triage.errors import TriageError
 
@@ -21,10 +21,11 @@ def log_page() -> None:
         st.error(exc.line())
         return
     c1, c2 = st.columns(2)
-    technique = c1.selectbox(t("verify_technique"), [None, *kb.techniques], key="log_technique",
-                             format_func=lambda x: t("log_all") if x is None else kb.techniques[x].title.get(lang()))
-    verdict = c2.selectbox(t("verify_verdict"), [None, *VERDICTS], key="log_verdict",
-                           format_func=lambda v: t("log_all") if v is None else v)
+    techs, verdicts = [None, *kb.techniques], [None, *VERDICTS]
+    technique = c1.selectbox(t("verify_technique"), techs, key="log_technique", format_func=labels_now(
+        techs, lambda x: t("log_all") if x is None else kb.techniques[x].title.get(lang())))
+    verdict = c2.selectbox(t("verify_verdict"), verdicts, key="log_verdict",
+                           format_func=labels_now(verdicts, lambda v: t("log_all") if v is None else v))
     entries = store.list(technique=technique, verdict=verdict)
     if not entries:
         st.info(t("log_empty"))

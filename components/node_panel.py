@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from components.shell import knowledge, lang, t
+from components.shell import knowledge, labels_now, lang, t
 from components.tree_chart import NODE_PARAM
 from triage.knowledge import ROOT_ID, KnowledgeBase
 
@@ -99,7 +99,7 @@ def jump_box(selected: str | None) -> None:
     ids = [ROOT_ID] + [i for s in kb.symptoms for i in (s.id, *(c.id for c in s.causes))] + list(kb.techniques)
     st.session_state[JUMP_KEY] = selected or ROOT_ID
     st.selectbox(t("pick_node"), ids, key=JUMP_KEY, on_change=_on_jump,
-                 format_func=lambda i: _label(kb, i))
+                 format_func=labels_now(ids, lambda i: _label(kb, i)))
 
 
 def _label(kb: KnowledgeBase, node_id: str) -> str:

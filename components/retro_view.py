@@ -7,7 +7,7 @@ import streamlit as st
 from components.evidence import findings_block, symptom_summary
 from components.findings import current_diagnosis
 from components.node_panel import technique_link
-from components.shell import knowledge, lang, t
+from components.shell import knowledge, labels_now, lang, t
 from triage.errors import TriageError
 from triage.report_md import WRONG_TEXT, report_markdown, restore_walk
 from triage.retro import RetroState, RetroStep, load_steps, suggested, wrong_usages
@@ -67,17 +67,19 @@ def _decide(step: RetroStep, diag: Diagnosis | None, s: RetroState) -> None:
     if step.id == "symptom":
         ids = [x.id for x in kb.symptoms]
         s.symptom = st.selectbox(t("retro_symptom"), ids, index=ids.index(s.symptom or sym or ids[0]),
-                                 format_func=lambda i: kb.symptom(i).title.get(lang()), key="retro_symptom")
+                                 format_func=labels_now(ids, lambda i: kb.symptom(i).title.get(lang())),
+                                 key="retro_symptom")
     elif step.id == "cause":
         ids = [c.id for c in kb.symptom(s.symptom or sym or "ttft").causes]
         pick = s.cause if s.cause in ids else (cause if cause in ids else ids[0])
         s.cause = st.selectbox(t("retro_cause"), ids, index=ids.index(pick),
-                               format_func=lambda i: kb.causes[i].title.get(lang()), key="retro_cause")
+                               format_func=labels_now(ids, lambda i: kb.causes[i].title.get(lang())),
+                               key="retro_cause")
     elif step.id == "technique":
         options = [x.id for x in kb.causes[s.cause].techniques] if s.cause else list(kb.techniques)
         default = [x for x in s.techniques if x in options] or options[:1]
         s.techniques = st.multiselect(t("retro_techniques"), options, default=default, key="retro_techniques",
-                                      format_func=lambda i: kb.techniques[i].title.get(lang()))
+                                      format_func=labels_now(options, lambda i: kb.techniques[i].title.get(lang())))
     elif step.id == "minimal_change":
         s.change = st.text_input(t("retro_change"), value=s.change, key="retro_change")
     elif step.id == "verify":

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Hashable, Iterable
+from typing import Any
+
 import streamlit as st
 
 from triage.i18n import tr
@@ -68,3 +71,14 @@ def adopt_navigation() -> None:
         if not _ADOPTED:
             _ADOPTED = True
             st.rerun()
+
+
+def labels_now(options: Iterable[Hashable], label: Callable[[Any], str]) -> Callable[[Any], str]:
+    """A widget ``format_func`` whose labels are computed now, in this run's language.
+
+    Streamlit may call a format_func again outside the script run (AppTest does when it re-serializes
+    widgets); a lambda that calls ``lang()`` there finds no session and answers in English, so the
+    label no longer matches the options the widget was drawn with.
+    """
+    table = {option: label(option) for option in options}
+    return table.__getitem__

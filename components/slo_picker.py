@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
-from components.shell import knowledge, lang, t
+from components.shell import knowledge, labels_now, lang, t
 from triage.memory_presets import load_gpus, load_models
 from triage.roofline import Hardware
 from triage.rules import Slo, resolve_slo
@@ -16,7 +16,8 @@ def slo_sidebar() -> Slo:
     with st.sidebar:
         st.markdown(f"**{t('slo_heading')}**")
         preset = st.selectbox(t("slo_preset"), names, index=names.index(kb.default_slo), key="slo_preset",
-                              format_func=lambda n: kb.slo_presets[n].title.get(lang()), persist_state="session")
+                              format_func=labels_now(names, lambda n: kb.slo_presets[n].title.get(lang())),
+                              persist_state="session")
         st.caption(kb.slo_presets[preset].source)
         custom = st.toggle(t("slo_custom"), key="slo_custom", persist_state="session")
         ttft = tpot = None
@@ -34,10 +35,11 @@ def hardware_sidebar() -> Hardware | None:
     models, gpus = load_models(), load_gpus()
     with st.sidebar:
         st.markdown(f"**{t('hw_heading')}**")
-        model = st.selectbox(t("mem_model"), [None, *models], key="hw_model", persist_state="session",
-                             format_func=lambda m: t("hw_unknown") if m is None else models[m].title)
-        gpu = st.selectbox(t("mem_gpu"), [None, *gpus], key="hw_gpu", persist_state="session",
-                           format_func=lambda g: t("hw_unknown") if g is None else gpus[g].title)
+        model_ids, gpu_ids = [None, *models], [None, *gpus]
+        model = st.selectbox(t("mem_model"), model_ids, key="hw_model", persist_state="session", format_func=labels_now(
+            model_ids, lambda m: t("hw_unknown") if m is None else models[m].title))
+        gpu = st.selectbox(t("mem_gpu"), gpu_ids, key="hw_gpu", persist_state="session", format_func=labels_now(
+            gpu_ids, lambda g: t("hw_unknown") if g is None else gpus[g].title))
         tp = st.selectbox("TP", [1, 2, 4, 8], key="hw_tp", persist_state="session")
         if model is None or gpu is None:
             st.caption(t("hw_hint"))

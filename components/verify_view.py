@@ -10,7 +10,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from components.bench_source import parse
-from components.shell import knowledge, lang, t
+from components.shell import knowledge, labels_now, lang, t
 from triage.errors import TriageError
 from triage.experiment_log import ExperimentLog, entry_from
 from triage.live.diagnose_live import window_signals
@@ -166,7 +166,8 @@ def verify_page(slo: Slo) -> None:
         stored_experiment(st.query_params["experiment"])
     kb = knowledge()
     mode = st.segmented_control(t("verify_mode"), ["files", "windows"], default="files", required=True,
-                                key="verify_mode", format_func=lambda m: t(f"verify_mode_{m}"))
+                                key="verify_mode",
+                                format_func=labels_now(["files", "windows"], lambda m: t(f"verify_mode_{m}")))
     if mode == "files":
         left, right = st.columns(2)
         with left:
@@ -178,8 +179,8 @@ def verify_page(slo: Slo) -> None:
         base, cand = pair if pair else (None, None)
     techs = [None, *kb.techniques]
     technique = st.selectbox(t("verify_technique"), techs, key="verify_technique",
-                             format_func=lambda x: t("verify_technique_none") if x is None
-                             else kb.techniques[x].title.get(lang()))
+                             format_func=labels_now(techs, lambda x: t("verify_technique_none") if x is None
+                                                    else kb.techniques[x].title.get(lang())))
     if base is None or cand is None:
         st.info(t("verify_need_two"))
         return

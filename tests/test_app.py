@@ -105,3 +105,14 @@ def test_checklist_ticks_survive_a_page_switch():
     at.query_params["id"] = "prefix_caching"
     at.run()
     assert [c.value for c in at.checkbox][:2] == [False, True]
+
+
+@pytest.mark.parametrize("path,title", [
+    ("pages/diagnose.py", "推理诊断台"), ("pages/live.py", "实时诊断"), ("pages/benchmark.py", "压测结果诊断"),
+    ("pages/verify.py", "对比基线验证改动"), ("pages/retro.py", "复盘走查"), ("pages/log.py", "实验日志"),
+    ("pages/memory.py", "显存计算器"), ("pages/technique.py", "全部技术"),
+])
+def test_every_page_opens_in_chinese(path, title, monkeypatch, tmp_path):
+    monkeypatch.setenv("TRIAGE_LOG_DB", str(tmp_path / "log.sqlite3"))
+    at = open_page(path, lang="zh")
+    assert at.title[0].value == title
