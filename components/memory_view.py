@@ -9,9 +9,9 @@ import streamlit as st
 
 from components.node_panel import technique_link
 from components.shell import knowledge, lang, t
+from triage.diagnosis.readings import Need
 from triage.errors import TriageError
-from triage.live.readings import Need
-from triage.memory import (
+from triage.memory.calculator import (
     KV_DTYPES,
     WEIGHT_DTYPES,
     MemoryBreakdown,
@@ -19,7 +19,7 @@ from triage.memory import (
     ModelSpec,
     estimate,
 )
-from triage.memory_presets import from_cache_config, load_gpus, load_models, parse_hf_config
+from triage.memory.presets import from_cache_config, load_gpus, load_models, parse_hf_config
 
 CUSTOM, PASTED = "__custom__", "__config__"
 CACHE_CONFIG = Need("info", "cache_config")

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from triage import cli_memory
+from triage.cli import memory as cli_memory
 from triage.errors import TriageError
-from triage.memory import (
+from triage.memory.calculator import (
     GIB,
     MemoryInput,
     ModelSpec,
@@ -22,7 +22,7 @@ from triage.memory import (
     kv_bytes_per_token,
     weight_bytes,
 )
-from triage.memory_presets import from_cache_config, load_gpus, load_models, parse_hf_config, parse_startup_log
+from triage.memory.presets import from_cache_config, load_gpus, load_models, parse_hf_config, parse_startup_log
 
 FIXTURES = Path(__file__).parent / "fixtures" / "hf_config"
 MODELS, GPUS = load_models(), load_gpus()

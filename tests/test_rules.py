@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 
 from tests.synthetic import requests, run
-from triage.bench_signals import benchmark_signals, in_flight_at_arrival
-from triage.diagnosis import diagnose_run
-from triage.rules import diagnose, resolve_slo
+from triage.diagnosis.benchmark import diagnose_run
+from triage.diagnosis.client_signals import benchmark_signals, in_flight_at_arrival
+from triage.diagnosis.rules import diagnose, resolve_slo
+from triage.diagnosis.signals import SignalSet
 from triage.run import Run
-from triage.signals import SignalSet
 
 
 def test_healthy_run_has_no_finding_and_says_why(kb):
