@@ -69,6 +69,9 @@ def symptom_summary(diag: Diagnosis) -> None:
 
 
 def findings_block(diag: Diagnosis, select: bool = True) -> None:
+    if diag.empty:
+        st.error(t("nothing_to_judge", reason=diag.empty))
+        return
     if not diag.findings and any(c.present for c in diag.symptoms):
         st.warning(t("symptom_no_cause"))
     elif not diag.findings:

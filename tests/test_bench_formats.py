@@ -35,6 +35,10 @@ EXPECTED: dict[str, tuple[str, list[str]]] = {
     "profile_export.jsonl": ("aiperf_jsonl", ["profile_export (3 requests)"]),
     "llmperf_summary.json": ("llmperf_summary", ["concurrency 8"]),
     "llmperf_individual_responses.json": ("llmperf_requests", ["individual responses (4)"]),
+    "aiperf013-concurrency8_profile_export_aiperf.csv": ("aiperf_csv", ["concurrency 8"]),
+    "aiperf013-empty_profile_export_aiperf.csv": ("aiperf_csv", ["aiperf013-empty_profile_export_aiperf (summary)"]),
+    "stage_0_lifecycle_metrics.json": ("inference_perf_summary", ["stage 0: rate 2 req/s"]),
+    "per_request_lifecycle_metrics.json": ("inference_perf_requests", ["per-request lifecycle (6 requests)"]),
     "generic_requests.csv": ("generic_csv", ["generic_requests (5 requests)"]),
     "generic_requests.parquet": ("generic_parquet", ["generic_requests (4 requests)"]),
 }
@@ -296,8 +300,8 @@ def test_unknown_format():
 
 
 def test_known_but_unsupported_formats_say_so():
-    msg = reject(b'{"load_summary": {"count": 1}, "successes": {}, "failures": {}}', "lifecycle.json")
-    assert "recognised as inference-perf" in msg
+    prom = b'{"benchmark_time_seconds": 0, "load_summary": {}, "failures": {}, "successes": {"queue_len": {}}}'
+    assert "inference-perf Prometheus metrics report" in reject(prom, "summary_prometheus_metrics.json")
     assert "Locust" in reject(b"Type,Name,Request Count,Failure Count,Median Response Time\n", "locust_stats.csv")
 
 
@@ -392,3 +396,59 @@ def test_wrong_types_inside_known_format_become_triage_errors():
 def test_yaml_aliases_refused():
     data = b"benchmarks:\n- &a {type_: generative_benchmark}\n- *a\n"
     assert "aliases" in reject(data, "bomb.yaml")
+
+
+# ---------------------------------------------------------------- AIPerf ≥ 0.2 and inference-perf
+
+
+def test_aiperf_csv_with_sum_column():
+    run = load("aiperf013-concurrency8_profile_export_aiperf.csv").runs[0]
+    s = run.summary
+    assert s["ttft_p5_s"] == pytest.approx(0.783) and s["ttft_p99_s"] == pytest.approx(0.829)
+    assert s["tpot_p50_s"] == pytest.approx(0.0204) and s["e2e_p99_s"] == pytest.approx(2.165)
+    assert s["completed"] == 100 and s["req_per_s"] == pytest.approx(3.8) and s["max_concurrency"] == 8
+
+
+def test_aiperf_csv_without_request_metrics_is_read_and_empty():
+    run = load("aiperf013-empty_profile_export_aiperf.csv").runs[0]
+    assert run.summary == {"duration_s": pytest.approx(5.02), "failed": 12}
+    assert "no completed request" in run.empty_reason() and "12 failed" in run.empty_reason()
+
+
+def test_inference_perf_summary_in_seconds_with_stage_load():
+    run = load("stage_0_lifecycle_metrics.json").runs[0]
+    s = run.summary
+    assert s["ttft_p50_s"] == pytest.approx(0.82) and s["ttft_p5_s"] == pytest.approx(0.802)
+    assert s["tpot_p99_s"] == pytest.approx(0.02) and s["completed"] == 5 and s["failed"] == 1
+    assert s["offered_rate"] == 2.0 and s["prompt_tokens_mean"] == 128 and s["output_tokens_mean"] == 8
+    assert "last − first token" in run.definitions["tpot"]
+
+
+def test_inference_perf_per_request_from_token_times():
+    run = load("per_request_lifecycle_metrics.json").runs[0]
+    df = run.requests
+    assert int((~df["ok"]).sum()) == 1 and len(df) == 6
+    ok = df[df["ok"]]
+    assert ok["ttft_s"].tolist() == pytest.approx([0.8, 0.81, 0.82, 0.83, 0.84])
+    assert ok["output_tokens"].tolist() == [8] * 5 and ok["prompt_tokens"].tolist() == [128] * 5
+    assert ok["itl_s"].tolist() == pytest.approx([0.02] * 5)
+    assert run.summary["ttft_p50_s"] == pytest.approx(0.82)
+    assert run.summary["tpot_p50_s"] == pytest.approx((0.14 + 0.003) / 7)  # e2e ends 3 ms after the last token
+
+
+def test_inference_perf_unstreamed_requests_keep_e2e_only():
+    recs = json.loads((FIXTURES / "per_request_lifecycle_metrics.json").read_text())
+    for r in recs:
+        if r["info"].get("response_metrics"):
+            r["info"]["response_metrics"].pop("output_token_times")
+    bench = load_benchmark(json.dumps(recs).encode(), "per_request_lifecycle_metrics.json")
+    assert "ttft_s" not in bench.runs[0].requests and "not streamed" in " ".join(bench.notes)
+
+
+def test_guidellm_benchmark_without_requests_is_empty():
+    doc = json.loads((FIXTURES / "guidellm_v05.json").read_text())
+    bench = doc["benchmarks"][0]
+    bench["requests"] = {k: [] for k in bench["requests"]}
+    bench["metrics"]["request_totals"] = {"successful": 0, "errored": 0, "incomplete": 0, "total": 0}
+    run = load_benchmark(json.dumps(doc).encode(), "guidellm.json").runs[0]
+    assert not run.has_requests and "no completed request" in run.empty_reason()

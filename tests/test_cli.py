@@ -79,3 +79,33 @@ def test_memory_json_keys():
     assert {"weights_gib", "kv_cache_gib", "activation_gib", "overhead_gib", "kv_bytes_per_token",
             "kv_capacity_tokens", "max_concurrency", "fits", "branch", "techniques"} <= set(data)
     assert data["kv_bytes_per_token"] == 131072
+
+
+def test_empty_run_is_not_healthy_exit_2(tmp_path):
+    doc = json.loads((ROOT / "tests" / "fixtures" / "bench" / "guidellm_v05.json").read_text())
+    for bench in doc["benchmarks"]:
+        bench["requests"] = {k: [] for k in bench["requests"]}
+        bench["metrics"]["request_totals"] = {"successful": 0, "errored": 0, "incomplete": 0, "total": 0}
+    empty = tmp_path / "guidellm_empty.json"
+    empty.write_text(json.dumps(doc))
+    for args in ((str(empty),), (str(empty), "--json"), (str(empty), "--run", "1")):
+        out = triage("diagnose", *args)
+        assert out.returncode == 2 and out.stdout == "" and out.stderr.count("\n") == 1, args
+        assert "nothing to diagnose: no completed request" in out.stderr and "guidellm_empty.json" in out.stderr
+    report = triage("report", str(empty))
+    assert report.returncode == 2 and "nothing to diagnose" in report.stderr
+    aiperf = triage("diagnose", str(ROOT / "tests/fixtures/bench/aiperf013-empty_profile_export_aiperf.csv"))
+    assert aiperf.returncode == 2 and "12 failed" in aiperf.stderr
+
+
+def test_idle_snapshot_window_is_not_healthy_exit_2(tmp_path):
+    text = (ROOT / "tests" / "fixtures" / "metrics" / "vllm.txt").read_text()
+    idle = "\n".join(line.replace("} 12.0", "} 0.0").replace("} 9.0", "} 0.0").replace("} 3.0", "} 0.0")
+                     if line.startswith(("vllm:num_requests_running", "vllm:num_requests_waiting")) else line
+                     for line in text.splitlines()) + "\n"
+    before, after = tmp_path / "a.txt", tmp_path / "b.txt"
+    before.write_text(idle)
+    after.write_text(idle)
+    out = triage("diagnose", "--scrape", str(before), str(after), "--interval", "60")
+    assert out.returncode == 2 and out.stderr.count("\n") == 1
+    assert "no request finished in the window and none was running or waiting" in out.stderr

@@ -20,16 +20,19 @@ REQUEST_COLUMNS: dict[str, str] = {
     "ok": "True when the request succeeded",
 }
 
-# Summary keys, canonical units. Percentile keys follow <metric>_<p50|p90|p99|mean>_s.
+# Summary keys, canonical units. Percentile keys follow <metric>_<p5|p50|p90|p99|mean>_s.
 SUMMARY_KEYS: tuple[str, ...] = (
     "duration_s", "completed", "failed", "req_per_s", "out_tok_per_s", "total_tok_per_s",
     "offered_rate", "max_concurrency",
-    "ttft_mean_s", "ttft_p50_s", "ttft_p90_s", "ttft_p99_s",
-    "tpot_mean_s", "tpot_p50_s", "tpot_p90_s", "tpot_p99_s",
-    "itl_mean_s", "itl_p50_s", "itl_p90_s", "itl_p99_s",
-    "e2e_mean_s", "e2e_p50_s", "e2e_p90_s", "e2e_p99_s",
+    "ttft_mean_s", "ttft_p5_s", "ttft_p50_s", "ttft_p90_s", "ttft_p99_s",
+    "tpot_mean_s", "tpot_p5_s", "tpot_p50_s", "tpot_p90_s", "tpot_p99_s",
+    "itl_mean_s", "itl_p5_s", "itl_p50_s", "itl_p90_s", "itl_p99_s",
+    "e2e_mean_s", "e2e_p5_s", "e2e_p50_s", "e2e_p90_s", "e2e_p99_s",
     "prompt_tokens_mean", "output_tokens_mean",
 )
+
+
+LATENCY_PREFIXES = ("ttft_", "tpot_", "e2e_", "itl_")
 
 
 @dataclass
@@ -51,6 +54,22 @@ class Run:
     @property
     def has_requests(self) -> bool:
         return self.requests is not None and len(self.requests) > 0
+
+    def empty_reason(self) -> str:
+        """Why the run gives nothing to judge ("" when it does): an empty run is not a healthy one."""
+        if self.has_requests:
+            assert self.requests is not None
+            if "ok" in self.requests.columns and not self.requests["ok"].astype(bool).any():
+                return f"all {len(self.requests):,} requests failed: no latency to judge"
+            return ""
+        completed, failed = self.summary.get("completed"), self.summary.get("failed")
+        latency = any(k.startswith(LATENCY_PREFIXES) for k in self.summary)
+        if completed == 0 or (completed is None and not latency):
+            lost = f" ({failed:,.0f} failed)" if failed else ""
+            return f"no completed request in this run{lost}: no TTFT, TPOT or E2E to judge"
+        if not latency:
+            return "no TTFT, TPOT or E2E numbers in this run"
+        return ""
 
 
 @dataclass

@@ -65,7 +65,10 @@ def live_diagnosis(kb, args: argparse.Namespace):
     from triage.diagnosis.window import diagnose_window
 
     window, label = live_window(args)
-    return diagnose_window(kb, window, _slo(kb, args)), label
+    live = diagnose_window(kb, window, _slo(kb, args))
+    if live.diagnosis.empty:
+        raise TriageError(f"nothing to diagnose: {live.diagnosis.empty}", where=label)
+    return live, label
 
 
 def check_one_source(args: argparse.Namespace) -> None:
@@ -79,7 +82,12 @@ def _file_diagnosis(kb, args: argparse.Namespace):
     slo = _slo(kb, args)
     bench = read_benchmark(args.file)
     run = pick_run(bench, args.run)
-    return bench, run, diagnose_run(kb, run, slo, hardware(args))
+    diag = diagnose_run(kb, run, slo, hardware(args))
+    if diag.empty:
+        number = bench.runs.index(run) + 1
+        raise TriageError(f"nothing to diagnose: {diag.empty}", where=bench.source,
+                          key=f"run {number} of {len(bench.runs)} ({run.label})")
+    return bench, run, diag
 
 
 def any_diagnosis(kb, args: argparse.Namespace):

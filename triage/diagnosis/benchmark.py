@@ -26,7 +26,9 @@ def diagnose_run(kb: KnowledgeBase, run: Run, slo: Slo | None = None, hardware: 
     signals = benchmark_signals(kb, run, slo.values)
     if hardware is not None:
         add_roofline(kb, signals, run.summary, hardware)
-    return diagnose(kb, signals, slo)
+    diag = diagnose(kb, signals, slo)
+    diag.empty = run.empty_reason()
+    return diag
 
 
 def diagnose_benchmark(kb: KnowledgeBase, bench: Benchmark, run_number: int | None = None,

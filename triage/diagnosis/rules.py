@@ -62,6 +62,7 @@ class Diagnosis:
     symptoms: list[SymptomCheck]
     findings: list[Finding]
     notes: list[Finding] = field(default_factory=list)
+    empty: str = ""  # why the source had nothing to judge; then "no finding" does not mean healthy
 
     @property
     def matched_ids(self) -> list[str]:

@@ -24,6 +24,22 @@ def window_signals(kb: KnowledgeBase, window: MetricWindow) -> tuple[SignalSet, 
     return server_signals(kb, readings), readings
 
 
+ACTIVITY = ("running_mean", "waiting_mean", "req_per_s")
+
+
+def empty_reason(signals: SignalSet) -> str:
+    """Why the window gives nothing to judge ("" when it does): no latency observed and no request in flight."""
+    if any(signals.get(f"{m}_p50_s") for m in ("ttft", "tpot", "e2e")):
+        return ""
+    if any((s := signals.get(name)) is not None and s.value > 0 for name in ACTIVITY):
+        return ""
+    if not signals.values:
+        return "the window holds no samples of the engine's metrics"
+    return "no request finished in the window and none was running or waiting: there is no traffic to judge"
+
+
 def diagnose_window(kb: KnowledgeBase, window: MetricWindow, slo: Slo) -> LiveDiagnosis:
     signals, readings = window_signals(kb, window)
-    return LiveDiagnosis(diagnose(kb, signals, slo), readings, window.engine.id)
+    diag = diagnose(kb, signals, slo)
+    diag.empty = empty_reason(signals)
+    return LiveDiagnosis(diag, readings, window.engine.id)

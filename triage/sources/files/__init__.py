@@ -8,7 +8,7 @@ from typing import Any
 
 from triage.errors import TriageError
 from triage.run import Benchmark, Run
-from triage.sources.files import aiperf, genai_perf, generic, guidellm, llmperf, sglang, vllm
+from triage.sources.files import aiperf, genai_perf, generic, guidellm, inference_perf, llmperf, sglang, vllm
 from triage.sources.files.common import Ctx, dedupe_labels
 from triage.sources.files.detect import FORMATS, sniff
 
@@ -28,6 +28,8 @@ PARSERS: dict[str, Callable[[Any, Ctx], list[Run]]] = {
     "aiperf_jsonl": aiperf.parse_jsonl,
     "llmperf_summary": llmperf.parse_summary,
     "llmperf_requests": llmperf.parse_requests,
+    "inference_perf_summary": inference_perf.parse_summary,
+    "inference_perf_requests": inference_perf.parse_requests,
     "generic_csv": generic.parse_csv,
     "generic_parquet": generic.parse_parquet,
 }

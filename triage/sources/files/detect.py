@@ -10,7 +10,7 @@ from typing import Any
 
 import yaml
 
-from triage.sources.files import generic
+from triage.sources.files import generic, inference_perf
 from triage.sources.files.common import Ctx, decode_text, not_utf8_reason, type_name
 
 FORMATS: dict[str, str] = {
@@ -27,6 +27,8 @@ FORMATS: dict[str, str] = {
     "aiperf_jsonl": "AIPerf per-request JSONL",
     "llmperf_summary": "LLMPerf summary JSON",
     "llmperf_requests": "LLMPerf individual responses JSON",
+    "inference_perf_summary": "inference-perf lifecycle metrics JSON",
+    "inference_perf_requests": "inference-perf per-request lifecycle metrics JSON",
     "generic_csv": "per-request CSV",
     "generic_parquet": "per-request Parquet",
 }
@@ -37,6 +39,7 @@ _VLLM_KEYS = {"model_id", "num_prompts", "request_throughput"}
 _SGLANG_KEYS = ("total_output_tokens_retokenized", "mean_e2e_latency_ms", "concurrency")
 _AIPERF_KEYS = ("benchmark_duration", "was_cancelled", "error_summary")
 _VLLM_THROUGHPUT = {"elapsed_time", "num_requests", "total_num_tokens", "requests_per_second", "tokens_per_second"}
+_AIPERF_CSV_RE = re.compile(r"^Metric,avg,min,max,(sum,)?p1,")
 _YAML_KEY_RE = re.compile(r"^[A-Za-z_][\w-]*:(\s|$)")
 
 
@@ -197,6 +200,8 @@ def _detect_single(doc: Any, ctx: Ctx) -> str | None:
     checks = (
         (is_guidellm, "guidellm_json"), (is_vllm, "vllm_bench"), (is_sglang, "sglang_bench"),
         (is_llmperf_summary, "llmperf_summary"), (is_llmperf_requests, "llmperf_requests"),
+        (inference_perf.is_lifecycle_summary, "inference_perf_summary"),
+        (inference_perf.is_request_list, "inference_perf_requests"),
     )
     for check, fmt in checks:
         if check(doc):
@@ -214,16 +219,16 @@ def _detect_single(doc: Any, ctx: Ctx) -> str | None:
 def _refuse_known(doc: Any, ctx: Ctx) -> None:
     """Formats we recognise but do not read: say so instead of 'unknown'."""
     if isinstance(doc, dict):
-        if "load_summary" in doc or ("successes" in doc and "failures" in doc):
-            raise _unsupported("inference-perf lifecycle metrics", ctx)
+        if inference_perf.is_prometheus_report(doc):
+            raise ctx.fail("inference-perf Prometheus metrics report (server-side aggregates only); upload "
+                           "summary_lifecycle_metrics.json, a stage_N_lifecycle_metrics.json or "
+                           "per_request_lifecycle_metrics.json from the same reports folder")
         if isinstance(doc.get("results"), list) and "config" in doc and "summary" in doc:
             raise _unsupported("llm-load-test output", ctx)
         if _VLLM_THROUGHPUT <= doc.keys():
             raise _unsupported("vLLM bench throughput (offline, no latency data)", ctx)
     if isinstance(doc, list) and doc and isinstance(doc[0], dict):
         first = doc[0]
-        if {"start_time", "end_time", "request", "response"} <= first.keys():
-            raise _unsupported("inference-perf per-request lifecycle metrics", ctx)
         if {"benchmark", "model", "metric"} <= first.keys():
             raise _unsupported("vLLM PyTorch benchmark records (*.pytorch.json); upload the main result JSON", ctx)
 
@@ -282,8 +287,8 @@ def detect_csv_header(line: str, ctx: Ctx) -> str | None:
     """Tool CSV signatures by first row; a generic per-request CSV if any known column name is there."""
     if line.startswith("Metric,avg,min,max,p99,"):
         return "genai_perf_csv"
-    if line.startswith("Metric,avg,min,max,p1,") and line.rstrip(",").endswith(",std"):
-        return "aiperf_csv"
+    if _AIPERF_CSV_RE.match(line) and line.rstrip(",").endswith(",std") or line.rstrip(",") == "Metric,Value":
+        return "aiperf_csv"  # AIPerf ≥ 0.2 adds `sum`; a run with no request metric writes only Metric,Value
     if line.startswith("Type,Run Id,Id,Name,Start Time") or line.startswith("Run Info,Run Info,"):
         return "guidellm_csv"
     if line.startswith("Type,Name,Request Count,Failure Count") or line.startswith('"Method","Name","# requests"'):

@@ -34,7 +34,7 @@ SCALAR_TAGS = {
     "output_sequence_length": "output_tokens_mean", "input_sequence_length": "prompt_tokens_mean",
 }
 UNIT_FACTORS = {"ms": 1e-3, "sec": 1.0, "s": 1.0, "second": 1.0, "seconds": 1.0, "ns": 1e-9, "us": 1e-6}
-STAT_KEYS = (("avg", "mean"), ("p50", "p50"), ("p90", "p90"), ("p99", "p99"))
+STAT_KEYS = (("avg", "mean"), ("p5", "p5"), ("p50", "p50"), ("p90", "p90"), ("p99", "p99"))
 _NAME_RE = re.compile(r"^(.*?)\s*(?:\(([^)]*)\))?$")
 
 
