@@ -24,7 +24,7 @@ START = 1_700_000_000.0
 WINDOW_S = 120.0
 SCRAPE_S = 10.0
 IDS = ["healthy", "queueing", "prefill_bound", "kv_pressure", "preemption_storm", "long_requests", "low_batch",
-       "spec_low_acceptance"]
+       "spec_low_acceptance", "decode_bound"]
 ENGINE_LABELS = {"model_name": "meta-llama/Llama-3.1-8B-Instruct", "engine": "0"}
 GAUGES = ["vllm:num_requests_running", "vllm:num_requests_waiting", "vllm:kv_cache_usage_perc",
           "vllm:cache_config_info"]
@@ -142,6 +142,8 @@ SIGNATURES: dict[str, list[tuple[str, str, float]]] = {
                   ("max_concurrency", ">=", 64), ("ttft99", "<", 1.0), ("itl99", "<", 0.1)],
     "spec_low_acceptance": [("acceptance", ">=", 0.25), ("acceptance", "<=", 0.35), ("running_mean", "<=", 6),
                             ("itl99", ">", 0.25), ("kv_max", "<=", 0.5), ("waiting_max", "==", 0)],
+    "decode_bound": [("running_mean", ">=", 64), ("itl50", ">=", 0.05), ("kv_max", "<=", 0.85),
+                     ("preempt_per_s", "==", 0), ("waiting_max", "==", 0), ("ttft99", "<", 1.0)],
 }
 OPS = {"<": float.__lt__, "<=": float.__le__, ">": float.__gt__, ">=": float.__ge__, "==": float.__eq__}
 

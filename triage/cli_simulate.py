@@ -1,11 +1,13 @@
-"""``python -m triage simulate``: serve simulated vLLM /metrics for a scenario, or write an OpenMetrics backfill."""
+"""``python -m triage simulate``: serve simulated vLLM /metrics for a scenario (with ``--openai``, a simulated
+OpenAI-compatible vLLM server that load-test tools can benchmark), or write an OpenMetrics backfill."""
 
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
 
-from triage.live.simulator import SCENARIOS, serve, write_openmetrics
+from triage.live.simulator import MODEL_NAME, SCENARIOS, serve, write_openmetrics
+from triage.sources.metrics.openai_server import serve_openai
 
 
 def _write(args: argparse.Namespace) -> int:
@@ -18,9 +20,17 @@ def _write(args: argparse.Namespace) -> int:
 
 
 def _serve(args: argparse.Namespace) -> int:
-    server = serve(args.scenario, args.port, host=args.host, seed=args.seed)
-    host, port = server.server_address[:2]
-    print(f"simulating vLLM scenario '{args.scenario}' on http://{host}:{port}/metrics (Ctrl-C to stop)", flush=True)
+    if args.openai:
+        server = serve_openai(args.scenario, args.port, host=args.host, seed=args.seed)
+        host, port = server.server_address[:2]
+        print(f"simulating vLLM scenario '{args.scenario}' as an OpenAI-compatible server on http://{host}:{port}/v1 "
+              f"(model {MODEL_NAME}; /metrics, /health; "
+              "Ctrl-C to stop)", flush=True)
+    else:
+        server = serve(args.scenario, args.port, host=args.host, seed=args.seed)
+        host, port = server.server_address[:2]
+        print(f"simulating vLLM scenario '{args.scenario}' on http://{host}:{port}/metrics (Ctrl-C to stop)",
+              flush=True)
     try:
         server.serve_forever()
     except KeyboardInterrupt:
@@ -39,7 +49,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("simulate", help="serve simulated vLLM /metrics for a scenario (or write a backfill file)",
                        description=f"Scenarios: {', '.join(SCENARIOS)} (tree/scenarios.yaml).")
     p.add_argument("--scenario", required=True, help=f"one of: {', '.join(SCENARIOS)}")
-    p.add_argument("--port", type=int, default=8001, help="port for /metrics (default 8001)")
+    p.add_argument("--port", type=int, default=8001, help="port for /metrics (default 8001; 0 = any free port)")
+    p.add_argument("--openai", action="store_true",
+                   help="also serve the OpenAI API (/v1/completions, /v1/chat/completions, /v1/models, /health): "
+                        "requests run through the scenario's engine in real time, for real load-test tools")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     p.add_argument("--seed", type=int, default=0, help="random seed (same seed, same numbers)")
     p.add_argument("--openmetrics", type=Path, metavar="FILE",
