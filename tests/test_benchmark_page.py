@@ -98,3 +98,12 @@ def test_naming_the_hardware_adds_the_roofline_signal():
     label, diag = at.session_state["diagnosis"]
     sig = diag.signals.get("tpot_over_roofline")
     assert sig is not None and sig.value > 1 and "H100" in sig.source
+
+
+def test_slo_picker_offers_the_interactive_preset():
+    at = bench_page()
+    box = at.selectbox(key="slo_preset")
+    assert "Interactive chat (latency-critical)" in box.options
+    box.set_value("interactive").run()
+    assert not at.exception, at.exception
+    assert any("GuideLLM" in c.value for c in at.sidebar.caption)

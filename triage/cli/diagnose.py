@@ -6,10 +6,17 @@ import argparse
 import json
 from pathlib import Path
 
+<<<<<<< HEAD:triage/cli/diagnose.py
 from triage.cli.live import add_live_arguments
 from triage.diagnosis.benchmark import diagnose_run, pick_run
 from triage.diagnosis.roofline import Hardware
 from triage.diagnosis.rules import resolve_slo
+=======
+import yaml
+
+from triage.cli.live import add_live_arguments
+from triage.diagnosis.benchmark import diagnose_run, pick_run
+>>>>>>> main:triage/cli_diagnose.py
 from triage.errors import TriageError
 from triage.knowledge.loader import DEFAULT_TREE_DIR, load_knowledge
 from triage.report.json_contract import diagnosis_json
@@ -116,10 +123,19 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
     return 0
 
 
+def preset_names(tree_dir: Path = DEFAULT_TREE_DIR) -> str:
+    """The SLO presets of the bundled tree for help texts; the preset itself is checked when the tree is loaded."""
+    try:
+        presets = yaml.safe_load((tree_dir / "slo.yaml").read_text(encoding="utf-8"))["presets"]
+    except (OSError, yaml.YAMLError, KeyError, TypeError):
+        return "see tree/slo.yaml"
+    return ", ".join(str(name) for name in presets)
+
+
 def add_source_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("file", type=Path, nargs="?", help="a load-test result (vLLM, SGLang, GuideLLM, genai-perf, "
                                                       "AIPerf, LLMPerf, or a per-request CSV/Parquet)")
-    p.add_argument("--slo", default=None, help="SLO preset: chat, code or batch (default chat)")
+    p.add_argument("--slo", default=None, help=f"SLO preset: {preset_names()} (default chat)")
     p.add_argument("--ttft-slo", type=float, default=None, help="TTFT p99 SLO in seconds")
     p.add_argument("--tpot-slo", type=float, default=None, help="TPOT p99 SLO in seconds")
     p.add_argument("--run", type=int, default=None, help="run number in a multi-run file (1-based; default last)")

@@ -8,7 +8,11 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+<<<<<<< HEAD:triage/cli/gate.py
 from triage.diagnosis.rules import Slo, resolve_slo
+=======
+from triage.cli.diagnose import preset_names
+>>>>>>> main:triage/cli_gate.py
 from triage.errors import TriageError
 from triage.knowledge.loader import DEFAULT_TREE_DIR, load_knowledge
 from triage.run import Benchmark, Run
@@ -225,7 +229,7 @@ def add_gate_arguments(p: argparse.ArgumentParser) -> None:
                    help="the largest worsening tolerated for the --metric before it (pp for error_rate)")
     p.add_argument("--no-defaults", action="store_true", help="gate only the --metric pairs given")
     p.add_argument("--gate", type=Path, default=GATE_PATH, help="a gate file to use instead of tree/gate.yaml")
-    p.add_argument("--slo", default=None, help="SLO preset for goodput: chat, code or batch (default chat)")
+    p.add_argument("--slo", default=None, help=f"SLO preset for goodput: {preset_names()} (default chat)")
     p.add_argument("--ttft-slo", type=float, default=None, help="TTFT p99 SLO in seconds")
     p.add_argument("--tpot-slo", type=float, default=None, help="TPOT p99 SLO in seconds")
     p.add_argument("--run-baseline", type=int, default=None, help="run number in the baseline file (default last)")

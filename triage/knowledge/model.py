@@ -214,8 +214,16 @@ class SignalDef(Strict):
 
 
 class SloPreset(Strict):
-    """Named SLO thresholds with a sentence saying where the numbers come from."""
+    """Named SLO thresholds, each number with its citation, and a sentence saying where they come from."""
 
     title: Text
     values: dict[str, float | bool]
-    source: str = Field(min_length=1)
+    cite: dict[str, str]
+    source: Text
+
+    @model_validator(mode="after")
+    def _every_number_cited(self) -> SloPreset:
+        numbers = {k for k, v in self.values.items() if not isinstance(v, bool)}
+        if numbers != set(self.cite) or not all(c.strip() for c in self.cite.values()):
+            raise ValueError(f"cite must give one non-blank citation per number: {sorted(numbers)}")
+        return self
