@@ -6,17 +6,12 @@ import argparse
 import json
 from pathlib import Path
 
-<<<<<<< HEAD:triage/cli/diagnose.py
-from triage.cli.live import add_live_arguments
-from triage.diagnosis.benchmark import diagnose_run, pick_run
-from triage.diagnosis.roofline import Hardware
-from triage.diagnosis.rules import resolve_slo
-=======
 import yaml
 
 from triage.cli.live import add_live_arguments
 from triage.diagnosis.benchmark import diagnose_run, pick_run
->>>>>>> main:triage/cli_diagnose.py
+from triage.diagnosis.roofline import Hardware
+from triage.diagnosis.rules import resolve_slo
 from triage.errors import TriageError
 from triage.knowledge.loader import DEFAULT_TREE_DIR, load_knowledge
 from triage.report.json_contract import diagnosis_json

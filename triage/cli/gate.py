@@ -8,11 +8,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-<<<<<<< HEAD:triage/cli/gate.py
-from triage.diagnosis.rules import Slo, resolve_slo
-=======
 from triage.cli.diagnose import preset_names
->>>>>>> main:triage/cli_gate.py
+from triage.diagnosis.rules import Slo, resolve_slo
 from triage.errors import TriageError
 from triage.knowledge.loader import DEFAULT_TREE_DIR, load_knowledge
 from triage.run import Benchmark, Run
