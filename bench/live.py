@@ -19,19 +19,17 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from tests.prom_harness import PROMETHEUS, PROMTOOL, PromServer, data_end, free_port, wait_ready  # noqa: E402
-from triage.diagnosis.readings import Need  # noqa: E402
 from triage.diagnosis.rules import resolve_slo  # noqa: E402
 from triage.diagnosis.server_signals import NEEDS  # noqa: E402
-from triage.diagnosis.window import diagnose_window  # noqa: E402
 from triage.knowledge.loader import load_knowledge  # noqa: E402
-from triage.knowledge.panels import load_panels  # noqa: E402
+from triage.service.live import SERIES_POINTS, panel_needs, refresh  # noqa: E402
+from triage.service.windows import prometheus_pair  # noqa: E402
 from triage.sources.metrics import simulator  # noqa: E402
 from triage.sources.metrics.prometheus_window import MIN_RANGE, PrometheusWindow, promql  # noqa: E402
 
 STEP = 15.0            # seconds between stored samples
 SIM_TICK_S = 1.0       # the simulator's internal tick (0.2 s by default): 5x fewer ticks, same 15 s samples
 WINDOW_S = 3600        # the refresh reads a 1 h window ending at the data end
-SERIES_POINTS = 60     # as components/live_view.SERIES_POINTS
 WORKERS = 2            # simulator processes (the machine has 2 cores)
 BACKFILL_TIMEOUT = 1800
 TARGET = 2.0
@@ -150,10 +148,6 @@ def median_ms(fn: Callable[[], object], repeat: int) -> float:
     return statistics.median(times) * 1000
 
 
-def panel_needs() -> list[Need]:
-    return list({n for p in load_panels() for n in p.needs()})  # as components/live_view.refresh
-
-
 def single_queries(w: PrometheusWindow) -> list[tuple[str, Callable[[], object]]]:
     """Every query one refresh sends, each alone: detection, the diagnosis' instant queries, the panel ranges."""
     params = {"match[]": '{__name__=~"vllm[:_].+|sglang[:_].+|tgi_.+|DCGM_FI_.+"}',
@@ -184,11 +178,9 @@ def _range_queries(w: PrometheusWindow) -> list[tuple[str, Callable[[], object]]
     return out
 
 
-def full_refresh(url: str, start_at: datetime, end_at: datetime, kb, slo, needs: list[Need]) -> None:
-    """What components/live_view.refresh does for a Prometheus source without a baseline."""
-    window = PrometheusWindow(url, start_at, end_at)
-    diagnose_window(kb, window, slo)
-    window.series(needs, SERIES_POINTS)
+def full_refresh(url: str, end_at: datetime, kb, slo) -> None:
+    """The Live page's own refresh (triage.service.live.refresh) of a Prometheus source without a baseline."""
+    refresh(kb, prometheus_pair(url, end_at, WINDOW_S / 60, {}, None, None), slo)
 
 
 def _short(text: str, width: int = 100) -> str:
@@ -200,17 +192,17 @@ def measure(server: PromServer, repeat: int) -> None:
     end_at = datetime.fromtimestamp(server.end, tz=UTC)
     start_at = end_at - timedelta(seconds=WINDOW_S)
     kb = load_knowledge()
-    slo, needs = resolve_slo(kb, "chat"), panel_needs()
+    slo = resolve_slo(kb, "chat")
     window = PrometheusWindow(server.url, start_at, end_at)
     rows = [(label, median_ms(fn, repeat)) for label, fn in single_queries(window)]
     print(f"\n{'query (1 h window, median of ' + str(repeat) + ')':<100}  {'ms':>8}")
     for label, ms in rows:
         print(f"{_short(label):<100}  {ms:8.1f}")
-    refresh = median_ms(lambda: full_refresh(server.url, start_at, end_at, kb, slo, needs), repeat)
+    refreshed = median_ms(lambda: full_refresh(server.url, end_at, kb, slo), repeat)
     slowest = max(rows, key=lambda r: r[1])
-    ratio = refresh / slowest[1]
+    ratio = refreshed / slowest[1]
     print(f"\n{len(rows)} queries; sum of the single medians {sum(ms for _, ms in rows):.1f} ms")
-    print(f"full refresh (window + diagnosis + series), median: {refresh:.1f} ms")
+    print(f"full refresh (window + diagnosis + series), median: {refreshed:.1f} ms")
     print(f"slowest single query, median: {slowest[1]:.1f} ms  ({_short(slowest[0], 80)})")
     print(f"ratio: {ratio:.2f}  target ≤ {TARGET:g}: {'ok' if ratio <= TARGET else 'OVER'}")
 

@@ -1,24 +1,17 @@
-"""Benchmark files in the session: parse once per content hash, keep what loaded, report what did not."""
+"""Benchmark files in the session: the server-wide parse cache and this session's uploads (triage.service.uploads)."""
 
 from __future__ import annotations
 
-import hashlib
-import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import streamlit as st
 
-from triage.errors import TriageError
-from triage.knowledge.loader import DEFAULT_TREE_DIR
+from components import session
 from triage.run import Benchmark
-from triage.sources.files import load_benchmark
+from triage.service.uploads import SAMPLE_ID, Upload, Uploads, open_benchmark, sample_benchmark
 
-SAMPLE_PATH = DEFAULT_TREE_DIR / "sample" / "benchmark.csv"
-SAMPLE_ID = "sample"
-STORE_KEY = "bench_files"      # digest → Benchmark, every file that parsed in this session
-SEEN_KEY = "bench_seen"        # uploader file id → digest, so a rerun does not hash again
-CHOICE_KEY = "bench_choice"    # the digest being viewed
-ERRORS_KEY = "bench_errors"    # file name → message, from the latest upload
+__all__ = ["SAMPLE_ID", "Loaded", "current", "errors", "fresh", "ingest", "loaded", "parse", "sample"]
 
 
 @dataclass(frozen=True)
@@ -28,62 +21,49 @@ class Loaded:
     is_sample: bool
 
 
-def digest_of(data: bytes) -> str:
-    return hashlib.sha256(data).hexdigest()[:16]
-
-
 @st.cache_resource(max_entries=16, show_spinner=False)
-def parse(digest: str, name: str, _data: bytes) -> Benchmark:
+def parse(key: str, name: str, _data: bytes) -> Benchmark:
     """Parsed once per key (content hash, or an upload's id) for the whole server; shared read-only."""
-    t0 = time.perf_counter()
-    bench = load_benchmark(_data, name)
-    bench.parse_seconds = time.perf_counter() - t0
-    return bench
+    return open_benchmark(_data, name)
 
 
 @st.cache_resource(show_spinner=False)
 def _sample_bench() -> Benchmark:
-    return parse(SAMPLE_ID, SAMPLE_PATH.name, SAMPLE_PATH.read_bytes())
+    return sample_benchmark(parse)
 
 
 def sample() -> Loaded:
     return Loaded(SAMPLE_ID, _sample_bench(), True)
 
 
-def ingest(files: list, status) -> None:
-    """Parse newly uploaded files; good ones join the session store, bad ones get a message.
+def _uploads() -> Uploads:
+    return session.BENCH_UPLOADS.setdefault(Uploads)
 
-    A failed file never removes anything: what loaded before stays in the store and on screen.
-    """
-    store: dict[str, Benchmark] = st.session_state.setdefault(STORE_KEY, {})
-    seen: dict[str, str] = st.session_state.setdefault(SEEN_KEY, {})
-    errors: dict[str, str] = {}
-    for i, upload in enumerate(files, start=1):
-        if upload.file_id in seen:
-            continue
-        data = upload.getvalue()
-        digest = digest_of(data)
-        status.update(label=f"{upload.name} ({len(data) / 1e6:.1f} MB) — {i}/{len(files)}")
-        try:
-            bench = parse(digest, upload.name, data)
-        except TriageError as exc:
-            errors[upload.name] = exc.line()
-            continue
-        seen[upload.file_id] = digest
-        store[digest] = bench
-        st.session_state[CHOICE_KEY] = digest
-        status.write(f"{upload.name}: {bench.format}, {len(bench.runs)} run(s), parsed in {bench.parse_seconds:.2f} s")
-    st.session_state[ERRORS_KEY] = errors
+
+def fresh(files: Sequence[Upload]) -> list[Upload]:
+    return _uploads().fresh(files)
+
+
+def ingest(files: Sequence[Upload], status) -> None:
+    """Parse newly uploaded files into the session; the last good one becomes the file viewed."""
+    last = _uploads().ingest(files, parse, progress=lambda text: status.update(label=text), loaded=status.write)
+    if last is not None:
+        session.BENCH_CHOICE.set(last)
+
+
+def errors() -> dict[str, str]:
+    """File name → why it did not load, from the latest upload."""
+    return dict(_uploads().errors)
 
 
 def loaded() -> dict[str, Benchmark]:
-    return st.session_state.get(STORE_KEY, {})
+    return dict(_uploads().files)
 
 
 def current() -> Loaded:
     """The benchmark to show: the chosen uploaded file, else the bundled sample."""
-    choice = st.session_state.get(CHOICE_KEY)
-    store = loaded()
+    choice = session.BENCH_CHOICE.get()
+    store = _uploads().files
     if choice in store:
         return Loaded(choice, store[choice], False)
     return sample()

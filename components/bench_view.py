@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from components import bench_charts, bench_source
+from components import bench_charts, bench_source, session
 from components.evidence import diagnosis_panel
 from components.kpi import kpi_row
 from components.shell import knowledge, t
@@ -15,7 +15,7 @@ from triage.diagnosis.rules import Slo
 from triage.diagnosis.sweep import sweep_points
 from triage.report.run_summary import run_summary
 from triage.run import Run
-from triage.sources.files import FORMATS
+from triage.service.uploads import format_title
 
 UPLOAD_KEY = "bench_upload"
 
@@ -23,12 +23,12 @@ UPLOAD_KEY = "bench_upload"
 def upload_area() -> None:
     files = st.file_uploader(t("upload"), accept_multiple_files=True, key=UPLOAD_KEY,
                              type=["json", "jsonl", "yaml", "yml", "csv", "parquet", "txt"])
-    fresh = [f for f in files or [] if f.file_id not in st.session_state.get(bench_source.SEEN_KEY, {})]
+    fresh = bench_source.fresh(files or [])
     if fresh:
         with st.status(t("parsing"), expanded=False) as status:
             bench_source.ingest(fresh, status)
             status.update(label=t("parsed"), state="complete")
-    for name, reason in st.session_state.get(bench_source.ERRORS_KEY, {}).items():
+    for name, reason in bench_source.errors().items():
         st.error(t("upload_failed", name=name, reason=reason) + " " + t("kept_previous"))
 
 
@@ -37,7 +37,7 @@ def file_picker() -> bench_source.Loaded:
     if store:
         options = [bench_source.SAMPLE_ID, *store]
         label = {bench_source.SAMPLE_ID: t("sample_label"), **{d: b.source for d, b in store.items()}}
-        st.selectbox(t("file_picker"), options, key=bench_source.CHOICE_KEY, format_func=label.get)
+        st.selectbox(t("file_picker"), options, key=session.BENCH_CHOICE.name, format_func=label.get)
     loaded = bench_source.current()
     if loaded.is_sample:
         st.info(t("showing_sample"), icon=":material/science:")
@@ -46,7 +46,7 @@ def file_picker() -> bench_source.Loaded:
 
 def run_picker(loaded: bench_source.Loaded) -> Run:
     bench = loaded.bench
-    st.markdown(t("detected", fmt=FORMATS.get(bench.format, bench.format), runs=len(bench.runs),
+    st.markdown(t("detected", fmt=format_title(bench.format), runs=len(bench.runs),
                   secs=bench.parse_seconds))
     for note in bench.notes:
         st.caption(note)

@@ -4,19 +4,17 @@ from __future__ import annotations
 
 import streamlit as st
 
+from components import session
 from components.bench_source import sample
 from components.shell import knowledge, t
 from triage.diagnosis.benchmark import diagnose_run
 from triage.diagnosis.rules import Diagnosis, resolve_slo
 
-FINDINGS_KEY = "findings"
-DIAGNOSIS_KEY = "diagnosis"  # (source label, Diagnosis) of the source opened last
-
 
 def remember(label: str, diag: Diagnosis) -> None:
     """Pages that diagnose a source share it: the tree lights it, the retro walks it."""
-    st.session_state[FINDINGS_KEY] = diag.matched_ids
-    st.session_state[DIAGNOSIS_KEY] = (label, diag)
+    session.FINDINGS.set(diag.matched_ids)
+    session.DIAGNOSIS.set((label, diag))
 
 
 @st.cache_resource(show_spinner=False)
@@ -27,14 +25,15 @@ def _sample_diagnosis() -> Diagnosis:
 
 def current_diagnosis() -> tuple[str, Diagnosis]:
     """The diagnosis of the source opened last, else the bundled sample's."""
-    if DIAGNOSIS_KEY in st.session_state:
-        return st.session_state[DIAGNOSIS_KEY]
+    opened = session.DIAGNOSIS.get()
+    if opened is not None:
+        return opened
     return t("sample_label"), _sample_diagnosis()
 
 
 def current_highlight() -> tuple[list[str], str]:
     """Cause ids to light and a caption saying where they come from."""
-    loaded = st.session_state.get(FINDINGS_KEY)
+    loaded = session.FINDINGS.get()
     if loaded is not None:
         return list(loaded), t("highlight_from_source")
     return _sample_diagnosis().matched_ids, t("sample_finding_hint")

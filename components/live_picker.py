@@ -9,10 +9,10 @@ from functools import partial
 
 import streamlit as st
 
-from components import live_source
+from components.live_source import feeds
 from components.shell import labels_now, lang, t
-from triage.sources.metrics.profiles import Profile, list_profiles
-from triage.sources.metrics.simulator import SCENARIOS
+from triage.service import windows
+from triage.service.windows import Profile, demo_scenarios, prometheus_profiles
 
 SOURCES = ("demo", "scrape", "snapshots", "prometheus")
 WINDOWS_MIN = {"5m": 5, "15m": 15, "1h": 60, "6h": 360}
@@ -20,11 +20,12 @@ QUERY_TIMEOUT_S = 5.0
 
 
 def _demo() -> Callable:
-    ids = list(SCENARIOS)
+    scenarios = demo_scenarios()
+    ids = list(scenarios)
     scenario = st.selectbox(t("live_scenario"), ids, index=ids.index("queueing"), key="live_scenario",
-                            format_func=labels_now(ids, lambda s: SCENARIOS[s].title.get(lang())))
-    st.caption(SCENARIOS[scenario].description.get(lang()))
-    return partial(live_source.demo_windows, scenario, 10)
+                            format_func=labels_now(ids, lambda s: scenarios[s].title.get(lang())))
+    st.caption(scenarios[scenario].description.get(lang()))
+    return partial(feeds().demo, scenario, 10)
 
 
 def _scrape() -> Callable | None:
@@ -32,7 +33,7 @@ def _scrape() -> Callable | None:
     if not url:
         st.info(t("live_url_hint"))
         return None
-    return partial(live_source.scrape_windows, url, 15, QUERY_TIMEOUT_S)
+    return partial(feeds().scrape, url, 15, QUERY_TIMEOUT_S)
 
 
 def _snapshots() -> Callable | None:
@@ -43,7 +44,7 @@ def _snapshots() -> Callable | None:
     if before is None or after is None:
         st.info(t("live_snapshots_hint"))
         return None
-    return partial(live_source.snapshot_windows, before.getvalue(), after.getvalue(), (before.name, after.name),
+    return partial(windows.snapshot_pair, before.getvalue(), after.getvalue(), (before.name, after.name),
                    interval)
 
 
@@ -89,7 +90,7 @@ def _baseline_offset(end: datetime | None) -> float | None:
 
 
 def prometheus_profile() -> Profile | None:
-    profiles = list_profiles()
+    profiles = prometheus_profiles()
     if not profiles:
         st.info(t("live_no_profiles"))
         return None
@@ -106,7 +107,7 @@ def _prometheus() -> Callable | None:
     window = cols[1].selectbox(t("live_window"), list(WINDOWS_MIN), index=1, key="prom_window")
     end = end_time("prom")
     baseline = _baseline_offset(end)
-    return partial(live_source.prometheus_windows, profile, end, WINDOWS_MIN[window], _match_filters(),
+    return partial(windows.prometheus_pair, profile, end, WINDOWS_MIN[window], _match_filters(),
                    baseline, profile.timeout or QUERY_TIMEOUT_S)
 
 

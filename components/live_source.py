@@ -1,91 +1,11 @@
-"""Live sources in the session: the built-in demo, a polled /metrics, two uploaded snapshots, Prometheus."""
+"""Live sources in the session: this session's demo simulators and scrape buffers (triage.service.windows)."""
 
 from __future__ import annotations
 
-import time
-from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
-
-import streamlit as st
-
-from triage.diagnosis.readings import MetricWindow
-from triage.errors import TriageError
-from triage.sources.metrics.exposition import parse_metrics_text
-from triage.sources.metrics.scrape import scrape
-from triage.sources.metrics.simulator import Simulator
-from triage.sources.metrics.snapshot_window import ScrapeBuffer, SnapshotWindow
-
-BUFFER_CAPACITY = 240          # scrapes kept per source: 1 h at 15 s
-DEMO_HISTORY_S = 15 * 60       # the demo starts with 15 minutes of history so panels have a shape
-DEMO_STEP_S = 15.0
-DEMO_BASELINE_KEY = "demo:healthy:baseline"  # one healthy run per session serves every scenario as baseline
+from components import session
+from triage.service.windows import LiveFeeds
 
 
-@dataclass(frozen=True)
-class WindowPair:
-    """The incident window and, where the source has one, a baseline to compare with."""
-
-    current: MetricWindow
-    baseline: MetricWindow | None
-    label: str
-
-
-def _demo_buffer(scenario: str, seed: int) -> tuple[Simulator, ScrapeBuffer]:
-    sim = Simulator(scenario, seed=seed, start=time.time() - DEMO_HISTORY_S)
-    buf = ScrapeBuffer(BUFFER_CAPACITY)
-    while sim.now < time.time():
-        sim.advance(DEMO_STEP_S)
-        buf.add(parse_metrics_text(sim.render(), sim.now, f"demo:{scenario}"))
-    return sim, buf
-
-
-def demo_windows(scenario: str, minutes: int) -> WindowPair:
-    """The in-process simulator, advanced to wall-clock time; the healthy scenario is the baseline."""
-    key = f"demo:{scenario}"
-    if key not in st.session_state:
-        st.session_state[key] = _demo_buffer(scenario, seed=1)
-    if DEMO_BASELINE_KEY not in st.session_state:
-        st.session_state[DEMO_BASELINE_KEY] = _demo_buffer("healthy", seed=2)
-    sim, buf = st.session_state[key]
-    if time.time() - sim.now >= 1:
-        sim.advance(time.time() - sim.now)
-        buf.add(parse_metrics_text(sim.render(), sim.now, key))
-    _, base_buf = st.session_state[DEMO_BASELINE_KEY]
-    return WindowPair(buf.window(minutes * 60), base_buf.window(minutes * 60), f"demo · {scenario}")
-
-
-def scrape_windows(url: str, minutes: int, timeout: float) -> WindowPair:
-    """Poll ``url`` once per refresh into a bounded ring buffer kept for this session."""
-    key = f"scrape:{url}"
-    buf: ScrapeBuffer = st.session_state.setdefault(key, ScrapeBuffer(BUFFER_CAPACITY))
-    buf.add(scrape(url, timeout=timeout))
-    return WindowPair(buf.window(minutes * 60), None, url)
-
-
-def snapshot_windows(before: bytes, after: bytes, names: tuple[str, str], interval: float) -> WindowPair:
-    """Two /metrics texts taken ``interval`` seconds apart: the offline form of a scrape."""
-    if interval <= 0:
-        raise TriageError("the interval between the snapshots must be positive", key="interval")
-    texts = []
-    for data, name in zip((before, after), names):
-        try:
-            texts.append(data.decode("utf-8"))
-        except UnicodeDecodeError as exc:
-            raise TriageError(f"not UTF-8 text (byte {exc.start})", where=name) from exc
-    t1 = time.time()
-    snaps = [parse_metrics_text(texts[0], t1 - interval, names[0]), parse_metrics_text(texts[1], t1, names[1])]
-    return WindowPair(SnapshotWindow(snaps), None, f"{names[0]} → {names[1]}")
-
-
-def prometheus_windows(profile, end: datetime | None, minutes: int, match: dict[str, str],
-                       baseline_offset_h: float | None, timeout: float) -> WindowPair:
-    from triage.sources.metrics.prometheus_window import PrometheusWindow
-
-    end = end or datetime.now(UTC)
-    start = end - timedelta(minutes=minutes)
-    current = PrometheusWindow(profile, start, end, match=match, timeout=timeout)
-    baseline = None
-    if baseline_offset_h:
-        shift = timedelta(hours=baseline_offset_h)
-        baseline = PrometheusWindow(profile, start - shift, end - shift, match=match, timeout=timeout)
-    return WindowPair(current, baseline, f"{getattr(profile, 'name', profile)} · {minutes} min")
+def feeds() -> LiveFeeds:
+    """The session's live feeds, created on first use."""
+    return session.LIVE_FEEDS.setdefault(LiveFeeds)

@@ -2,57 +2,28 @@
 
 from __future__ import annotations
 
-import time
-from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass
+from collections.abc import Callable
 from datetime import datetime
 
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
+from components import session
 from components.evidence import diagnosis_panel
-from components.live_source import WindowPair
 from components.shell import knowledge, lang, t
-from triage.diagnosis.compare import SignalDelta, signal_deltas
-from triage.diagnosis.readings import Need, SeriesPoint
+from triage.diagnosis.compare import SignalDelta
 from triage.diagnosis.rules import Slo
-from triage.diagnosis.window import LiveDiagnosis, diagnose_window, window_signals
 from triage.errors import TriageError
 from triage.knowledge.panels import Panel, line_points, load_panels
 from triage.report.text import fmt_value
+from triage.service.live import LiveResult, refresh
+from triage.service.windows import WindowPair
 
-LAST_KEY = "live_last"      # the last good refresh of any source (the memory page reads its cache config)
-STALE_KEY = "live_by_source"  # source → its last good refresh, shown under a banner when a refresh fails
 # signal → True when higher is better (the delta is coloured accordingly)
 KPI_SIGNALS = {"ttft_p99_s": False, "tpot_p99_s": False, "kv_usage_max": False, "waiting_mean": False,
                "preemptions_per_s": False, "req_per_s": True, "out_tok_per_s": True, "prefix_hit_rate": True}
 NO_CHANGE = 1e-9
-SERIES_POINTS = 60
-
-
-@dataclass
-class LiveResult:
-    live: LiveDiagnosis
-    deltas: list[SignalDelta]
-    series: dict[Need, list[SeriesPoint]]
-    missing: dict[Need, str]
-    label: str
-    at: float
-
-
-def refresh(pair: WindowPair, slo: Slo) -> LiveResult:
-    """One refresh: all needs of the diagnosis and the panels (each window reads its needs concurrently)."""
-    kb = knowledge()
-    panel_needs = list({n for p in load_panels() for n in p.needs()})
-    with ThreadPoolExecutor(max_workers=3, thread_name_prefix="refresh") as pool:  # the three reads overlap
-        live_f = pool.submit(diagnose_window, kb, pair.current, slo)
-        series_f = pool.submit(pair.current.series, panel_needs, SERIES_POINTS)
-        base_f = pool.submit(window_signals, kb, pair.baseline) if pair.baseline else None
-        live, series = live_f.result(), series_f.result()
-        baseline = base_f.result()[0] if base_f else None
-    deltas = signal_deltas(live.diagnosis.signals, baseline) if baseline else []
-    return LiveResult(live, deltas, series, dict(live.readings.missing), pair.label, time.time())
 
 
 def _shown(value: float, unit: str) -> str:
@@ -144,12 +115,12 @@ def render(result: LiveResult) -> None:
     diagnosis_panel(result.live.diagnosis, result.label)
 
 
-def refresh_and_render(make_pair, slo: Slo, source_key: str) -> None:
+def refresh_and_render(make_pair: Callable[[], WindowPair], slo: Slo, source_key: str) -> None:
     """Refresh, or keep this source's last good result under a stale-data banner when it fails."""
-    stale: dict[str, LiveResult] = st.session_state.setdefault(STALE_KEY, {})
+    stale = session.LIVE_BY_SOURCE.setdefault(dict)
     try:
-        result = refresh(make_pair(), slo)
-        st.session_state[LAST_KEY] = stale[source_key] = result
+        result = stale[source_key] = refresh(knowledge(), make_pair(), slo)
+        session.LIVE_CACHE_CONFIG.set(result.cache_config)
     except TriageError as exc:
         last = stale.get(source_key)
         st.error(t("live_refresh_failed", reason=exc.line()))

@@ -9,9 +9,9 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
+from components import session
 from components.node_panel import technique_link
 from components.shell import knowledge, lang, t
-from triage.diagnosis.readings import Need
 from triage.errors import TriageError
 from triage.memory.calculator import (
     KV_DTYPES,
@@ -25,8 +25,6 @@ from triage.memory.calculator import (
 from triage.memory.presets import from_cache_config, load_gpus, load_models, parse_hf_config
 
 CUSTOM, PASTED = "__custom__", "__config__"
-CACHE_CONFIG = Need("info", "cache_config")
-LIVE_KEY = "live_last"
 
 
 # URL parameter → (widget key, parser): the inputs live in the URL so a link reproduces the result.
@@ -41,7 +39,7 @@ URL_FIELDS: dict[str, tuple[str, Callable[[str], Any]]] = {
 
 def _seed(key: str, default: Any, allowed: Iterable[Any] | None = None) -> None:
     """Give widget ``key`` its first value: from the URL when valid, else ``default`` (once per session)."""
-    if key in st.session_state:
+    if session.has_widget(key):
         return
     param = next(p for p, (k, _) in URL_FIELDS.items() if k == key)
     raw = st.query_params.get(param)
@@ -53,15 +51,15 @@ def _seed(key: str, default: Any, allowed: Iterable[Any] | None = None) -> None:
             value = default
         if allowed is not None and value not in allowed:
             value = default
-    st.session_state[key] = value
+    session.seed_widget(key, value)
 
 
 def _to_url(keys: Iterable[str]) -> None:
     """Write the inputs in use to the URL (other parameters, such as lang, stay)."""
     shown = set(keys)
     for param, (key, _) in URL_FIELDS.items():
-        if key in shown and key in st.session_state:
-            value = st.session_state[key]
+        if key in shown and session.has_widget(key):
+            value = session.widget_value(key)
             text = f"{value:g}" if isinstance(value, float) else str(value)
             if st.query_params.get(param) != text:
                 st.query_params[param] = text
@@ -115,10 +113,10 @@ def deployment(model: ModelSpec) -> MemoryInput:
     live = _live_cache_config()
     util_default = round(min(0.98, max(0.5, float(live.get("gpu_memory_utilization", 0.9)))), 2)
     default_weights = model.checkpoint_dtype if model.checkpoint_dtype in WEIGHT_DTYPES else WEIGHT_DTYPES[0]
-    if st.session_state.get("_mem_model_seen") != model.id:  # a new model starts at its checkpoint's dtype
-        if "_mem_model_seen" in st.session_state:
-            st.session_state["mem_weights_dtype"] = default_weights
-        st.session_state["_mem_model_seen"] = model.id
+    if session.MEMORY_MODEL_SEEN.get() != model.id:  # a new model starts at its checkpoint's dtype
+        if session.MEMORY_MODEL_SEEN.present():
+            session.seed_widget("mem_weights_dtype", default_weights)
+        session.MEMORY_MODEL_SEEN.set(model.id)
     _seed("mem_gpu", next(iter(gpus)), list(gpus))
     _seed("mem_weights_dtype", default_weights, WEIGHT_DTYPES)
     _seed("mem_kv_dtype", KV_DTYPES[0], KV_DTYPES)
@@ -127,8 +125,8 @@ def deployment(model: ModelSpec) -> MemoryInput:
     _seed("mem_pp", 1, PP_CHOICES)
     _seed("mem_max_len", 8192)
     _seed("mem_concurrency", 32)
-    if not 0.5 <= st.session_state["mem_util"] <= 0.98:
-        st.session_state["mem_util"] = util_default
+    if not 0.5 <= session.widget_value("mem_util") <= 0.98:
+        session.seed_widget("mem_util", util_default)
     c = st.columns(4)
     gpu = c[0].selectbox(t("mem_gpu"), list(gpus), format_func=lambda g: gpus[g].title, key="mem_gpu")
     weights = c[1].selectbox(t("mem_weights"), WEIGHT_DTYPES, key="mem_weights_dtype")
@@ -236,9 +234,7 @@ def numbers_table(inp: MemoryInput, b: MemoryBreakdown) -> pd.DataFrame:
 
 def _live_cache_config() -> dict[str, str]:
     """The cache_config_info labels of the live vLLM opened last (empty when there is none)."""
-    last = st.session_state.get(LIVE_KEY)
-    labels = last.live.readings.values.get(CACHE_CONFIG) if last is not None else None
-    return labels if isinstance(labels, dict) else {}
+    return session.LIVE_CACHE_CONFIG.get() or {}
 
 
 def _measured(inp: MemoryInput, b: MemoryBreakdown) -> None:

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import streamlit as st
 
+from components import session
 from components.shell import knowledge, labels_now, lang, t
 from components.tree_chart import NODE_PARAM
 from triage.knowledge.loader import ROOT_ID, KnowledgeBase
 
 TECHNIQUE_PAGE = "pages/technique.py"
-JUMP_KEY = "jump"
+JUMP_KEY = session.JUMP.name
 
 
 def _select(node_id: str) -> None:
@@ -90,14 +91,14 @@ def node_panel(node_id: str | None) -> None:
 
 
 def _on_jump() -> None:
-    _select(st.session_state[JUMP_KEY])
+    _select(session.JUMP.get() or ROOT_ID)
 
 
 def jump_box(selected: str | None) -> None:
     """A keyboard-friendly way to select any node, kept in step with the URL."""
     kb = knowledge()
     ids = [ROOT_ID] + [i for s in kb.symptoms for i in (s.id, *(c.id for c in s.causes))] + list(kb.techniques)
-    st.session_state[JUMP_KEY] = selected or ROOT_ID
+    session.JUMP.set(selected or ROOT_ID)
     st.selectbox(t("pick_node"), ids, key=JUMP_KEY, on_change=_on_jump,
                  format_func=labels_now(ids, lambda i: _label(kb, i)))
 

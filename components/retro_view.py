@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from components import session
 from components.evidence import findings_block, symptom_summary
 from components.findings import current_diagnosis
 from components.node_panel import technique_link
@@ -13,15 +14,11 @@ from triage.errors import TriageError
 from triage.report.markdown import WRONG_TEXT, report_markdown, restore_walk
 from triage.report.retro import RetroState, RetroStep, load_steps, suggested, wrong_usages
 
-STATE_KEY = "retro"
 STEP_PARAM = "step"
-VERIFY_KEY = "verify_result"  # set by the Verify page: the overall verdict of the last comparison (same key)
 
 
 def state() -> RetroState:
-    if STATE_KEY not in st.session_state:
-        st.session_state[STATE_KEY] = RetroState()
-    return st.session_state[STATE_KEY]
+    return session.RETRO.setdefault(RetroState)
 
 
 def current_step(s: RetroState) -> int:
@@ -57,7 +54,7 @@ def _answer(step: RetroStep, diag: Diagnosis | None, s: RetroState) -> None:
             tech = kb.techniques[s.techniques[0]]
             st.markdown("\n".join(f"- [{c.level}] {c.change.get(lang())}" for c in tech.checklist))
     elif step.id == "verify":
-        verdict = st.session_state.get(VERIFY_KEY)
+        verdict = session.VERIFY_VERDICT.get()
         st.markdown(t("retro_verify_result", verdict=verdict) if verdict else t("retro_verify_missing"))
 
 
@@ -83,7 +80,7 @@ def _decide(step: RetroStep, diag: Diagnosis | None, s: RetroState) -> None:
     elif step.id == "minimal_change":
         s.change = st.text_input(t("retro_change"), value=s.change, key="retro_change")
     elif step.id == "verify":
-        s.verification = st.session_state.get(VERIFY_KEY) or s.verification
+        s.verification = session.VERIFY_VERDICT.get() or s.verification
 
 
 def _checklist(step: RetroStep, s: RetroState) -> None:
@@ -102,18 +99,17 @@ def _export(s: RetroState, diag: Diagnosis | None) -> None:
     st.download_button(t("retro_export"), md, file_name="incident-report.md", mime="text/markdown",
                        icon=":material/download:", key="retro_export")
     upload = st.file_uploader(t("retro_import"), type=["md", "markdown", "txt"], key="retro_import")
-    if upload is not None and st.session_state.get("retro_imported") != upload.file_id:
+    if upload is not None and session.RETRO_IMPORTED.get() != upload.file_id:
         try:
-            st.session_state[STATE_KEY] = restore_walk(upload.getvalue().decode("utf-8", errors="replace"))
+            session.RETRO.set(restore_walk(upload.getvalue().decode("utf-8", errors="replace")))
         except TriageError as exc:
             st.error(t("retro_import_failed", name=upload.name, reason=exc.line()))
             return
-        for key in [k for k in st.session_state if str(k).startswith(("retro_title", "retro_note", "retro_chk",
-                                                                     "retro_change", "retro_symptom", "retro_cause",
-                                                                     "retro_techniques"))]:
-            del st.session_state[key]  # widgets would otherwise show the walk that was replaced
-        st.session_state["retro_imported"] = upload.file_id
-        st.query_params[STEP_PARAM] = str(st.session_state[STATE_KEY].step)
+        # widgets would otherwise show the walk that was replaced
+        session.forget_widgets(("retro_title", "retro_note", "retro_chk", "retro_change", "retro_symptom",
+                                "retro_cause", "retro_techniques"))
+        session.RETRO_IMPORTED.set(upload.file_id)
+        st.query_params[STEP_PARAM] = str(state().step)
         st.rerun()
 
 

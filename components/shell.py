@@ -7,13 +7,13 @@ from typing import Any
 
 import streamlit as st
 
+from components import session
 from triage.knowledge.i18n import tr
 from triage.knowledge.loader import KnowledgeBase, load_knowledge
 from triage.knowledge.model import LANGS
 
-LANG_KEY = "lang"
+LANG_KEY = session.LANG.name
 LANG_LABELS = {"en": "English", "zh": "中文"}
-_ADOPTED = False  # whether this process has already handed its legacy first run to st.navigation
 
 
 @st.cache_resource(show_spinner=False)
@@ -24,14 +24,16 @@ def knowledge() -> KnowledgeBase:
 
 def lang() -> str:
     """Current language: the session's choice, first taken from ``?lang=`` (so links keep it), else English."""
-    if st.session_state.get(LANG_KEY) not in LANGS:
+    current = session.LANG.get()
+    if current not in LANGS:
         wanted = st.query_params.get(LANG_KEY)
-        st.session_state[LANG_KEY] = wanted if wanted in LANGS else "en"
-    return st.session_state[LANG_KEY]
+        current = wanted if wanted in LANGS else "en"
+        session.LANG.set(current)
+    return current
 
 
 def _lang_to_url() -> None:
-    st.query_params[LANG_KEY] = st.session_state[LANG_KEY]
+    st.query_params[LANG_KEY] = lang()
 
 
 def t(key: str, **fmt: object) -> str:
@@ -51,26 +53,6 @@ def sidebar() -> None:
             st.caption(t("wrong_usages"))
             for wrong in kb.guidance.wrong_usages:
                 st.markdown(f"✗ {wrong.get(lang())}")
-
-
-def adopt_navigation() -> None:
-    """Hand a legacy first run over to ``st.navigation``; call at the top of every page file.
-
-    With a ``pages/`` folder beside app.py, Streamlit 1.67 serves the first request of a fresh server
-    through its legacy multipage mode: a deep link (``/benchmark``) runs the page file alone, without
-    app.py's navigation, sidebar or page config, and the server stays in that mode until app.py runs.
-    Clearing the (internal, pinned-version) flag and rerunning lets app.py frame the same page. The
-    flag is set once per server process, so one rerun per process is all a real server needs; AppTest
-    resets it before every run, where a rerun each time would swallow button clicks.
-    """
-    global _ADOPTED
-    from streamlit.runtime.pages_manager import PagesManager
-
-    if PagesManager.uses_pages_directory:
-        PagesManager.uses_pages_directory = False
-        if not _ADOPTED:
-            _ADOPTED = True
-            st.rerun()
 
 
 def labels_now(options: Iterable[Hashable], label: Callable[[Any], str]) -> Callable[[Any], str]:

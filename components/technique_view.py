@@ -5,6 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from components import session
 from components.shell import knowledge, lang, t
 from triage.knowledge.model import ENGINES, LEVEL_ORDER, Technique
 
@@ -44,7 +45,7 @@ def _checklist(tech: Technique) -> None:
         st.checkbox(label, key=key, persist_state="session",
                     help=f"{t('measure')}: {step.measure.get(lang())}")
         st.caption(f"↳ {t('measure')}: {step.measure.get(lang())}")
-    done = sum(bool(st.session_state.get(k)) for k in keys)
+    done = sum(bool(session.widget_value(k)) for k in keys)
     st.progress(done / len(keys), text=t("checklist_progress", done=done, total=len(keys)))
 
 

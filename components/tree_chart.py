@@ -7,6 +7,7 @@ from collections.abc import Iterable
 import plotly.graph_objects as go
 import streamlit as st
 
+from components import session
 from components.shell import knowledge, lang
 from triage.knowledge.layout import PlacedNode, highlight_keys, layout, selected_keys
 
@@ -78,7 +79,7 @@ def node_from_selection(event: object) -> str | None:
 
 
 def _on_select() -> None:
-    clicked = node_from_selection(st.session_state.get(CHART_KEY))
+    clicked = node_from_selection(session.widget_value(CHART_KEY))
     if clicked and knowledge().has(clicked):
         st.query_params[NODE_PARAM] = clicked
 

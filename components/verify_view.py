@@ -3,23 +3,21 @@
 from __future__ import annotations
 
 import os
-from datetime import datetime, timedelta
 
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
+from components import session
 from components.bench_source import parse
 from components.shell import knowledge, labels_now, lang, t
 from triage.diagnosis.rules import Slo
-from triage.diagnosis.window import window_signals
 from triage.errors import TriageError
 from triage.run import Run
+from triage.service.windows import prometheus_run
 from triage.verify.comparison import Comparison, compare, comparison_json
 from triage.verify.experiment_log import ExperimentLog, entry_from
-from triage.verify.windows import run_from_signals
 
-VERIFY_KEY = "verify_result"
 VERDICT_ICON = {"gain": "🟢", "regression": "🔴", "no effect": "⚪"}
 
 
@@ -44,12 +42,6 @@ def _pick(side: str) -> tuple[str, bytes, Run] | None:
     return upload.name, data, bench.runs[i]
 
 
-def _window_run(profile, end: datetime, minutes: int, label: str) -> Run:
-    """A Prometheus window as a summary-only run: its server signals (no per-request rows, no intervals)."""
-    from triage.sources.metrics.prometheus_window import PrometheusWindow
-
-    window = PrometheusWindow(profile, end - timedelta(minutes=minutes), end)
-    return run_from_signals(window_signals(knowledge(), window)[0], label)
 
 
 def _pick_windows() -> tuple[tuple[str, bytes, Run], tuple[str, bytes, Run]] | None:
@@ -68,7 +60,7 @@ def _pick_windows() -> tuple[tuple[str, bytes, Run], tuple[str, bytes, Run]] | N
         cand_end = end_time("verify_cand_end", always=True)
     minutes = WINDOWS_MIN[window]
     try:
-        runs = [_window_run(profile, end, minutes, f"{profile.name} {window} to {end:%Y-%m-%d %H:%M}Z")
+        runs = [prometheus_run(knowledge(), profile, end, minutes, f"{profile.name} {window} to {end:%Y-%m-%d %H:%M}Z")
                 for end in (base_end, cand_end)]
     except TriageError as exc:
         st.error(exc.line())
@@ -185,7 +177,7 @@ def verify_page(slo: Slo) -> None:
         st.info(t("verify_need_two"))
         return
     c = compare(base[2], cand[2], slo, technique=technique, kb=kb)
-    st.session_state[VERIFY_KEY] = c.overall
+    session.VERIFY_VERDICT.set(c.overall)
     _verdict(c)
     st.dataframe(_table(c), hide_index=True, width="stretch")
     st.plotly_chart(_delta_chart(c), width="stretch", key="verify_deltas")

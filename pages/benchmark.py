@@ -1,7 +1,7 @@
 """Benchmark: drop a load-test result, see the branch it matches and the numbers that prove it."""
 
 from components.bench_view import benchmark_page
-from components.shell import adopt_navigation
+from components.navigation import adopt_navigation
 from components.slo_picker import hardware_sidebar, slo_sidebar
 
 adopt_navigation()

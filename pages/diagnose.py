@@ -3,8 +3,9 @@
 import streamlit as st
 
 from components.findings import current_highlight
+from components.navigation import adopt_navigation
 from components.node_panel import jump_box, node_panel
-from components.shell import adopt_navigation, t
+from components.shell import t
 from components.tree_chart import NODE_PARAM, selected_node, tree_chart
 
 adopt_navigation()

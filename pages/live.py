@@ -4,7 +4,8 @@ import streamlit as st
 
 from components.live_picker import source_picker
 from components.live_view import refresh_and_render
-from components.shell import adopt_navigation, t
+from components.navigation import adopt_navigation
+from components.shell import t
 from components.slo_picker import slo_sidebar
 
 adopt_navigation()

@@ -1,7 +1,7 @@
 """Log: every recorded verification, filterable by technique and verdict, exportable as CSV."""
 
 from components.log_view import log_page
-from components.shell import adopt_navigation
+from components.navigation import adopt_navigation
 
 adopt_navigation()
 

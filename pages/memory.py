@@ -1,7 +1,7 @@
 """Memory: which of weights, KV cache, activations and overhead is the big one, and what each step frees."""
 
 from components.memory_view import memory_page
-from components.shell import adopt_navigation
+from components.navigation import adopt_navigation
 
 adopt_navigation()
 

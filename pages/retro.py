@@ -1,7 +1,7 @@
 """Retro: walk the tree one step at a time with the loaded data, then export the incident report."""
 
+from components.navigation import adopt_navigation
 from components.retro_view import retro_page
-from components.shell import adopt_navigation
 
 adopt_navigation()
 

@@ -2,7 +2,8 @@
 
 import streamlit as st
 
-from components.shell import adopt_navigation, knowledge, t
+from components.navigation import adopt_navigation
+from components.shell import knowledge, t
 from components.technique_view import technique_index, technique_view
 
 adopt_navigation()

@@ -1,6 +1,6 @@
 """Verify: a change against its baseline, metric by metric, with intervals and a verdict; saved to the log."""
 
-from components.shell import adopt_navigation
+from components.navigation import adopt_navigation
 from components.slo_picker import slo_sidebar
 from components.verify_view import verify_page
 

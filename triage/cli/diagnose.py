@@ -64,10 +64,11 @@ def hardware(args: argparse.Namespace) -> Hardware | None:
 
 def live_diagnosis(kb, args: argparse.Namespace):
     from triage.cli.live import live_window
-    from triage.diagnosis.window import diagnose_window
+    from triage.service.live import refresh
+    from triage.service.windows import WindowPair
 
     window, label = live_window(args)
-    live = diagnose_window(kb, window, _slo(kb, args))
+    live = refresh(kb, WindowPair(window, None, label), _slo(kb, args), series_points=0).live
     if live.diagnosis.empty:
         raise TriageError(f"nothing to diagnose: {live.diagnosis.empty}", where=label)
     return live, label

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import re
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 
 from triage.diagnosis.readings import MetricWindow
@@ -47,12 +47,12 @@ def parse_match(items: list[str]) -> dict[str, str]:
 def live_window(args: argparse.Namespace) -> tuple[MetricWindow, str]:
     """The window the arguments name, and a label for the report."""
     if args.prometheus:
-        from triage.sources.metrics.prometheus_window import PrometheusWindow
+        from triage.service.windows import prometheus_pair
 
         end = parse_end(args.end)
-        start = end - timedelta(seconds=window_seconds(args.window))
-        window = PrometheusWindow(args.prometheus, start, end, match=parse_match(args.match), timeout=args.timeout)
-        return window, f"prometheus {args.prometheus} {args.window} to {end:%Y-%m-%dT%H:%M:%SZ}"
+        pair = prometheus_pair(args.prometheus, end, window_seconds(args.window) / 60, parse_match(args.match),
+                               None, args.timeout)
+        return pair.current, f"prometheus {args.prometheus} {args.window} to {end:%Y-%m-%dT%H:%M:%SZ}"
     if args.endpoint:
         from triage.sources.metrics.scrape import two_scrapes
         from triage.sources.metrics.snapshot_window import SnapshotWindow
@@ -62,19 +62,18 @@ def live_window(args: argparse.Namespace) -> tuple[MetricWindow, str]:
 
 
 def _snapshot_files(paths: list[Path], interval: float, match: dict[str, str]) -> tuple[MetricWindow, str]:
-    from triage.sources.metrics.exposition import parse_metrics_text
-    from triage.sources.metrics.snapshot_window import SnapshotWindow
+    from triage.service.windows import snapshot_pair
 
     if interval <= 0:
         raise TriageError("the interval between the snapshots must be positive", key="--interval")
-    snaps = []
-    for i, path in enumerate(paths):
+    texts = []
+    for path in paths:
         try:
-            text = path.read_text(encoding="utf-8")
-        except (OSError, UnicodeDecodeError) as exc:
-            raise TriageError(f"cannot read as UTF-8 text: {exc}", where=str(path)) from exc
-        snaps.append(parse_metrics_text(text, i * interval, str(path)))
-    return SnapshotWindow(snaps, match=match), f"{paths[0]} → {paths[1]} ({interval:g} s apart)"
+            texts.append(path.read_bytes())
+        except OSError as exc:
+            raise TriageError(f"cannot read: {exc.strerror or exc}", where=str(path)) from exc
+    pair = snapshot_pair(texts[0], texts[1], (str(paths[0]), str(paths[1])), interval, match)
+    return pair.current, f"{paths[0]} → {paths[1]} ({interval:g} s apart)"
 
 
 def add_live_arguments(p: argparse.ArgumentParser) -> None:

@@ -1,0 +1,216 @@
+"""triage.service without Streamlit: the Live refresh on the simulator, baseline deltas, window pairs, upload ingest."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from tests.prom_harness import FakeBehaviour, fake_prometheus
+from triage.diagnosis.compare import signal_deltas
+from triage.diagnosis.readings import MetricWindow, Need, Readings, SeriesPoint
+from triage.diagnosis.rules import resolve_slo
+from triage.diagnosis.window import window_signals
+from triage.errors import TriageError
+from triage.run import Benchmark
+from triage.service.live import CACHE_CONFIG, SERIES_POINTS, panel_needs, refresh
+from triage.service.uploads import SAMPLE_PATH, Uploads, digest_of, format_title, open_benchmark, sample_benchmark
+from triage.service.windows import BUFFER_CAPACITY, LiveFeeds, WindowPair, prometheus_pair, snapshot_pair
+from triage.sources.metrics.simulator import Simulator
+
+T0 = 1_750_000_000.0
+
+
+class Clock:
+    """A clock the test moves by hand (the demo feeds read it instead of the wall clock)."""
+
+    def __init__(self, now: float = T0) -> None:
+        self.now = now
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture(scope="module")
+def demo():
+    """One session's feeds on a hand-moved clock, and the queueing scenario's first refresh."""
+    clock = Clock()
+    feeds = LiveFeeds(clock=clock)
+    return clock, feeds
+
+
+def test_demo_refresh_finds_the_scenario_and_compares_with_the_healthy_baseline(kb, demo):
+    clock, feeds = demo
+    pair = feeds.demo("queueing", 10)
+    result = refresh(kb, pair, resolve_slo(kb), clock=clock)
+    assert result.live.diagnosis.matched_ids[0] == "ttft.queueing"
+    assert result.label == "demo · queueing" and result.at == T0
+    by_name = {d.name: d for d in result.deltas}
+    assert {"ttft_p99_s", "waiting_mean", "kv_usage_max"} <= set(by_name)
+    assert by_name["waiting_mean"].delta > 0, "a queueing engine waits more than the healthy baseline"
+    expected = signal_deltas(result.live.diagnosis.signals, window_signals(kb, pair.baseline)[0])
+    assert [(d.name, d.current, d.baseline) for d in result.deltas] == [(d.name, d.current, d.baseline)
+                                                                       for d in expected]
+    assert set(result.series) == set(panel_needs())
+    assert max(len(points) for points in result.series.values()) <= SERIES_POINTS
+    assert result.cache_config.get("block_size"), "the simulator exports vllm:cache_config_info"
+    assert result.missing == result.live.readings.missing
+
+
+def test_demo_feed_follows_the_clock(demo):
+    clock, feeds = demo
+    feeds.demo("queueing", 10)
+    feed = feeds.demos["queueing"]
+    before, sim_now = len(feed.buffer), feed.sim.now
+    feeds.demo("queueing", 10)
+    assert len(feed.buffer) == before, "no new scrape when the clock has not moved"
+    clock.now += 30
+    feeds.demo("queueing", 10)
+    assert len(feed.buffer) == before + 1 and feed.sim.now == pytest.approx(sim_now + 30)
+    assert feed.buffer.capacity == BUFFER_CAPACITY
+
+
+def test_a_second_scenario_shares_the_baseline(kb, demo):
+    clock, feeds = demo
+    first = feeds.demo("queueing", 10)
+    second = feeds.demo("kv_pressure", 10)
+    assert refresh(kb, second, resolve_slo(kb)).live.diagnosis.matched_ids[0] == "memory.kv_cache"
+    assert first.baseline.snapshots == second.baseline.snapshots  # type: ignore[union-attr]
+
+
+def test_unknown_scenario_is_refused(demo):
+    with pytest.raises(TriageError, match="unknown demo scenario"):
+        demo[1].demo("nope", 10)
+
+
+def test_cli_refresh_skips_the_panels(kb, demo):
+    result = refresh(kb, demo[1].demo("queueing", 10), resolve_slo(kb), series_points=0)
+    assert result.series == {} and result.live.diagnosis.matched_ids
+
+
+@dataclass
+class Gated:
+    """A window whose reads wait until all three reads of a refresh have started: proves they overlap."""
+
+    inner: MetricWindow
+    gate: threading.Barrier
+
+    @property
+    def engine(self):
+        return self.inner.engine
+
+    @property
+    def addons(self):
+        return self.inner.addons
+
+    def read(self, needs: list[Need]) -> Readings:
+        self.gate.wait()
+        return self.inner.read(needs)
+
+    def series(self, needs: list[Need], points: int = 60) -> dict[Need, list[SeriesPoint]]:
+        self.gate.wait()
+        return self.inner.series(needs, points)
+
+
+def test_refresh_reads_window_panels_and_baseline_concurrently(kb, demo):
+    pair = demo[1].demo("queueing", 10)
+    gate = threading.Barrier(3, timeout=30)  # a sequential refresh would break the barrier
+    gated = WindowPair(Gated(pair.current, gate), Gated(pair.baseline, gate), pair.label)  # type: ignore[arg-type]
+    result = refresh(kb, gated, resolve_slo(kb))
+    assert result.deltas and result.series and not gate.broken
+
+
+def test_a_failing_source_raises_a_triage_error(kb, demo):
+    pair = demo[1].demo("queueing", 10)
+
+    class Broken(Gated):
+        def read(self, needs: list[Need]) -> Readings:
+            raise TriageError("scrape failed", where="test")
+
+    broken = WindowPair(pair.current, Broken(pair.baseline, threading.Barrier(1)), pair.label)  # type: ignore[arg-type]
+    with pytest.raises(TriageError, match="scrape failed"):
+        refresh(kb, broken, resolve_slo(kb))
+
+
+def test_snapshot_pair(kb):
+    sim = Simulator("kv_pressure", seed=3, start=T0)
+    before = sim.render().encode()
+    sim.advance(120)
+    pair = snapshot_pair(before, sim.render().encode(), ("a.txt", "b.txt"), 120, clock=Clock(T0 + 120))
+    assert pair.baseline is None and pair.label == "a.txt → b.txt"
+    assert refresh(kb, pair, resolve_slo(kb)).live.readings.window_seconds == pytest.approx(120)
+    with pytest.raises(TriageError, match="positive"):
+        snapshot_pair(before, before, ("a", "b"), 0)
+    with pytest.raises(TriageError, match="not UTF-8") as exc:
+        snapshot_pair(b"\xff\xfe", before, ("bad.bin", "b"), 60)
+    assert exc.value.where == "bad.bin"
+
+
+def test_prometheus_pair_baseline_is_the_same_span_earlier():
+    end = datetime(2025, 1, 2, 12, 0, tzinfo=UTC)
+    with fake_prometheus(FakeBehaviour()) as url:
+        pair = prometheus_pair(url, end, 15, {}, 24.0, 2.0)
+        alone = prometheus_pair(url, end, 15, {}, None, 2.0)
+    assert (pair.current.start, pair.current.end) == (end - timedelta(minutes=15), end)  # type: ignore[attr-defined]
+    assert pair.baseline.end == end - timedelta(hours=24)  # type: ignore[union-attr]
+    assert pair.baseline.window_seconds == 900 and alone.baseline is None  # type: ignore[union-attr]
+    assert pair.label == f"{url} · 15 min"
+
+
+# ---------------------------------------------------------------- uploads
+
+
+@dataclass
+class FakeUpload:
+    file_id: str
+    name: str
+    data: bytes
+
+    def getvalue(self) -> bytes:
+        return self.data
+
+
+class CountingParse:
+    def __init__(self) -> None:
+        self.calls: list[str] = []
+
+    def __call__(self, key: str, name: str, data: bytes) -> Benchmark:
+        self.calls.append(name)
+        return open_benchmark(data, name)
+
+
+GOOD = SAMPLE_PATH.read_bytes()
+BAD = b"this is not a benchmark file\n"
+
+
+def test_ingest_parses_each_content_once_and_keeps_what_loaded():
+    uploads, parse = Uploads(), CountingParse()
+    progress: list[str] = []
+    lines: list[str] = []
+    last = uploads.ingest([FakeUpload("1", "a.csv", GOOD)], parse, progress.append, lines.append)
+    assert last == digest_of(GOOD) and list(uploads.files) == [last] and parse.calls == ["a.csv"]
+    assert progress and "1/1" in progress[0] and "a.csv: generic_csv" in lines[0]
+    # a rerun with the same uploads: nothing fresh, nothing parsed
+    assert uploads.fresh([FakeUpload("1", "a.csv", GOOD)]) == []
+    # the same content under a new upload id: kept, not parsed again
+    assert uploads.ingest([FakeUpload("2", "copy.csv", GOOD)], parse) == last and parse.calls == ["a.csv"]
+    # a bad file: a message; what loaded stays
+    assert uploads.ingest([FakeUpload("3", "bad.json", BAD)], parse) is None
+    assert list(uploads.errors) == ["bad.json"] and "bad.json" in uploads.errors["bad.json"]
+    assert list(uploads.files) == [last]
+    assert uploads.fresh([FakeUpload("3", "bad.json", BAD)]), "a failed upload is tried again on the next run"
+    uploads.ingest([], parse)
+    assert uploads.errors == {}, "errors are those of the latest upload"
+
+
+def test_sample_and_format_title():
+    bench = sample_benchmark()
+    assert bench.runs and bench.parse_seconds > 0 and bench.source == SAMPLE_PATH.name
+    assert format_title(bench.format) != bench.format
+    assert format_title("no_such_format") == "no_such_format"
+
+
+def test_cache_config_need_is_the_engine_info():
+    assert CACHE_CONFIG == Need("info", "cache_config")

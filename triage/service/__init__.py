@@ -1,0 +1,8 @@
+"""The one API the UI, the CLI and bench/ call: open a source → window pair or run → signals → diagnosis → deltas.
+
+windows.py  open a live source as a window pair (demo simulator, polled /metrics, snapshots, Prometheus)
+live.py     one Live refresh: diagnosis, deltas against the baseline and the panels' series, read concurrently
+uploads.py  benchmark files: parse once per content hash, keep what loaded, report what did not
+
+No module here imports streamlit; the UI wraps these functions in ``st.cache_*`` and session state only.
+"""
