@@ -7,8 +7,8 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from components.shell import t
+from triage.diagnosis.sweep import SweepPoint, knee_index
 from triage.run import Run
-from triage.sweep import SweepPoint, knee_index
 
 MAX_POINTS = 5000  # scatter plots draw a fixed-seed sample; histograms use every request
 HEIGHT = 300

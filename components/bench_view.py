@@ -8,12 +8,12 @@ from components import bench_charts, bench_source
 from components.evidence import diagnosis_panel
 from components.kpi import kpi_row
 from components.shell import knowledge, t
-from triage.diagnosis import diagnose_run
-from triage.roofline import Hardware
-from triage.rules import Slo
+from triage.diagnosis.benchmark import diagnose_run
+from triage.diagnosis.roofline import Hardware
+from triage.diagnosis.rules import Slo
+from triage.diagnosis.sweep import sweep_points
 from triage.run import Run
 from triage.sources.files import FORMATS
-from triage.sweep import sweep_points
 
 UPLOAD_KEY = "bench_upload"
 

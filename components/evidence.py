@@ -9,8 +9,8 @@ from components.findings import remember
 from components.node_panel import technique_link
 from components.shell import knowledge, lang, t
 from components.tree_chart import NODE_PARAM, tree_chart
-from triage.report_text import fmt_value
-from triage.rules import Diagnosis, Evidence, Finding
+from triage.diagnosis.rules import Diagnosis, Evidence, Finding
+from triage.report.text import fmt_value
 
 CONFIDENCE_BADGE = {"high": ":red-badge[{}]", "medium": ":orange-badge[{}]", "low": ":gray-badge[{}]"}
 

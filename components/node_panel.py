@@ -6,7 +6,7 @@ import streamlit as st
 
 from components.shell import knowledge, labels_now, lang, t
 from components.tree_chart import NODE_PARAM
-from triage.knowledge import ROOT_ID, KnowledgeBase
+from triage.knowledge.loader import ROOT_ID, KnowledgeBase
 
 TECHNIQUE_PAGE = "pages/technique.py"
 JUMP_KEY = "jump"

@@ -8,10 +8,10 @@ from components.evidence import findings_block, symptom_summary
 from components.findings import current_diagnosis
 from components.node_panel import technique_link
 from components.shell import knowledge, labels_now, lang, t
+from triage.diagnosis.rules import Diagnosis
 from triage.errors import TriageError
-from triage.report_md import WRONG_TEXT, report_markdown, restore_walk
-from triage.retro import RetroState, RetroStep, load_steps, suggested, wrong_usages
-from triage.rules import Diagnosis
+from triage.report.markdown import WRONG_TEXT, report_markdown, restore_walk
+from triage.report.retro import RetroState, RetroStep, load_steps, suggested, wrong_usages
 
 STATE_KEY = "retro"
 STEP_PARAM = "step"

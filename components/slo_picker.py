@@ -5,9 +5,9 @@ from __future__ import annotations
 import streamlit as st
 
 from components.shell import knowledge, labels_now, lang, t
-from triage.memory_presets import load_gpus, load_models
-from triage.roofline import Hardware
-from triage.rules import Slo, resolve_slo
+from triage.diagnosis.roofline import Hardware
+from triage.diagnosis.rules import Slo, resolve_slo
+from triage.memory.presets import load_gpus, load_models
 
 
 def slo_sidebar() -> Slo:

@@ -6,7 +6,7 @@ import pandas as pd
 import streamlit as st
 
 from components.shell import knowledge, lang, t
-from triage.model import ENGINES, LEVEL_ORDER, Technique
+from triage.knowledge.model import ENGINES, LEVEL_ORDER, Technique
 
 DIAGNOSE_PAGE = "pages/diagnose.py"
 ENGINE_LABELS = {"vllm": "vLLM", "sglang": "SGLang", "tgi": "TGI"}

@@ -8,7 +8,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from components.shell import knowledge, lang
-from triage.tree_layout import PlacedNode, highlight_keys, layout, selected_keys
+from triage.knowledge.layout import PlacedNode, highlight_keys, layout, selected_keys
 
 CHART_KEY = "tree"
 NODE_PARAM = "node"

@@ -11,13 +11,13 @@ import streamlit as st
 
 from components.bench_source import parse
 from components.shell import knowledge, labels_now, lang, t
+from triage.diagnosis.rules import Slo
+from triage.diagnosis.window import window_signals
 from triage.errors import TriageError
-from triage.experiment_log import ExperimentLog, entry_from
-from triage.live.diagnose_live import window_signals
-from triage.rules import Slo
 from triage.run import Run
-from triage.verify import Comparison, compare, comparison_json
-from triage.verify_sources import run_from_signals
+from triage.verify.comparison import Comparison, compare, comparison_json
+from triage.verify.experiment_log import ExperimentLog, entry_from
+from triage.verify.windows import run_from_signals
 
 VERIFY_KEY = "verify_result"
 VERDICT_ICON = {"gain": "🟢", "regression": "🔴", "no effect": "⚪"}
@@ -46,7 +46,7 @@ def _pick(side: str) -> tuple[str, bytes, Run] | None:
 
 def _window_run(profile, end: datetime, minutes: int, label: str) -> Run:
     """A Prometheus window as a summary-only run: its server signals (no per-request rows, no intervals)."""
-    from triage.live.prometheus_window import PrometheusWindow
+    from triage.sources.metrics.prometheus_window import PrometheusWindow
 
     window = PrometheusWindow(profile, end - timedelta(minutes=minutes), end)
     return run_from_signals(window_signals(knowledge(), window)[0], label)

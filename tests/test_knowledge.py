@@ -8,7 +8,7 @@ import pytest
 
 from tests.conftest import edit_yaml
 from triage.errors import TriageError
-from triage.knowledge import load_knowledge
+from triage.knowledge.loader import load_knowledge
 
 SYMPTOMS = ["ttft", "tpot", "memory", "tail_latency", "throughput"]
 REQUIRED_CAUSES = """

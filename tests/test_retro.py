@@ -6,11 +6,11 @@ import pytest
 import streamlit as st
 
 from tests.apptest_tools import open_page, texts
-from triage.diagnosis import diagnose_run
+from triage.diagnosis.benchmark import diagnose_run
 from triage.errors import TriageError
-from triage.knowledge import DEFAULT_TREE_DIR
-from triage.report_md import report_markdown, restore_walk
-from triage.retro import RetroState, load_steps, wrong_usages
+from triage.knowledge.loader import DEFAULT_TREE_DIR
+from triage.report.markdown import report_markdown, restore_walk
+from triage.report.retro import RetroState, load_steps, wrong_usages
 from triage.sources.files import load_benchmark
 
 

@@ -6,11 +6,11 @@ import numpy as np
 import pytest
 
 from tests.synthetic import requests, run
-from triage.bench_signals import benchmark_signals, in_flight_at_arrival
-from triage.diagnosis import diagnose_run
-from triage.rules import diagnose, resolve_slo
+from triage.diagnosis.benchmark import diagnose_run
+from triage.diagnosis.client_signals import benchmark_signals, in_flight_at_arrival
+from triage.diagnosis.rules import diagnose, resolve_slo
+from triage.diagnosis.signals import SignalSet
 from triage.run import Run
-from triage.signals import SignalSet
 
 
 def test_healthy_run_has_no_finding_and_says_why(kb):
@@ -148,7 +148,7 @@ def test_flat_high_ttft_points_at_prefill_with_its_speed(kb):
 
 
 def test_flat_ttft_against_the_roofline_when_hardware_is_named(kb):
-    from triage.roofline import Hardware
+    from triage.diagnosis.roofline import Hardware
 
     diag = diagnose_run(kb, run(_flat(), prompt_tokens_mean=512.0, output_tokens_mean=275.0),
                         resolve_slo(kb, "chat", ttft_p99_s=0.3), Hardware("llama-3.1-8b", "h100"))
@@ -196,7 +196,7 @@ def test_context_evidence_never_counts(kb):
 
 
 def test_bytes_per_step_from_the_served_model_label(kb):
-    from triage.roofline import add_server_roofline, dcgm_gpu, served_model
+    from triage.diagnosis.roofline import add_server_roofline, dcgm_gpu, served_model
 
     assert served_model("meta-llama/Llama-3.1-8B-Instruct").id == "llama-3.1-8b"
     assert served_model("Qwen/Qwen2.5-72B-Instruct").id == "qwen2.5-72b"

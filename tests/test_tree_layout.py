@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from components.tree_chart import build_figure, node_from_selection
-from triage.sweep import knee_index
-from triage.tree_layout import COLUMN_X, highlight_keys, layout, selected_keys
+from triage.diagnosis.sweep import knee_index
+from triage.knowledge.layout import COLUMN_X, highlight_keys, layout, selected_keys
 
 
 def test_layout_places_every_node_once_per_drawing(kb):

@@ -1,0 +1,81 @@
+"""Tidy left-to-right layout of the decision tree and the highlight set for matched nodes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from triage.knowledge.loader import ROOT_ID, KnowledgeBase
+
+# Uneven columns: the widest labels (causes) get the widest gap so no edge crosses a label.
+COLUMN_X = {"root": 0.0, "symptom": 0.8, "cause": 1.8, "technique": 3.2}
+
+
+@dataclass(frozen=True)
+class PlacedNode:
+    """One drawn node. A technique under several causes is drawn once per cause, so ``key``
+    (unique per drawing) differs from ``id`` (the knowledge id a click selects)."""
+
+    key: str
+    id: str
+    kind: str
+    label: str
+    x: float
+    y: float
+    parent_key: str | None
+
+
+def _technique_label(kb: KnowledgeBase, tid: str, lang: str) -> str:
+    tech = kb.techniques[tid]
+    return tech.title.zh.split("（")[0] if lang == "zh" else tech.short
+
+
+def layout(kb: KnowledgeBase, lang: str = "en") -> list[PlacedNode]:
+    """Leaves get consecutive rows (top to bottom); each parent sits at the mean row of its children."""
+    nodes: list[PlacedNode] = []
+    row = 0.0
+    symptom_ys: list[float] = []
+    for sym in kb.symptoms:
+        cause_ys: list[float] = []
+        for cause in sym.causes:
+            leaf_ys: list[float] = []
+            for ct in cause.techniques:
+                leaf_ys.append(-row)
+                nodes.append(PlacedNode(f"{cause.id}/{ct.id}", ct.id, "technique",
+                                        _technique_label(kb, ct.id, lang), COLUMN_X["technique"], -row,
+                                        cause.id))
+                row += 1
+            cause_ys.append(sum(leaf_ys) / len(leaf_ys))
+            nodes.append(PlacedNode(cause.id, cause.id, "cause", cause.short.get(lang), COLUMN_X["cause"], cause_ys[-1],
+                                    sym.id))
+        row += 0.6  # a gap between symptom groups keeps the branches apart
+        symptom_ys.append(sum(cause_ys) / len(cause_ys))
+        nodes.append(PlacedNode(sym.id, sym.id, "symptom", sym.short.get(lang), COLUMN_X["symptom"], symptom_ys[-1],
+                                ROOT_ID))
+    root_label = kb.guidance.root.get(lang).split("（")[0].split(" (")[0]
+    root_y = sum(symptom_ys) / len(symptom_ys)
+    nodes.append(PlacedNode(ROOT_ID, ROOT_ID, "root", root_label, COLUMN_X["root"], root_y, None))
+    return nodes
+
+
+def highlight_keys(nodes: list[PlacedNode], matched_ids: set[str]) -> set[str]:
+    """Keys of every node on a path from the root to a matched node, plus a matched cause's techniques.
+
+    A matched symptom lights its path only; a matched cause also lights the techniques it
+    recommends, since those are what the user should look at next.
+    """
+    by_key = {n.key: n for n in nodes}
+    lit: set[str] = set()
+    for node in nodes:
+        hit = node.id in matched_ids or (node.kind == "technique" and node.parent_key in matched_ids)
+        if not hit:
+            continue
+        key: str | None = node.key
+        while key is not None:
+            lit.add(key)
+            key = by_key[key].parent_key
+    return lit
+
+
+def selected_keys(nodes: list[PlacedNode], selected_id: str | None) -> set[str]:
+    """Every drawing of the selected id (a technique may be drawn several times)."""
+    return {n.key for n in nodes if selected_id is not None and n.id == selected_id}
