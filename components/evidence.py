@@ -16,6 +16,7 @@ CONFIDENCE_BADGE = {"high": ":red-badge[{}]", "medium": ":orange-badge[{}]", "lo
 
 
 def _rows(evidence: list[Evidence]) -> pd.DataFrame:
+    """Evidence as a table indexed by signal; shown with st.table so long meanings wrap, never clip."""
     return pd.DataFrame([{
         t("ev_signal"): e.signal,
         t("ev_value"): fmt_value(e.value, e.unit),
@@ -23,7 +24,7 @@ def _rows(evidence: list[Evidence]) -> pd.DataFrame:
         t("ev_holds"): "ℹ" if e.context else {True: "✔", False: "✘", None: "—"}[e.holds],
         t("meaning"): e.meaning.get(lang()),
         t("ev_source"): e.source or t("not_measurable_short"),
-    } for e in evidence])
+    } for e in evidence]).set_index(t("ev_signal"))
 
 
 def _select(node_id: str) -> None:
@@ -41,7 +42,8 @@ def finding_card(f: Finding, rank: int, select: bool = True) -> None:
             names = ", ".join(kb.causes[c].title.get(lang()) for c in f.explains)
             st.caption(t("explains", names=names))
         measured = [e for e in f.evidence if e.holds is not None]
-        st.dataframe(_rows(measured), hide_index=True, width="stretch")
+        if measured:
+            st.table(_rows(measured))
         if f.not_measurable:
             st.caption(t("not_measurable", names=", ".join(f.not_measurable)))
         st.markdown(f"**{t('techniques')}**")
@@ -78,9 +80,30 @@ def findings_block(diag: Diagnosis, select: bool = True) -> None:
         st.success(t("no_symptom"))
     for i, f in enumerate(diag.findings, start=1):
         finding_card(f, i, select)
-    if diag.notes:
-        names = ", ".join(knowledge().causes[n.cause].title.get(lang()) for n in diag.notes)
-        st.caption(t("notes_line", names=names))
+    within_slo_but(diag, select)
+
+
+def within_slo_but(diag: Diagnosis, select: bool = True) -> None:
+    """Evidence that matches a cause while no symptom is felt: a warning card each, numbers and techniques."""
+    if not diag.notes:
+        return
+    st.markdown(f"#### {t('within_slo_but')}")
+    st.caption(t("within_slo_but_hint"))
+    kb = knowledge()
+    for f in diag.notes:
+        cause = kb.causes[f.cause]
+        with st.container(border=True):
+            st.warning(f"**{cause.title.get(lang())}** — {kb.symptom_of(f.cause).title.get(lang())} "
+                       f"{t('within_slo_note')}", icon=":material/warning:")
+            measured = [e for e in f.evidence if e.holds is not None]
+            if measured:
+                st.table(_rows(measured))
+            st.markdown(f"**{t('techniques')}**")
+            for tid in f.techniques:
+                technique_link(tid)
+            if select:
+                st.button(t("show_in_tree", title=cause.short.get(lang())), key=f"select-note:{f.cause}",
+                          on_click=_select, args=(f.cause,), icon=":material/account_tree:")
 
 
 def diagnosis_panel(diag: Diagnosis, label: str) -> None:
