@@ -20,8 +20,8 @@ def _rows(evidence: list[Evidence]) -> pd.DataFrame:
     return pd.DataFrame([{
         t("ev_signal"): e.signal,
         t("ev_value"): fmt_value(e.value, e.unit),
-        t("ev_threshold"): f"{e.op} {fmt_value(e.threshold, e.unit)}",
-        t("ev_holds"): {True: "✔", False: "✘", None: "—"}[e.holds],
+        t("ev_threshold"): "—" if e.context else f"{e.op} {fmt_value(e.threshold, e.unit)}",
+        t("ev_holds"): "ℹ" if e.context else {True: "✔", False: "✘", None: "—"}[e.holds],
         t("meaning"): e.meaning.get(lang()),
         t("ev_source"): e.source or t("not_measurable_short"),
     } for e in evidence]).set_index(t("ev_signal"))
