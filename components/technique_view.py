@@ -29,7 +29,7 @@ def _knobs(tech: Technique) -> None:
             if knobs.flags:
                 rows = [{t("flag"): f.flag, t("default"): f.default, t("meaning"): f.meaning.get(lang())}
                         for f in knobs.flags]
-                st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+                st.table(pd.DataFrame(rows).set_index(t("flag")))  # a static table wraps long meanings
             else:
                 st.caption(t("no_flags"))
             if knobs.example.strip():

@@ -65,7 +65,7 @@ def live_diagnosis(kb, args: argparse.Namespace):
     from triage.diagnosis.window import diagnose_window
 
     window, label = live_window(args)
-    live = diagnose_window(kb, window, _slo(kb, args))
+    live = diagnose_window(kb, window, _slo(kb, args), hardware(args))
     if live.diagnosis.empty:
         raise TriageError(f"nothing to diagnose: {live.diagnosis.empty}", where=label)
     return live, label

@@ -57,6 +57,8 @@ class Condition(Strict):
     factor: float = 1.0
     only_if: str | None = None  # an SLO flag that must be true for the condition to count
     supports_only: bool = False  # raises confidence but cannot match a cause on its own
+    context: bool = False  # a number shown with the finding (e.g. prefill speed); never counted for or against
+    one_way: bool = False  # one sufficient pattern among others: counts when it holds, never against the cause
     requires: list[Condition] = Field(default_factory=list)  # all must hold too (unmeasurable ones do not block)
     meaning: Text
 

@@ -293,6 +293,16 @@ def decode_floor(inp: MemoryInput, batch: int | None = None, context: int | None
     return DecodeFloor(max(memory_ms, compute_ms), bound, memory_ms, compute_ms, w_bytes / bw * 1e3)
 
 
+def prefill_floor_ms(inp: MemoryInput, prompt: int) -> float:
+    """Roofline floor of one prefill of ``prompt`` tokens alone: dense FLOPs (2 × active params per token plus
+    causal attention, 2 × layers × prompt² × heads × head_dim) ÷ peak, or the weight read ÷ bandwidth."""
+    m = inp.model
+    flops = 2 * m.active_b * 1e9 * prompt + 2 * m.layers * prompt * prompt * m.heads * m.head_dim
+    compute_ms = flops / (inp.tp * _peak_tflops(inp.gpu, inp.weights) * 1e12) * 1e3
+    memory_ms = weight_bytes(m, inp.weights) / inp.tp / (inp.gpu.bandwidth_gbs * 1e9) * 1e3
+    return max(compute_ms, memory_ms)
+
+
 # ---------------------------------------------------------------- what-if ladder
 
 
