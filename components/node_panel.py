@@ -6,7 +6,7 @@ import streamlit as st
 
 from components import session
 from components.shell import knowledge, labels_now, lang, t
-from components.tree_chart import NODE_PARAM
+from components.tree_chart import request_scroll
 from triage.knowledge.loader import ROOT_ID, KnowledgeBase
 
 TECHNIQUE_PAGE = "pages/technique.py"
@@ -14,7 +14,7 @@ JUMP_KEY = session.JUMP.name
 
 
 def _select(node_id: str) -> None:
-    st.query_params[NODE_PARAM] = node_id
+    request_scroll(node_id)
 
 
 def _node_button(node_id: str, label: str) -> None:

@@ -22,17 +22,19 @@ def state() -> RetroState:
 
 
 def current_step(s: RetroState) -> int:
-    """The step in the URL wins (a shared link opens the same step), clamped to the walk."""
+    """The step in the URL wins (a shared link opens the same step), clamped to the walk.
+
+    The URL counts from 1, as the text does (``?step=3`` is "3. …"); the state counts from 0."""
     raw = st.query_params.get(STEP_PARAM)
     if raw is not None and raw.isdigit():
-        s.step = min(int(raw), len(load_steps()) - 1)
+        s.step = max(0, min(int(raw) - 1, len(load_steps()) - 1))
     return s.step
 
 
 def _go(delta: int) -> None:
     s = state()
     s.step = max(0, min(s.step + delta, len(load_steps()) - 1))
-    st.query_params[STEP_PARAM] = str(s.step)
+    st.query_params[STEP_PARAM] = str(s.step + 1)
     s.log(load_steps()[s.step].id, f"moved to step {s.step + 1}")
 
 
@@ -109,7 +111,7 @@ def _export(s: RetroState, diag: Diagnosis | None) -> None:
         session.forget_widgets(("retro_title", "retro_note", "retro_chk", "retro_change", "retro_symptom",
                                 "retro_cause", "retro_techniques"))
         session.RETRO_IMPORTED.set(upload.file_id)
-        st.query_params[STEP_PARAM] = str(state().step)
+        st.query_params[STEP_PARAM] = str(state().step + 1)
         st.rerun()
 
 

@@ -1,7 +1,7 @@
 """Every st.session_state key the app writes: its name, its type and the one module that writes it.
 
 Components touch ``st.session_state`` only through this module (tests/test_session_keys.py checks it):
-a key is written (``set``/``setdefault``/``clear``) only by its owner; others may ``get`` it. Keys that
+a key is written (``set``/``setdefault``/``clear``/``pop``) only by its owner; others may ``get`` it. Keys that
 are only widget values (``key=`` of a widget, written by Streamlit) are read with ``widget_value``.
 """
 
@@ -49,9 +49,15 @@ class StateKey(Generic[T]):
     def clear(self) -> None:
         st.session_state.pop(self.name, None)
 
+    def pop(self) -> T | None:
+        """The value, removed (a one-shot request)."""
+        return cast("T | None", st.session_state.pop(self.name, None))
+
 
 LANG: StateKey[str] = StateKey("lang", "components.shell", "the UI language (en, zh)", widget=True)
 JUMP: StateKey[str] = StateKey("jump", "components.node_panel", "the node picked in the jump box", widget=True)
+TREE_SCROLL: StateKey[str] = StateKey(
+    "tree_scroll_to", "components.tree_chart", "node id the next draw of the tree scrolls into view (one-shot)")
 FINDINGS: StateKey[list[str]] = StateKey(
     "findings", "components.findings", "cause ids of the source diagnosed last (the tree lights them)")
 DIAGNOSIS: StateKey[tuple[str, Diagnosis]] = StateKey(
@@ -75,9 +81,9 @@ RETRO: StateKey[RetroState] = StateKey("retro", "components.retro_view", "the re
 RETRO_IMPORTED: StateKey[str] = StateKey(
     "retro_imported", "components.retro_view", "upload id of the report imported last (imported once)")
 
-KEYS: tuple[StateKey[Any], ...] = (LANG, JUMP, FINDINGS, DIAGNOSIS, BENCH_UPLOADS, BENCH_CHOICE, LIVE_FEEDS,
-                                   LIVE_BY_SOURCE, LIVE_CACHE_CONFIG, VERIFY_VERDICT, MEMORY_MODEL_SEEN, RETRO,
-                                   RETRO_IMPORTED)
+KEYS: tuple[StateKey[Any], ...] = (LANG, JUMP, TREE_SCROLL, FINDINGS, DIAGNOSIS, BENCH_UPLOADS, BENCH_CHOICE,
+                                   LIVE_FEEDS, LIVE_BY_SOURCE, LIVE_CACHE_CONFIG, VERIFY_VERDICT, MEMORY_MODEL_SEEN,
+                                   RETRO, RETRO_IMPORTED)
 
 
 def widget_value(key: str) -> Any:

@@ -12,7 +12,7 @@ from components import session
 ROOT = Path(__file__).resolve().parent.parent
 UI_FILES = sorted([ROOT / "app.py", *(ROOT / "components").glob("*.py"), *(ROOT / "pages").glob("*.py")])
 CORE_FILES = sorted((ROOT / "triage").rglob("*.py"))
-WRITES = {"set", "setdefault", "clear"}
+WRITES = {"set", "setdefault", "clear", "pop"}
 
 
 def _rel(path: Path) -> str:

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from triage.diagnosis.compare import SignalDelta, signal_deltas
 from triage.diagnosis.readings import Need, SeriesPoint
+from triage.diagnosis.roofline import Hardware
 from triage.diagnosis.rules import Slo
 from triage.diagnosis.window import LiveDiagnosis, diagnose_window, window_signals
 from triage.knowledge.loader import KnowledgeBase
@@ -42,15 +43,16 @@ def panel_needs() -> list[Need]:
 
 
 def refresh(kb: KnowledgeBase, pair: WindowPair, slo: Slo, series_points: int = SERIES_POINTS,
-            clock: Clock = time.time) -> LiveResult:
+            clock: Clock = time.time, hardware: Hardware | None = None) -> LiveResult:
     """One refresh; the window's diagnosis, the panels' series and the baseline's signals are read concurrently.
 
-    ``series_points=0`` skips the panels (the CLI has none). Raises TriageError when a source fails.
+    ``series_points=0`` skips the panels (the CLI has none); ``hardware`` adds the roofline comparisons.
+    Raises TriageError when a source fails.
     """
     with ThreadPoolExecutor(max_workers=3, thread_name_prefix="refresh") as pool:  # the three reads overlap
-        live_f = pool.submit(diagnose_window, kb, pair.current, slo)
+        live_f = pool.submit(diagnose_window, kb, pair.current, slo, hardware)
         series_f = pool.submit(pair.current.series, panel_needs(), series_points) if series_points else None
-        base_f = pool.submit(window_signals, kb, pair.baseline) if pair.baseline is not None else None
+        base_f = pool.submit(window_signals, kb, pair.baseline, hardware) if pair.baseline is not None else None
         live = live_f.result()
         series = series_f.result() if series_f else {}
         baseline = base_f.result()[0] if base_f else None
