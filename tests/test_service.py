@@ -214,3 +214,15 @@ def test_sample_and_format_title():
 
 def test_cache_config_need_is_the_engine_info():
     assert CACHE_CONFIG == Need("info", "cache_config")
+
+
+@pytest.mark.parametrize("behaviour,expected", [
+    ({"status": 500}, "500"),
+    ({"status": 401}, "401"),
+    ({"query_delay": 30.0, "delay_everything": True}, "timed out"),
+], ids=["http-500", "http-401", "slow"])
+def test_prometheus_faults_raise_one_clear_error(kb, behaviour, expected):
+    """What the Live page shows under "Refresh failed" (tests/test_live_page.py checks the page for one fault)."""
+    with fake_prometheus(FakeBehaviour(**behaviour)) as url, pytest.raises(TriageError) as exc:
+        refresh(kb, prometheus_pair(url, None, 15, {}, None, 1.0), resolve_slo(kb))
+    assert expected in exc.value.line()
