@@ -27,7 +27,7 @@ CHILD = r"""
 import json, resource, sys, time
 sys.path.insert(0, {root!r})
 import pyarrow as pa, pyarrow.csv as pacsv
-from triage.sources.files import load_benchmark
+from triage.service.uploads import open_benchmark as load_benchmark  # what the UI and CLI call
 
 def rss_kb(field):
     try:
@@ -95,7 +95,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=5)
     args = ap.parse_args()
     sys.path.insert(0, str(ROOT))
-    from triage.sources.files import load_benchmark
+    from triage.service.uploads import open_benchmark as load_benchmark  # what the UI and CLI call
 
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "bench.csv"

@@ -18,13 +18,13 @@ from triage.run import Benchmark
 
 
 def read_benchmark(path: Path) -> Benchmark:
-    from triage.sources.files import load_benchmark
+    from triage.service.uploads import open_benchmark
 
     try:
         data = path.read_bytes()
     except OSError as exc:
         raise TriageError(f"cannot read: {exc.strerror or exc}", where=str(path)) from exc
-    return load_benchmark(data, path.name)
+    return open_benchmark(data, path.name)
 
 
 def runs_json(bench: Benchmark, chosen: int) -> list[dict]:

@@ -32,13 +32,13 @@ class Loaded:
 
 
 def read_side(path: Path, run_number: int | None, key: str) -> Loaded:
-    from triage.sources.files import load_benchmark
+    from triage.service.uploads import open_benchmark
 
     try:
         data = path.read_bytes()
     except OSError as exc:
         raise TriageError(f"cannot read: {exc.strerror or exc}", where=str(path)) from exc
-    bench = load_benchmark(data, path.name)
+    bench = open_benchmark(data, path.name)
     if run_number is None:
         number = len(bench.runs)
     elif 1 <= run_number <= len(bench.runs):
