@@ -90,11 +90,9 @@ def test_no_profiles_explains_how_to_add_one(monkeypatch):
         pytest.skip("a Prometheus profile is configured on this machine")
 
 
-@pytest.mark.parametrize("behaviour,expected", [
-    ({"status": 500}, "500"),
-    ({"status": 401}, "401"),
-    ({"query_delay": 30.0, "delay_everything": True}, "timed out"),
-], ids=["http-500", "http-401", "slow"])
+# One fault through the page (message, and the page keeps working); every fault's message is checked without
+# Streamlit in tests/test_service.py::test_prometheus_faults_raise_one_clear_error.
+@pytest.mark.parametrize("behaviour,expected", [({"status": 500}, "500")], ids=["http-500"])
 def test_prometheus_faults_give_a_message_and_the_page_works(monkeypatch, behaviour, expected):
     from tests.prom_harness import FakeBehaviour, fake_prometheus
 
