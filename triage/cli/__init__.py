@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TextIO
 
 from triage.cli import diagnose as cli_diagnose
 from triage.cli import gate as cli_gate
@@ -16,6 +18,7 @@ from triage.cli import report as cli_report
 from triage.cli import simulate as cli_simulate
 from triage.errors import TriageError
 from triage.knowledge.loader import DEFAULT_TREE_DIR, KnowledgeBase, load_knowledge
+from triage.safe_text import install_log_redaction, one_line, redact_text, strip_control
 
 EXIT_BAD_INPUT = 2
 
@@ -64,8 +67,47 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+class SafeStream(io.TextIOBase):
+    """stdout/stderr as the CLI writes them: every URL redacted, ANSI escapes and control characters removed.
+
+    A last line of defence: labels and messages are redacted where they are made; this catches what slips."""
+
+    def __init__(self, inner: TextIO) -> None:
+        self.inner = inner
+
+    def write(self, text: str) -> int:
+        self.inner.write(terminal_text(text))
+        return len(text)
+
+    def flush(self) -> None:
+        self.inner.flush()
+
+    def isatty(self) -> bool:
+        return self.inner.isatty()
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return getattr(self.inner, "encoding", "utf-8")
+
+
+def terminal_text(text: str) -> str:
+    """Redacted, without escape sequences or control characters; tab, newline and CRLF line ends stay."""
+    return "\r\n".join(strip_control(part) for part in redact_text(text).split("\r\n"))
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    install_log_redaction()
+    out, err = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = SafeStream(out), SafeStream(err)  # type: ignore[assignment]
+    try:
+        return _run(argv)
+    finally:
+        sys.stdout.flush()
+        sys.stdout, sys.stderr = out, err
+
+
+def _run(argv: Sequence[str] | None) -> int:
+    args = _parser().parse_args(argv)  # a bad option: argparse's one line and exit 2
     try:
         return args.func(args)
     except TriageError as exc:
@@ -74,3 +116,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # e.g. `… | head`: the reader left, which is not an error of ours
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115  # keep the interpreter's final flush quiet
         return 0
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as exc:  # noqa: BLE001 - never a traceback, never exit 1 (gate's "regression")
+        if os.environ.get("TRIAGE_DEBUG"):
+            raise
+        print(f"error: unexpected {type(exc).__name__}: {one_line(str(exc))} (this is a bug; TRIAGE_DEBUG=1 "
+              "shows the traceback)", file=sys.stderr)
+        return EXIT_BAD_INPUT
