@@ -17,9 +17,9 @@ MIN_REQUESTS_FOR_RATE = 50  # below this, start-up and drain dominate the achiev
 # Correlations and slopes are read from a fixed-seed sample: 50k requests pin r to ±0.01, and a
 # million-row upload stays fast. Percentiles always use every request.
 CORRELATION_SAMPLE = 50_000
-QS = (0.5, 0.9, 0.99, 1.0)
+QS = (0.05, 0.5, 0.9, 0.99, 1.0)
 PARALLEL_FROM = 100_000  # rows; below this a thread pool costs more than it saves
-PCTS = {"p50": 0.5, "p90": 0.9, "p99": 0.99}
+PCTS = {"p5": 0.05, "p50": 0.5, "p90": 0.9, "p99": 0.99}
 
 
 def _col(df: pd.DataFrame, name: str) -> np.ndarray | None:
@@ -144,6 +144,20 @@ def _latency(kb: KnowledgeBase, out: SignalSet, table: _Table | None, run: Run) 
         p99, p50 = out.get(f"{metric}_p99_s"), out.get(f"{metric}_p50_s")
         if p99 and p50:
             out.put(kb, f"{metric}_tail_ratio", _ratio(p99.value, p50.value), f"{metric} p99 ÷ p50")
+    _floor(kb, out, table, run)
+
+
+def _floor(kb: KnowledgeBase, out: SignalSet, table: _Table | None, run: Run) -> None:
+    """How flat TTFT is (p99 ÷ p5) and how fast one request's prefill runs (prompt tokens ÷ the TTFT floor)."""
+    p99, p5 = out.get("ttft_p99_s"), out.get("ttft_p5_s")
+    if p99 is None or p5 is None:
+        return
+    out.put(kb, "ttft_spread", _ratio(p99.value, p5.value), "TTFT p99 ÷ p5")
+    if table is not None and table["prompt_tokens"] is not None:
+        prompt, how = table.pct("prompt_tokens", 0.5), "median prompt tokens"
+    else:
+        prompt, how = run.summary.get("prompt_tokens_mean"), "mean prompt tokens (tool summary)"
+    out.put(kb, "prefill_tok_per_s", _ratio(prompt, p5.value), f"{how} ÷ TTFT p5")
 
 
 def _shape(kb: KnowledgeBase, out: SignalSet, t: _Table) -> None:
