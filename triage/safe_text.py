@@ -22,7 +22,8 @@ URL_IN_TEXT_RE = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.\-]{1,15}://[^\s'\"<>`]+")
 # C0/C1 controls, DEL and the bidi overrides that can disguise text on a terminal; tab and newline stay
 CONTROL_RE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 ANSI_RE = re.compile(r"\x1b(\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)?|[@-Z\\-_])")
-MD_SPECIAL_RE = re.compile(r"([\\`*_{}\[\]()<>#+\-.!|~:$=^&])")
+MD_SPECIAL_RE = re.compile(r"([\\`*_{}\[\]()<>#!|~:$=@^&])")
+WWW_RE = re.compile(r"(\b[wW]{3})\.")
 
 
 def secret_param(name: str) -> bool:
@@ -86,13 +87,15 @@ def one_line(text: str, limit: int = 200) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
 
 
-def md_escape(text: str) -> str:
-    """Text shown literally by Markdown renderers (Streamlit's included): no links, images, emphasis or HTML.
+def md_escape(text: object) -> str:
+    """Text shown literally by Markdown renderers (Streamlit's included): no links, images, emphasis, headings,
+    HTML, LaTeX, colour/icon directives or autolinks.
 
-    Backslash-escapes every ASCII punctuation Markdown gives meaning to, and breaks bare ``http://`` autolinks
-    (the ``:`` and ``.`` escapes do that). Newlines become spaces so a value cannot start a block of its own."""
-    text = unicodedata.normalize("NFC", strip_control(str(text))).replace("\r", " ").replace("\n", " ")
-    return MD_SPECIAL_RE.sub(r"\\\1", text)
+    Backslash-escapes the punctuation that starts Markdown syntax (``[ ] ( ) < > ! * _ ` ~ # | $ : @ = { } \\``),
+    and the dot of ``www.`` (GFM's bare autolinks); digits, ``.``, ``,``, ``-`` and ``+`` stay as they are, so
+    numbers read the same in plain-text places. Newlines become spaces so a value cannot open a block of its own."""
+    flat = unicodedata.normalize("NFC", strip_control(str(text))).replace("\r", " ").replace("\n", " ")
+    return WWW_RE.sub(r"\1\\.", MD_SPECIAL_RE.sub(r"\\\1", flat))
 
 
 def install_log_redaction() -> None:
