@@ -144,7 +144,7 @@ def test_every_page_in_chinese_shows_no_english_ui_sentence():
         for path, ready in ZH_PAGES.items():
             sep = "&" if "?" in path else "?"
             page.goto(f"{url}{path}{sep}lang=zh")
-            page.wait_for_selector(ready, state="visible", timeout=60000)
+            page.wait_for_selector(ready, state="visible", timeout=180000)  # Live simulates its history first
             page.wait_for_selector("h1", state="visible", timeout=60000)
             page.wait_for_function("() => document.querySelectorAll('[data-stale=\"true\"]').length === 0",
                                    timeout=60000)
