@@ -8,7 +8,7 @@ import streamlit as st
 from components.findings import remember
 from components.node_panel import technique_link
 from components.shell import knowledge, lang, t
-from components.tree_chart import NODE_PARAM, tree_chart
+from components.tree_chart import request_scroll, tree_chart
 from triage.diagnosis.rules import Diagnosis, Evidence, Finding
 from triage.report.text import fmt_value
 
@@ -25,10 +25,6 @@ def _rows(evidence: list[Evidence]) -> pd.DataFrame:
         t("meaning"): e.meaning.get(lang()),
         t("ev_source"): e.source or t("not_measurable_short"),
     } for e in evidence]).set_index(t("ev_signal"))
-
-
-def _select(node_id: str) -> None:
-    st.query_params[NODE_PARAM] = node_id
 
 
 def finding_card(f: Finding, rank: int, select: bool = True) -> None:
@@ -51,7 +47,7 @@ def finding_card(f: Finding, rank: int, select: bool = True) -> None:
             technique_link(tid)
         if select:  # only where the tree is on the page; elsewhere the cause's id names it
             st.button(t("show_in_tree", title=cause.short.get(lang())), key=f"select:{f.cause}",
-                      on_click=_select, args=(f.cause,), icon=":material/account_tree:")
+                      on_click=request_scroll, args=(f.cause,), icon=":material/account_tree:")
 
 
 def symptom_summary(diag: Diagnosis) -> None:
@@ -103,7 +99,7 @@ def within_slo_but(diag: Diagnosis, select: bool = True) -> None:
                 technique_link(tid)
             if select:
                 st.button(t("show_in_tree", title=cause.short.get(lang())), key=f"select-note:{f.cause}",
-                          on_click=_select, args=(f.cause,), icon=":material/account_tree:")
+                          on_click=request_scroll, args=(f.cause,), icon=":material/account_tree:")
 
 
 def diagnosis_panel(diag: Diagnosis, label: str) -> None:
@@ -117,4 +113,4 @@ def diagnosis_panel(diag: Diagnosis, label: str) -> None:
         symptom_summary(diag)
     with right:
         st.markdown(f"### {t('tree_heading')}")
-        tree_chart(diag.matched_ids)
+        tree_chart(diag.matched_ids, compact=True)

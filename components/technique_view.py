@@ -82,8 +82,8 @@ def _reached_from(tech: Technique) -> None:
 def technique_view(tech: Technique) -> None:
     """Everything the technique's YAML says, in the same order on every page."""
     st.title(tech.title.get(lang()))
-    st.caption(f"{t('level')}: **{t('level_' + tech.level)}** · {t('seed_chapter')}: {tech.seed_chapter.get(lang())}"
-               f" · `{tech.id}`")
+    # the source's chapter numbers refer to a book the user does not hold, so they are not shown
+    st.caption(f"{t('level')}: **{t('level_' + tech.level)}** · `{tech.id}`")
     st.markdown(f"#### {t('principle')}")
     st.write(tech.principle.get(lang()))
     st.markdown(f"**{t('bottleneck')}:** {tech.bottleneck.get(lang())}")

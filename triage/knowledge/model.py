@@ -229,3 +229,24 @@ class SloPreset(Strict):
         if numbers != set(self.cite) or not all(c.strip() for c in self.cite.values()):
             raise ValueError(f"cite must give one non-blank citation per number: {sorted(numbers)}")
         return self
+
+
+class RetroStep(Strict):
+    """One step of the retro walk (tree/retro.yaml)."""
+
+    id: str
+    title: Text
+    question: Text
+    checklist: list[Text] = Field(min_length=1)
+
+
+class GateRule(Strict):
+    """One gated metric of tree/gate.yaml: the largest worsening tolerated, and why."""
+
+    metric: str
+    max_regression: str
+    reason: Text
+
+
+class GateSpec(Strict):
+    metrics: list[GateRule] = Field(min_length=1)
