@@ -59,7 +59,9 @@ def _actions(parser: argparse.ArgumentParser, deprecated: set) -> dict[str, dict
             "names": list(action.option_strings),
             "dest": action.dest,
             "default": _plain(action.default) if action.default is not argparse.SUPPRESS else None,
-            "choices": _plain(list(action.choices)) if action.choices is not None else None,
+            # sorted: some choices come from sets or Rust maps whose order changes run to run
+            "choices": sorted(_plain(list(action.choices)), key=lambda c: (c is None, str(c)))
+            if action.choices is not None else None,
             "takes_value": action.nargs != 0,
             "nargs": action.nargs if action.nargs is None or isinstance(action.nargs, (int, str))
             else str(action.nargs),

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import shutil
 import subprocess
@@ -70,8 +71,10 @@ def installed_version(venv: Path, dist: str) -> str | None:
 
 
 def run_dumper(venv: Path, tool: str, argvs: list[list[str]]) -> subprocess.CompletedProcess:
+    # a fixed hash seed: some choices lists are built from sets, and the dump should not change run to run
+    env = {**os.environ, "PYTHONHASHSEED": "0"}
     return subprocess.run([str(venv / "bin" / "python"), str(DUMPER), tool], input=json.dumps(argvs),
-                          capture_output=True, text=True, timeout=900)
+                          capture_output=True, text=True, timeout=900, env=env)
 
 
 def prepare(venv: Path, tool: str, version: str, torch_spec: str, needs_torch: bool) -> None:
