@@ -39,7 +39,7 @@ def _knobs(tech: Technique) -> None:
             if knobs.flags:
                 rows = [{t("flag"): f.flag, t("default"): f.default, t("meaning"): f.meaning.get(lang())}
                         for f in knobs.flags]
-                st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+                st.table(pd.DataFrame(rows).set_index(t("flag")))  # a static table wraps long meanings
             else:
                 st.caption(t("no_flags"))
             if knobs.example.strip():
@@ -92,8 +92,8 @@ def _reached_from(tech: Technique) -> None:
 def technique_view(tech: Technique) -> None:
     """Everything the technique's YAML says, in the same order on every page."""
     st.title(tech.title.get(lang()))
-    st.caption(f"{t('level')}: **{t('level_' + tech.level)}** · {t('seed_chapter')}: {tech.seed_chapter.get(lang())}"
-               f" · `{tech.id}`")
+    # the source's chapter numbers refer to a book the user does not hold, so they are not shown
+    st.caption(f"{t('level')}: **{t('level_' + tech.level)}** · `{tech.id}`")
     st.markdown(f"#### {t('principle')}")
     st.write(tech.principle.get(lang()))
     st.markdown(f"**{t('bottleneck')}:** {tech.bottleneck.get(lang())}")

@@ -52,13 +52,14 @@ def _wait_healthy(url: str, proc: subprocess.Popen, timeout: float = 60.0) -> No
 
 
 @contextmanager
-def streamlit_server(env: dict[str, str] | None = None) -> Iterator[str]:
+def streamlit_server(env: dict[str, str] | None = None, cwd: Path | None = None) -> Iterator[str]:
+    """A fresh ``streamlit run app.py`` (this repo's, or the one in ``cwd``) on a free port; stopped by PID."""
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     log = tempfile.TemporaryFile()
     proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
                              "--server.address", "127.0.0.1", "--server.port", str(port)],
-                            cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})})
+                            cwd=cwd or ROOT, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})})
     try:
         _wait_healthy(url, proc)
         yield url

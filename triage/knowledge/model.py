@@ -59,6 +59,8 @@ class Condition(Strict):
     factor: float = 1.0
     only_if: str | None = None  # an SLO flag that must be true for the condition to count
     supports_only: bool = False  # raises confidence but cannot match a cause on its own
+    context: bool = False  # a number shown with the finding (e.g. prefill speed); never counted for or against
+    one_way: bool = False  # one sufficient pattern among others: counts when it holds, never against the cause
     requires: list[Condition] = Field(default_factory=list)  # all must hold too (unmeasurable ones do not block)
     meaning: Text
 
@@ -253,3 +255,24 @@ class SloPreset(Strict):
         if numbers != set(self.cite) or not all(c.strip() for c in self.cite.values()):
             raise ValueError(f"cite must give one non-blank citation per number: {sorted(numbers)}")
         return self
+
+
+class RetroStep(Strict):
+    """One step of the retro walk (tree/retro.yaml)."""
+
+    id: str
+    title: Text
+    question: Text
+    checklist: list[Text] = Field(min_length=1)
+
+
+class GateRule(Strict):
+    """One gated metric of tree/gate.yaml: the largest worsening tolerated, and why."""
+
+    metric: str
+    max_regression: str
+    reason: Text
+
+
+class GateSpec(Strict):
+    metrics: list[GateRule] = Field(min_length=1)

@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field, replace
-from functools import lru_cache
-from pathlib import Path
 from typing import Any
 
 from triage.errors import TriageError
-from triage.knowledge.loader import DEFAULT_TREE_DIR, KnowledgeBase, load_knowledge
+from triage.knowledge.loader import KnowledgeBase, load_knowledge
 
 GIB = 1024**3
 
@@ -248,14 +246,9 @@ def largest_part(b: Budget) -> str:
     return PARTS[sizes.index(max(sizes))]
 
 
-@lru_cache(maxsize=4)
-def _default_kb(tree_dir: Path = DEFAULT_TREE_DIR) -> KnowledgeBase:
-    return load_knowledge(tree_dir)
-
-
 def branch_techniques(branch: str, kb: KnowledgeBase | None = None) -> list[str]:
     """The cause's technique ids in the seed's order, read from tree.yaml."""
-    kb = kb or _default_kb()
+    kb = kb or load_knowledge()  # the active tree (the CLI's --tree-dir), cached by the loader
     return [t.id for t in kb.causes[branch].techniques]
 
 
@@ -298,6 +291,16 @@ def decode_floor(inp: MemoryInput, batch: int | None = None, context: int | None
     compute_ms = 2 * m.active_b * 1e9 * batch / (inp.tp * _peak_tflops(inp.gpu, inp.weights) * 1e12) * 1e3
     bound = "memory" if memory_ms >= compute_ms else "compute"
     return DecodeFloor(max(memory_ms, compute_ms), bound, memory_ms, compute_ms, w_bytes / bw * 1e3)
+
+
+def prefill_floor_ms(inp: MemoryInput, prompt: int) -> float:
+    """Roofline floor of one prefill of ``prompt`` tokens alone: dense FLOPs (2 × active params per token plus
+    causal attention, 2 × layers × prompt² × heads × head_dim) ÷ peak, or the weight read ÷ bandwidth."""
+    m = inp.model
+    flops = 2 * m.active_b * 1e9 * prompt + 2 * m.layers * prompt * prompt * m.heads * m.head_dim
+    compute_ms = flops / (inp.tp * _peak_tflops(inp.gpu, inp.weights) * 1e12) * 1e3
+    memory_ms = weight_bytes(m, inp.weights) / inp.tp / (inp.gpu.bandwidth_gbs * 1e9) * 1e3
+    return max(compute_ms, memory_ms)
 
 
 # ---------------------------------------------------------------- what-if ladder
