@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,6 +44,17 @@ def parse_metrics_text(text: str, taken_at: float, where: str, quote_lines: bool
     seen: set[tuple[str, tuple[tuple[str, str], ...]]] = set()
     for family in families:
         _add_family(snap, family, seen, quote_lines, prefix)
+    _drop_created(snap)
+    return snap
+
+
+def snapshot_from_families(families: Iterable, taken_at: float, where: str) -> Snapshot:
+    """The Snapshot ``parse_metrics_text`` would give for these families rendered as text, without the
+    text round trip (an in-process simulator's history is built from its families directly)."""
+    snap = Snapshot(taken_at=taken_at, where=where)
+    seen: set[tuple[str, tuple[tuple[str, str], ...]]] = set()
+    for family in families:
+        _add_family(snap, family, seen, True, "")
     _drop_created(snap)
     return snap
 
