@@ -5,14 +5,14 @@ Run: .venv/bin/python bench/hostile_rss.py [--uploads 10] [--rows 1000000] [--sk
 * fetch: ``python -m triage diagnose --endpoint URL`` in a fresh child against tests/hostile_server.py on
   127.0.0.1 (/metrics good, /endless never ends, /bomb is 4 MB of gzip inflating to 4.2 GB); the child's
   peak RSS comes from wait4 (ru_maxrss), so nothing of this process is counted.
-* uploads: a fresh child drives the Benchmark page with AppTest and uploads N distinct per-request CSVs
-  (bench/parse.py's generator); RSS after each upload and the peak (VmHWM) are read from /proc.
+* uploads: a real ``streamlit run app.py``; Debian Chromium (Playwright) uploads N distinct per-request CSVs
+  (bench/parse.py's generator) on the Benchmark page, one by one; the server's RSS after each parse and its
+  peak (VmHWM) are read from /proc/<pid>/status.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import subprocess
 import sys
@@ -25,33 +25,14 @@ sys.path.insert(0, str(ROOT))
 
 from tests.hostile_server import hostile_server  # noqa: E402
 
-UPLOAD_CHILD = r"""
-import json, sys, time
-sys.path.insert(0, {root!r})
-from tests.apptest_tools import new_app
+SERVER_ARGS = ["--server.headless", "true", "--server.address", "127.0.0.1"]
 
-def rss(field):
-    for line in open("/proc/self/status"):
+
+def _status_mb(pid: int, field: str) -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         if line.startswith(field):
             return int(line.split()[1]) / 1024
-at = new_app().run()
-at.switch_page("pages/benchmark.py")
-at.run()
-out = {{"start_mb": rss("VmRSS:"), "after": []}}
-for path in {paths!r}:
-    data = open(path, "rb").read()
-    at.file_uploader(key="bench_upload").upload(path.rsplit("/", 1)[-1], data, "text/csv")
-    del data
-    at.run(timeout=600)
-    assert not at.exception, at.exception
-    out["after"].append(rss("VmRSS:"))
-from components.bench_source import parse_cache
-out["peak_mb"] = rss("VmHWM:")
-out["cache_mb"] = parse_cache().total / 1024 / 1024
-out["cache_entries"] = len(parse_cache())
-out["errors"] = [e.value[:160] for e in at.error]
-print(json.dumps(out))
-"""
+    return float("nan")
 
 
 def peak_rss_mb(argv: list[str], env: dict[str, str] | None = None) -> tuple[float, int, str, float]:
@@ -78,24 +59,46 @@ def fetch_figures(timeout: float = 30.0) -> dict[str, dict[str, object]]:
 
 
 def upload_figures(n: int, rows: int, env: dict[str, str] | None = None) -> dict[str, object]:
+    """A real ``streamlit run app.py``; Chromium uploads N distinct CSVs on the Benchmark page one by one;
+    the server's RSS after each parse and its peak (VmHWM) come from /proc."""
     sys.path.insert(0, str(ROOT / "bench"))
     from parse import make_csv  # bench/parse.py
 
-    with tempfile.TemporaryDirectory() as folder:
+    from tests.browser_tools import _wait_healthy, chromium_page, free_port
+
+    with tempfile.TemporaryDirectory() as folder, tempfile.TemporaryFile() as log:
         paths = []
         for i in range(n):
             path = Path(folder) / f"run{i:02d}.csv"
             make_csv(path, rows, seed=100 + i)  # distinct content: nothing deduplicates by hash
-            paths.append(str(path))
-        sizes = [round(os.path.getsize(p) / 1024 / 1024, 1) for p in paths]
-        code = UPLOAD_CHILD.format(root=str(ROOT), paths=paths)
-        proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
-                              env={**os.environ, **(env or {})}, timeout=3600)
-        if proc.returncode != 0:
-            raise RuntimeError(proc.stderr[-3000:])
-        result = json.loads(proc.stdout.strip().splitlines()[-1])
-        result["file_mb"] = sizes
-        return result
+            paths.append(path)
+        port = free_port()
+        url = f"http://127.0.0.1:{port}"
+        proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", *SERVER_ARGS, "--server.port",
+                                 str(port)], cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
+                                env={**os.environ, "TRIAGE_DEBUG": "", **(env or {})})
+        out: dict[str, object] = {"file_mb": [round(p.stat().st_size / 1024 / 1024, 1) for p in paths], "after": []}
+        try:
+            _wait_healthy(url, proc)
+            with chromium_page() as page:
+                page.goto(url + "/benchmark")
+                page.wait_for_selector(".st-key-bench_upload input[type=file]", state="attached", timeout=120000)
+                out["start_mb"] = _status_mb(proc.pid, "VmRSS:")
+                for path in paths:
+                    page.locator(".st-key-bench_upload input[type=file]").set_input_files(str(path))
+                    page.locator(".st-key-bench_choice").get_by_text(path.name).wait_for(timeout=600000)
+                    page.wait_for_function("() => !document.querySelector('[data-testid=\"stStatusWidget\"]')",
+                                           timeout=600000)
+                    out["after"].append(round(_status_mb(proc.pid, "VmRSS:")))  # type: ignore[union-attr]
+                out["errors"] = page.locator('[data-testid="stException"]').count()
+            out["peak_mb"] = _status_mb(proc.pid, "VmHWM:")
+        finally:
+            proc.terminate()
+            try:
+                proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+        return out
 
 
 def main() -> None:
@@ -103,15 +106,16 @@ def main() -> None:
     parser.add_argument("--uploads", type=int, default=10)
     parser.add_argument("--rows", type=int, default=1_000_000, help="requests per uploaded CSV")
     parser.add_argument("--skip-uploads", action="store_true")
+    parser.add_argument("--skip-fetch", action="store_true")
     args = parser.parse_args()
-    for path, row in fetch_figures().items():
+    for path, row in ({} if args.skip_fetch else fetch_figures()).items():
         print(f"fetch {path:9} peak RSS {row['peak_rss_mb']:7.1f} MB  exit {row['exit']}  {row['seconds']:5.1f} s  "
               f"{row['message'][:110]}")
     if not args.skip_uploads:
         up = upload_figures(args.uploads, args.rows)
         print(f"uploads: {len(up['file_mb'])} files of {up['file_mb'][0]} MB; RSS at start {up['start_mb']:.0f} MB, "
               f"after each: {', '.join(f'{x:.0f}' for x in up['after'])} MB; peak {up['peak_mb']:.0f} MB; "
-              f"parse cache {up['cache_mb']:.0f} MB in {up['cache_entries']} entries; errors: {up['errors']}")
+              f"exception boxes: {up['errors']}")
 
 
 if __name__ == "__main__":
