@@ -183,5 +183,5 @@ def test_upload_survives_a_round_trip_through_diagnose(tmp_path):
         expect(page.get_by_text("Decision tree")).to_be_visible(timeout=30000)
         page.get_by_role("link", name="Benchmark").click()
         expect(page.get_by_text("Detected format: vLLM").first).to_be_visible(timeout=30000)
-        expect(page.locator(".st-key-bench_choice")).to_contain_text("vllm_detailed.json")
+        expect(page.locator(".st-key-bench_choice").get_by_role("combobox")).to_have_value("vllm_detailed.json")
         assert page.get_by_text("Showing the bundled sample").count() == 0
