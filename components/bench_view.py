@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from components import bench_charts, bench_source, session
+from components import bench_charts, bench_source, findings, session
 from components.evidence import diagnosis_panel
 from components.kpi import kpi_row
 from components.shell import knowledge, t
@@ -15,29 +15,44 @@ from triage.diagnosis.rules import Slo
 from triage.diagnosis.sweep import sweep_points
 from triage.report.run_summary import run_summary
 from triage.run import Run
+from triage.safe_text import md_escape
 from triage.service.uploads import format_title
 
 UPLOAD_KEY = "bench_upload"
 
 
-def upload_area() -> None:
+def upload_area() -> list[tuple[str, str]]:
+    """The uploader; returns (name, message) of each file in it that could not be read."""
     files = st.file_uploader(t("upload"), accept_multiple_files=True, key=UPLOAD_KEY,
                              type=["json", "jsonl", "yaml", "yml", "csv", "parquet", "txt"])
     fresh = bench_source.fresh(files or [])
     if fresh:
         with st.status(t("parsing"), expanded=False) as status:
-            bench_source.ingest(fresh, status)
-            status.update(label=t("parsed"), state="complete")
-    for name, reason in bench_source.errors().items():
-        st.error(t("upload_failed", name=name, reason=reason) + " " + t("kept_previous"))
+            good, bad = bench_source.ingest(fresh, status)
+            if bad:  # the status says what happened, never "parsed" for a file that was refused
+                status.update(label=t("upload_refused", names=", ".join(bad)), state="error", expanded=False)
+            else:
+                status.update(label=t("parsed_files", names=", ".join(good)), state="complete")
+    if bench_source.dropped():
+        st.caption(t("bench_dropped", n=bench_source.dropped()))
+    return bench_source.refused({f.file_id for f in files or []})
 
 
-def file_picker() -> bench_source.Loaded:
+def file_picker(failed: list[tuple[str, str]]) -> bench_source.Loaded | None:
+    """The file viewed (kept across pages); None when the user's upload was refused and nothing of theirs
+    loaded: then the page shows the error alone, not the sample's findings under the user's file name."""
     store = bench_source.loaded()
     if store:
         options = [bench_source.SAMPLE_ID, *store]
         label = {bench_source.SAMPLE_ID: t("sample_label"), **{d: b.source for d, b in store.items()}}
-        st.selectbox(t("file_picker"), options, key=session.BENCH_CHOICE.name, format_func=label.get)
+        bench_source.sync_picker(options)
+        st.selectbox(t("file_picker"), options, key=session.BENCH_CHOICE.name, format_func=label.__getitem__,
+                     on_change=bench_source.picked)
+    for name, reason in failed:
+        st.error(t("upload_failed", name=name, reason=reason) + " "
+                 + (t("kept_previous") if store else t("nothing_shown")))
+    if failed and not store:
+        return None
     loaded = bench_source.current()
     if loaded.is_sample:
         st.info(t("showing_sample"), icon=":material/science:")
@@ -48,8 +63,8 @@ def run_picker(loaded: bench_source.Loaded) -> Run:
     bench = loaded.bench
     st.markdown(t("detected", fmt=format_title(bench.format), runs=len(bench.runs),
                   secs=bench.parse_seconds))
-    for note in bench.notes:
-        st.caption(note)
+    for note in bench.notes:  # notes quote column names and values of the file
+        st.caption(md_escape(note))
     if len(bench.runs) == 1:
         return bench.runs[0]
     labels = [f"{i}. {r.label}" for i, r in enumerate(bench.runs, start=1)]
@@ -109,14 +124,16 @@ def panels(loaded: bench_source.Loaded, run: Run, slo: Slo) -> None:
             bench_charts.sweep_curve(sweep_points(knowledge(), loaded.bench, slo.values), slo.values)
     if run.definitions:
         with st.expander(t("definitions")):
-            st.markdown("\n".join(f"- **{k}**: {v}" for k, v in run.definitions.items()))
+            st.markdown("\n".join(f"- **{md_escape(k)}**: {md_escape(v)}" for k, v in run.definitions.items()))
 
 
 def benchmark_page(slo: Slo, hardware: Hardware | None = None) -> None:
     st.title(t("bench_title"))
     st.caption(t("bench_hint"))
-    upload_area()
-    loaded = file_picker()
+    loaded = file_picker(upload_area())
+    if loaded is None:
+        findings.forget()
+        return
     run = run_picker(loaded)
     diag = diagnose_run(knowledge(), run, slo, hardware)
     kpi_row(diag.signals, slo.values)

@@ -17,6 +17,12 @@ def remember(label: str, diag: Diagnosis) -> None:
     session.DIAGNOSIS.set((label, diag))
 
 
+def forget() -> None:
+    """Nothing of the user's loaded: the tree and the retro go back to the labelled sample."""
+    session.FINDINGS.clear()
+    session.DIAGNOSIS.clear()
+
+
 @st.cache_resource(show_spinner=False)
 def _sample_diagnosis() -> Diagnosis:
     kb = knowledge()

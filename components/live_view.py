@@ -17,6 +17,7 @@ from triage.diagnosis.rules import Slo
 from triage.errors import TriageError
 from triage.knowledge.panels import Panel, line_points, load_panels
 from triage.report.text import fmt_value
+from triage.safe_text import md_escape
 from triage.service.live import LiveResult, refresh
 from triage.service.windows import WindowPair
 
@@ -107,8 +108,8 @@ def panels(result: LiveResult) -> None:
 def render(result: LiveResult) -> None:
     st.caption(t("live_source_line", label=result.label, engine=result.live.engine,
                  at=datetime.fromtimestamp(result.at).strftime("%H:%M:%S")))
-    for err in result.live.readings.errors:
-        st.warning(err)
+    for err in result.live.readings.errors:  # may quote a server's error text
+        st.warning(md_escape(err))
     kpi_deltas(result)
     all_deltas(result)
     panels(result)

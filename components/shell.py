@@ -11,6 +11,7 @@ from components import session
 from triage.knowledge.i18n import tr
 from triage.knowledge.loader import KnowledgeBase, load_knowledge
 from triage.knowledge.model import LANGS
+from triage.safe_text import md_escape
 
 LANG_KEY = session.LANG.name
 LANG_LABELS = {"en": "English", "zh": "中文"}
@@ -37,12 +38,26 @@ def _lang_to_url() -> None:
 
 
 def t(key: str, **fmt: object) -> str:
-    return tr(key, lang(), **fmt)
+    """The UI string in the session's language; text filled into it is Markdown-escaped (a file name, a URL,
+    an error sentence, an id from the URL can never become a link, an image or emphasis)."""
+    return tr(key, lang(), **{k: md_escape(v) if isinstance(v, str) else v for k, v in fmt.items()})
+
+
+def _localize_builtin_text() -> None:
+    """Streamlit's own uploader text ("200MB per file") has no translation; in Chinese, CSS swaps it."""
+    if lang() != "zh":
+        return
+    limit = t("upload_limit", mb=st.get_option("server.maxUploadSize"))
+    st.html(f"""<style>
+[data-testid="stFileUploaderDropzoneInstructions"] * {{ font-size: 0 !important; }}
+[data-testid="stFileUploaderDropzoneInstructions"] > *::after {{ content: "{limit}"; font-size: 0.875rem; }}
+</style>""")
 
 
 def sidebar() -> None:
-    """Language switch and the seed's usage flow as a short guide."""
+    """Language switch and the decision tree's usage flow as a short guide."""
     lang()
+    _localize_builtin_text()
     with st.sidebar:
         st.segmented_control(t("language"), options=list(LANGS), format_func=LANG_LABELS.get,
                              key=LANG_KEY, on_change=_lang_to_url, required=True)

@@ -7,7 +7,8 @@ import streamlit as st
 
 from components import session
 from components.shell import knowledge, lang, t
-from triage.knowledge.model import ENGINES, LEVEL_ORDER, Technique
+from triage.knowledge.knobs import paper_url, versions_line
+from triage.knowledge.model import ENGINES, LEVEL_ORDER, PublishedGain, Technique
 
 DIAGNOSE_PAGE = "pages/diagnose.py"
 ENGINE_LABELS = {"vllm": "vLLM", "sglang": "SGLang", "tgi": "TGI"}
@@ -18,11 +19,20 @@ def _gain(tech: Technique) -> None:
     st.markdown(f"**{t('seed_says')}:** {tech.expected_gain.seed.get(lang())}")
     if tech.expected_gain.published:
         st.markdown(f"**{t('published')}:**")
-        st.markdown("\n".join(f"- {g.claim.get(lang())} — *{g.source}*" for g in tech.expected_gain.published))
+        st.markdown("\n".join(f"- {g.claim.get(lang())} — *{g.source}*{_cite(g)}"
+                               for g in tech.expected_gain.published))
+
+
+def _cite(gain: PublishedGain) -> str:
+    links = [f"[{ref}]({paper_url(ref)})" for ref in gain.papers]
+    if not links and gain.url:
+        links = [f"[{t('source_link')}]({gain.url})"]
+    return " · " + ", ".join(links) if links else ""
 
 
 def _knobs(tech: Technique) -> None:
     st.markdown(f"#### {t('knobs')}")
+    st.caption(t("flags_as_of", versions=versions_line(tech.verified, t("version_sep"))))
     for tab, engine in zip(st.tabs([ENGINE_LABELS[e] for e in ENGINES]), ENGINES):
         knobs = tech.knobs[engine]
         with tab:

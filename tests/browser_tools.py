@@ -90,3 +90,23 @@ def click_tree_node(page, node_id: str, key: str = "tree") -> None:
     point = page.evaluate(POINT_XY_JS, [key, node_id])
     assert point is not None, f"node {node_id} is not drawn"
     page.mouse.click(point["x"], point["y"])
+
+
+def english_ui_sentences(min_words: int = 3) -> set[str]:
+    """Sentences of the English UI strings (tree/ui.yaml) that a Chinese page must not show.
+
+    Each English value is cut at its {placeholders}; pieces of ``min_words`` words or more are kept, unless
+    the Chinese value says the same (product names, flags)."""
+    import re
+
+    from triage.knowledge.i18n import load_strings
+
+    out: set[str] = set()
+    for text in load_strings().values():
+        if text.en == text.zh:
+            continue
+        for piece in re.split(r"\{[^}]*\}|`[^`]*`|\*\*", text.en):
+            piece = piece.strip(" .,:;—–-()…\n")
+            if len(piece.split()) >= min_words and piece not in text.zh:
+                out.add(piece)
+    return out

@@ -16,8 +16,19 @@ from triage.diagnosis.window import window_signals
 from triage.errors import TriageError
 from triage.run import Benchmark
 from triage.service.live import CACHE_CONFIG, SERIES_POINTS, panel_needs, refresh
-from triage.service.uploads import SAMPLE_PATH, Uploads, digest_of, format_title, open_benchmark, sample_benchmark
+from triage.service.uploads import (
+    MB,
+    SAMPLE_PATH,
+    ParseCache,
+    Uploads,
+    digest_of,
+    format_title,
+    open_benchmark,
+    parse_cache_from_env,
+    sample_benchmark,
+)
 from triage.service.windows import BUFFER_CAPACITY, LiveFeeds, WindowPair, prometheus_pair, snapshot_pair
+from triage.sources.files.parse_cache import benchmark_bytes
 from triage.sources.metrics.simulator import Simulator
 
 T0 = 1_750_000_000.0
@@ -168,17 +179,22 @@ class FakeUpload:
     name: str
     data: bytes
 
+    @property
+    def size(self) -> int:
+        return len(self.data)
+
     def getvalue(self) -> bytes:
         return self.data
 
 
-class CountingParse:
-    def __init__(self) -> None:
-        self.calls: list[str] = []
+class CountingCache(ParseCache):
+    def __init__(self, max_bytes: int = 64 * MB) -> None:
+        super().__init__(max_bytes)
+        self.parsed: list[str] = []
 
-    def __call__(self, key: str, name: str, data: bytes) -> Benchmark:
-        self.calls.append(name)
-        return open_benchmark(data, name)
+    def put(self, digest: str, bench: Benchmark) -> bool:
+        self.parsed.append(bench.source)
+        return super().put(digest, bench)
 
 
 GOOD = SAMPLE_PATH.read_bytes()
@@ -186,23 +202,42 @@ BAD = b"this is not a benchmark file\n"
 
 
 def test_ingest_parses_each_content_once_and_keeps_what_loaded():
-    uploads, parse = Uploads(), CountingParse()
+    uploads, cache = Uploads(), CountingCache()
     progress: list[str] = []
     lines: list[str] = []
-    last = uploads.ingest([FakeUpload("1", "a.csv", GOOD)], parse, progress.append, lines.append)
-    assert last == digest_of(GOOD) and list(uploads.files) == [last] and parse.calls == ["a.csv"]
+    released: list[str] = []
+    good, bad = uploads.ingest([FakeUpload("1", "a.csv", GOOD)], cache, progress.append, lines.append,
+                               lambda u: released.append(u.file_id))
+    assert (good, bad) == (["a.csv"], []) and released == ["1"] and cache.parsed == ["a.csv"]
+    digest = uploads.viewed
+    assert digest == digest_of(GOOD, "a.csv") and list(uploads.loaded(cache)) == [digest]
     assert progress and "1/1" in progress[0] and "a.csv: generic_csv" in lines[0]
     # a rerun with the same uploads: nothing fresh, nothing parsed
     assert uploads.fresh([FakeUpload("1", "a.csv", GOOD)]) == []
-    # the same content under a new upload id: kept, not parsed again
-    assert uploads.ingest([FakeUpload("2", "copy.csv", GOOD)], parse) == last and parse.calls == ["a.csv"]
-    # a bad file: a message; what loaded stays
-    assert uploads.ingest([FakeUpload("3", "bad.json", BAD)], parse) is None
-    assert list(uploads.errors) == ["bad.json"] and "bad.json" in uploads.errors["bad.json"]
-    assert list(uploads.files) == [last]
-    assert uploads.fresh([FakeUpload("3", "bad.json", BAD)]), "a failed upload is tried again on the next run"
-    uploads.ingest([], parse)
-    assert uploads.errors == {}, "errors are those of the latest upload"
+    # the same content and name under a new upload id (another session, a re-upload): from the cache
+    assert uploads.ingest([FakeUpload("2", "a.csv", GOOD)], cache)[0] == ["a.csv"] and cache.parsed == ["a.csv"]
+    # a bad file: a message; what loaded stays, and stays viewed
+    assert uploads.ingest([FakeUpload("3", "bad.json", BAD)], cache) == ([], ["bad.json"])
+    assert uploads.refused({"3"})[0][0] == "bad.json" and "bad.json" in uploads.refused({"3"})[0][1]
+    assert uploads.viewed == digest and list(uploads.loaded(cache)) == [digest]
+    assert uploads.fresh([FakeUpload("3", "bad.json", BAD)]) == [], "a refused upload is not parsed again"
+
+
+def test_the_memory_bound_drops_the_oldest_and_refuses_what_cannot_fit():
+    small = ParseCache(max_bytes=benchmark_bytes(open_benchmark(GOOD, "a.csv")) + 1)
+    uploads = Uploads()
+    uploads.ingest([FakeUpload("1", "a.csv", GOOD)], small)
+    uploads.ingest([FakeUpload("2", "b.csv", GOOD)], small)
+    assert uploads.dropped(small) == 1 and len(uploads.loaded(small)) == 1
+    tiny = ParseCache(max_bytes=1024)
+    good, bad = Uploads().ingest([FakeUpload("9", "c.csv", GOOD)], tiny)
+    assert good == [] and bad == ["c.csv"]
+
+
+def test_parse_cache_bound_from_the_environment():
+    assert parse_cache_from_env({}).max_bytes == 512 * MB
+    assert parse_cache_from_env({"TRIAGE_PARSE_CACHE_MB": "1"}).max_bytes == 16 * MB
+    assert parse_cache_from_env({"TRIAGE_PARSE_CACHE_MB": "lots"}).max_bytes == 512 * MB
 
 
 def test_sample_and_format_title():

@@ -1,19 +1,24 @@
-"""Benchmark files: parse once per content hash, keep what loaded, report what did not."""
+"""Benchmark uploads: parsed once per content hash into a memory-bounded cache; a session keeps digests only."""
 
 from __future__ import annotations
 
-import hashlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol
 
 from triage.errors import TriageError
 from triage.knowledge.loader import DEFAULT_TREE_DIR
 from triage.run import Benchmark
+from triage.safe_text import md_escape
+from triage.sources.files.parse_cache import MB, ParseCache, digest_of
+
+__all__ = ["CACHE_MB_ENV", "MB", "SAMPLE_ID", "SAMPLE_PATH", "ParseCache", "Upload", "Uploads", "digest_of",
+           "format_title", "open_benchmark", "parse_cache_from_env", "sample_benchmark"]
 
 SAMPLE_PATH = DEFAULT_TREE_DIR / "sample" / "benchmark.csv"
 SAMPLE_ID = "sample"
-Parse = Callable[[str, str, bytes], Benchmark]  # (key, file name, bytes) → Benchmark; the UI passes a cached one
+CACHE_MB_ENV = "TRIAGE_PARSE_CACHE_MB"
+DEFAULT_CACHE_MB = 512.0
 
 
 class Upload(Protocol):
@@ -25,12 +30,10 @@ class Upload(Protocol):
     @property
     def name(self) -> str: ...
 
+    @property
+    def size(self) -> int: ...
+
     def getvalue(self) -> bytes: ...
-
-
-def digest_of(data: bytes) -> str:
-    """The content key of a file: the first 16 hex digits of its SHA-256."""
-    return hashlib.sha256(data).hexdigest()[:16]
 
 
 def open_benchmark(data: bytes, name: str) -> Benchmark:
@@ -40,62 +43,91 @@ def open_benchmark(data: bytes, name: str) -> Benchmark:
     return load_benchmark(data, name)
 
 
-def parse_keyed(key: str, name: str, data: bytes) -> Benchmark:
-    """``open_benchmark`` with the key the UI caches it by (a content hash or an upload id)."""
-    return open_benchmark(data, name)
-
-
-def sample_benchmark(parse: Parse = parse_keyed) -> Benchmark:
+def sample_benchmark() -> Benchmark:
     """The bundled sample benchmark (tree/sample/benchmark.csv)."""
-    return parse(SAMPLE_ID, SAMPLE_PATH.name, SAMPLE_PATH.read_bytes())
+    return open_benchmark(SAMPLE_PATH.read_bytes(), SAMPLE_PATH.name)
 
 
 def format_title(fmt: str) -> str:
-    """The tool and file kind a format id names ("vllm_bench" → "vLLM benchmark_serving JSON")."""
+    """The tool and file kind a format id names (e.g. "vllm_bench" → "vLLM benchmark_serving JSON")."""
     from triage.sources.files.detect import FORMATS
 
     return FORMATS.get(fmt, fmt)
 
 
+def parse_cache_from_env(env: Mapping[str, str]) -> ParseCache:
+    """A cache bounded by TRIAGE_PARSE_CACHE_MB (default 512 MB of parsed tables, at least 16 MB)."""
+    try:
+        megabytes = float(env.get(CACHE_MB_ENV, str(DEFAULT_CACHE_MB)))
+    except ValueError:
+        megabytes = DEFAULT_CACHE_MB
+    return ParseCache(int(max(16.0, megabytes) * MB))
+
+
 @dataclass
 class Uploads:
-    """A session's benchmark files: each file that parsed, by content hash; what failed in the latest upload.
+    """A session's benchmark files: digests that parsed (oldest first), the one viewed, the ones refused.
 
-    A failed file never removes anything: what loaded before stays.
+    A failed file never removes anything and never becomes the file viewed.
     """
 
-    files: dict[str, Benchmark] = field(default_factory=dict)   # digest → Benchmark
-    seen: dict[str, str] = field(default_factory=dict)          # upload id → digest, so a rerun does not hash again
-    errors: dict[str, str] = field(default_factory=dict)        # file name → message, from the latest ingest
+    digests: list[str] = field(default_factory=list)
+    seen: dict[str, str] = field(default_factory=dict)                 # upload id → digest: a rerun parses nothing
+    errors: dict[str, tuple[str, str]] = field(default_factory=dict)   # upload id → (file name, message)
+    viewed: str | None = None                                          # the digest viewed, on every page
 
     def fresh(self, uploads: Sequence[Upload]) -> list[Upload]:
-        """The uploads not ingested yet."""
-        return [u for u in uploads if u.file_id not in self.seen]
+        """The uploads neither parsed nor refused yet."""
+        return [u for u in uploads if u.file_id not in self.seen and u.file_id not in self.errors]
 
-    def ingest(self, uploads: Sequence[Upload], parse: Parse = parse_keyed,
-               progress: Callable[[str], None] | None = None, loaded: Callable[[str], None] | None = None,
-               ) -> str | None:
-        """Parse the fresh uploads (a content already held is not parsed again); the digest of the last good one.
+    def ingest(self, uploads: Sequence[Upload], cache: ParseCache, progress: Callable[[str], None] | None = None,
+               loaded: Callable[[str], None] | None = None,
+               release: Callable[[Upload], None] | None = None) -> tuple[list[str], list[str]]:
+        """Parse the fresh uploads through ``cache``: (names loaded, names refused); the last good one is viewed.
 
-        ``progress`` hears "name (size) — i/n" before each parse, ``loaded`` one line per file that parsed.
+        ``progress`` hears "name (size) — i/n" before each parse, ``loaded`` one line per file that parsed,
+        ``release`` gets each upload that parsed (its bytes are no longer needed).
         """
-        fresh = self.fresh(uploads)
-        self.errors = {}
-        last = None
-        for i, upload in enumerate(fresh, start=1):
-            data = upload.getvalue()
-            digest = digest_of(data)
+        good, bad = [], []
+        for i, upload in enumerate(uploads, start=1):
+            if upload.file_id in self.seen or upload.file_id in self.errors:
+                continue
             if progress:
-                progress(f"{upload.name} ({len(data) / 1e6:.1f} MB) — {i}/{len(fresh)}")
+                progress(f"{md_escape(upload.name)} ({upload.size / 1e6:.1f} MB) — {i}/{len(uploads)}")
             try:
-                bench = self.files.get(digest) or parse(digest, upload.name, data)
-            except TriageError as exc:
-                self.errors[upload.name] = exc.line()
+                digest, bench = cache.parse(upload.getvalue(), upload.name)
+            except TriageError as exc:  # the bytes stay while the file is in the uploader, so its error shows
+                self.errors[upload.file_id] = (upload.name, exc.line())
+                bad.append(upload.name)
+                continue
+            if release:
+                release(upload)
+            if digest not in cache:
+                self.errors[upload.file_id] = (upload.name, TriageError(
+                    f"parsed, but its tables are larger than the {cache.max_bytes / MB:g} MB this server keeps "
+                    f"for uploads ({CACHE_MB_ENV}); split the file or raise the limit").line())
+                bad.append(upload.name)
                 continue
             self.seen[upload.file_id] = digest
-            self.files[digest] = bench
-            last = digest
+            if digest in self.digests:
+                self.digests.remove(digest)
+            self.digests.append(digest)
+            self.viewed = digest
+            good.append(upload.name)
             if loaded:
-                loaded(f"{upload.name}: {bench.format}, {len(bench.runs)} run(s), "
-                       f"parsed in {bench.parse_seconds:.2f} s")
-        return last
+                loaded(f"{md_escape(upload.name)}: {bench.format}, {len(bench.runs)} run(s), parsed in "
+                       f"{bench.parse_seconds:.2f} s")
+        return good, bad
+
+    def refused(self, file_ids: set[str]) -> list[tuple[str, str]]:
+        """(name, message) of the files now in the uploader that did not parse."""
+        return [v for k, v in self.errors.items() if k in file_ids]
+
+    def loaded(self, cache: ParseCache) -> dict[str, Benchmark]:
+        """This session's files still in the cache (the bound may have dropped the oldest)."""
+        found = {d: cache.get(d) for d in self.digests}
+        return {d: b for d, b in found.items() if b is not None}
+
+    def dropped(self, cache: ParseCache) -> int:
+        """How many of this session's files the memory bound has dropped (to upload again if needed)."""
+        return sum(d not in cache for d in self.digests)

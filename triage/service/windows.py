@@ -12,8 +12,9 @@ from triage.diagnosis.window import window_signals
 from triage.errors import TriageError
 from triage.knowledge.loader import KnowledgeBase
 from triage.run import Run
+from triage.safe_text import redact_url
 from triage.sources.metrics.exposition import parse_metrics_text
-from triage.sources.metrics.profiles import Profile, list_profiles, redact_url
+from triage.sources.metrics.profiles import Profile, list_profiles
 from triage.sources.metrics.scrape import scrape
 from triage.sources.metrics.simulator import SCENARIOS, Scenario, Simulator
 from triage.sources.metrics.snapshot_window import ScrapeBuffer, SnapshotWindow
@@ -104,8 +105,8 @@ class LiveFeeds:
     def scrape(self, url: str, minutes: float, timeout: float) -> WindowPair:
         """Poll ``url`` once per refresh into a bounded ring buffer kept for this session."""
         buf = self.scrapes.setdefault(url, ScrapeBuffer(BUFFER_CAPACITY))
-        buf.add(scrape(url, timeout=timeout))
-        return WindowPair(buf.window(minutes * 60), None, url)
+        buf.add(scrape(url, timeout=timeout))  # bounded, no redirects, metadata refused, TRIAGE_SCRAPE_ALLOW honoured
+        return WindowPair(buf.window(minutes * 60), None, redact_url(url))
 
 
 def snapshot_pair(before: bytes, after: bytes, names: tuple[str, str], interval: float,
