@@ -27,7 +27,7 @@ class WindowPair:
     label: str
 
 
-def demo_windows(scenario: str, minutes: int) -> WindowPair:
+def demo_windows(scenario: str, minutes: float) -> WindowPair:
     """The process's simulated engine for the scenario, advanced to wall-clock time (shared by every
     session, like a real server); a healthy engine of its own is the baseline."""
     feed = shared_feed(scenario, 1)
@@ -36,7 +36,7 @@ def demo_windows(scenario: str, minutes: int) -> WindowPair:
     return WindowPair(feed.window(minutes * 60), base.window(minutes * 60), f"demo · {scenario}")
 
 
-def scrape_windows(url: str, minutes: int, timeout: float) -> WindowPair:
+def scrape_windows(url: str, minutes: float, timeout: float) -> WindowPair:
     """Poll ``url`` once per refresh into a bounded ring buffer kept for this session."""
     key = f"scrape:{url}"
     buf: ScrapeBuffer = st.session_state.setdefault(key, ScrapeBuffer(BUFFER_CAPACITY))
@@ -59,7 +59,7 @@ def snapshot_windows(before: bytes, after: bytes, names: tuple[str, str], interv
     return WindowPair(SnapshotWindow(snaps), None, f"{names[0]} → {names[1]}")
 
 
-def prometheus_windows(profile, end: datetime | None, minutes: int, match: dict[str, str],
+def prometheus_windows(profile, end: datetime | None, minutes: float, match: dict[str, str],
                        baseline_offset_h: float | None, timeout: float) -> WindowPair:
     from triage.sources.metrics.prometheus_window import PrometheusWindow
 

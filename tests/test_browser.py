@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 
 import pytest
 
@@ -185,3 +186,30 @@ def test_upload_survives_a_round_trip_through_diagnose(tmp_path):
         expect(page.get_by_text("Detected format: vLLM").first).to_be_visible(timeout=30000)
         expect(page.locator(".st-key-bench_choice").get_by_role("combobox")).to_have_value("vllm_detailed.json")
         assert page.get_by_text("Showing the bundled sample").count() == 0
+
+
+def test_live_link_reopens_the_same_view_in_a_new_context():
+    expect = _expect()
+    from playwright.sync_api import sync_playwright
+
+    from tests.browser_tools import ARGS
+
+    with streamlit_server() as url, sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
+        try:
+            first = browser.new_context(viewport={"width": 1440, "height": 1000}).new_page()
+            first.goto(f"{url}/live?source=demo&scenario=healthy&window=1h&node=ttft.queueing")
+            first.wait_for_selector(".st-key-tree .js-plotly-plot", state="visible", timeout=180000)
+            expect(first).to_have_url(re.compile(r"window=1h"), timeout=30000)
+            link = first.url
+            assert "scenario=healthy" in link and "node=ttft.queueing" in link and "source=demo" in link
+            other = browser.new_context(viewport={"width": 1440, "height": 1000}).new_page()
+            other.goto(link)
+            other.wait_for_selector(".st-key-tree .js-plotly-plot", state="visible", timeout=180000)
+            expect(other.locator(".st-key-live_scenario").get_by_role("combobox")).to_have_value(
+                re.compile("(?i)healthy"), timeout=30000)
+            expect(other.locator(".st-key-live_range [aria-checked=true], .st-key-live_range [aria-pressed=true]"
+                                 ).first).to_contain_text("1 h")
+            assert "node=ttft.queueing" in other.url and "window=1h" in other.url
+        finally:
+            browser.close()

@@ -171,3 +171,12 @@ def test_idle_window_says_nothing_to_diagnose_not_no_symptom():
     errors = " ".join(e.value for e in at.error)
     assert "Nothing to diagnose: no request finished in the window" in errors
     assert "No symptom" not in texts(at)
+
+
+def test_live_view_state_is_in_the_url_and_a_link_reopens_it():
+    at = live_page()
+    assert at.query_params["source"] == "demo" and at.query_params["window"] == "15m"
+    at = open_page("pages/live.py", source="demo", scenario="healthy", window="1h", node="ttft.queueing")
+    assert at.segmented_control(key="live_range").value == "1h"
+    assert at.selectbox(key="live_scenario").value == "healthy"
+    assert at.query_params["node"] == "ttft.queueing" and at.query_params["scenario"] == "healthy"
