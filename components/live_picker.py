@@ -18,6 +18,7 @@ SOURCES = ("demo", "scrape", "snapshots", "prometheus")
 WINDOWS_MIN = {"5m": 5, "15m": 15, "1h": 60, "6h": 360}
 QUERY_TIMEOUT_S = 5.0
 RANGES = {"15m": 15, "1h": 60, "6h": 360, "custom": None}  # the time-range picker; "custom" names its end
+RANGE_LABELS = {"15m": "15 min", "1h": "1 h", "6h": "6 h"}
 
 
 def _from_url(key: str, param: str, parse: Callable[[str], object], allowed: object = None) -> None:
@@ -45,7 +46,7 @@ def time_range() -> tuple[float, datetime | None]:
     _from_url("live_range", "window", str, RANGES)
     choice = st.segmented_control(t("live_range"), list(RANGES), default="15m", key="live_range", required=True,
                                   format_func=labels_now(list(RANGES), lambda r: t("live_range_custom")
-                                                         if r == "custom" else r.replace("m", " min")))
+                                                         if r == "custom" else RANGE_LABELS[r]))
     if choice != "custom":
         _to_url({"window": choice, "minutes": None, "end": None})
         return float(RANGES[choice] or 15), None

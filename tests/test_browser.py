@@ -135,6 +135,7 @@ ZH_PAGES = {"/": "h1", "/benchmark": "h1", "/live": ".st-key-tree .js-plotly-plo
             "/log": "h1", "/memory": ".st-key-mem_chart .js-plotly-plot", "/technique?id=chunked_prefill": "h1"}
 
 
+@pytest.mark.timeout(1200)  # eight pages, each drawn in full, on a shared 2-core machine
 def test_every_page_in_chinese_shows_no_english_ui_sentence():
     from tests.browser_tools import english_ui_sentences
 
@@ -145,8 +146,7 @@ def test_every_page_in_chinese_shows_no_english_ui_sentence():
         for path, ready in ZH_PAGES.items():
             sep = "&" if "?" in path else "?"
             page.goto(f"{url}{path}{sep}lang=zh")
-            page.wait_for_selector(ready, state="visible", timeout=180000)  # Live simulates its history first
-            page.wait_for_selector("h1", state="visible", timeout=60000)
+            page.wait_for_selector(ready, state="visible", timeout=180000)
             page.wait_for_function("() => document.querySelectorAll('[data-stale=\"true\"]').length === 0",
                                    timeout=60000)
             body = page.inner_text("body")
@@ -188,6 +188,7 @@ def test_upload_survives_a_round_trip_through_diagnose(tmp_path):
         assert page.get_by_text("Showing the bundled sample").count() == 0
 
 
+@pytest.mark.timeout(900)
 def test_live_link_reopens_the_same_view_in_a_new_context():
     expect = _expect()
     from playwright.sync_api import sync_playwright
@@ -207,7 +208,7 @@ def test_live_link_reopens_the_same_view_in_a_new_context():
             other.goto(link)
             other.wait_for_selector(".st-key-tree .js-plotly-plot", state="visible", timeout=180000)
             expect(other.locator(".st-key-live_scenario").get_by_role("combobox")).to_have_value(
-                re.compile("(?i)healthy"), timeout=30000)
+                re.compile("healthy", re.IGNORECASE), timeout=30000)
             expect(other.locator(".st-key-live_range [aria-checked=true], .st-key-live_range [aria-pressed=true]"
                                  ).first).to_contain_text("1 h")
             assert "node=ttft.queueing" in other.url and "window=1h" in other.url
