@@ -16,6 +16,7 @@ import json
 import math
 import queue
 import re
+import sys
 import threading
 import time
 import uuid
@@ -504,6 +505,11 @@ class OpenAIServer(http.server.ThreadingHTTPServer):
     daemon_threads = True
     request_queue_size = 1024  # load tools open many connections at once
     engine: Engine | None = None
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client closing an idle keep-alive connection is normal for load tools; anything else is printed."""
+        if not isinstance(sys.exc_info()[1], (ConnectionResetError, BrokenPipeError, TimeoutError)):
+            super().handle_error(request, client_address)
 
     def server_close(self) -> None:
         if self.engine is not None:
