@@ -19,14 +19,14 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from tests.prom_harness import PROMETHEUS, PROMTOOL, PromServer, data_end, free_port, wait_ready  # noqa: E402
-from triage.knowledge import load_knowledge  # noqa: E402
-from triage.live import simulator  # noqa: E402
-from triage.live.diagnose_live import diagnose_window  # noqa: E402
-from triage.live.panels import load_panels  # noqa: E402
-from triage.live.prometheus_window import MIN_RANGE, PrometheusWindow, promql  # noqa: E402
-from triage.live.readings import Need  # noqa: E402
-from triage.live.server_signals import NEEDS  # noqa: E402
-from triage.rules import resolve_slo  # noqa: E402
+from triage.diagnosis.readings import Need  # noqa: E402
+from triage.diagnosis.rules import resolve_slo  # noqa: E402
+from triage.diagnosis.server_signals import NEEDS  # noqa: E402
+from triage.diagnosis.window import diagnose_window  # noqa: E402
+from triage.knowledge.loader import load_knowledge  # noqa: E402
+from triage.knowledge.panels import load_panels  # noqa: E402
+from triage.sources.metrics import simulator  # noqa: E402
+from triage.sources.metrics.prometheus_window import MIN_RANGE, PrometheusWindow, promql  # noqa: E402
 
 STEP = 15.0            # seconds between stored samples
 SIM_TICK_S = 1.0       # the simulator's internal tick (0.2 s by default): 5x fewer ticks, same 15 s samples

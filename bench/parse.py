@@ -132,8 +132,8 @@ def main() -> None:
 def diagnose(bench: object) -> float | None:
     """Time signals + diagnosis when another engineer's triage.diagnosis.diagnose_benchmark exists."""
     try:
-        from triage.diagnosis import diagnose_benchmark
-        from triage.knowledge import load_knowledge
+        from triage.diagnosis.benchmark import diagnose_benchmark
+        from triage.knowledge.loader import load_knowledge
     except ImportError:
         print("(c) signals + diagnosis: skipped (triage.diagnosis.diagnose_benchmark not available)")
         return None

@@ -7,8 +7,8 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from components.shell import t
+from triage.diagnosis.sweep import SweepPoint, knee_index
 from triage.run import Run
-from triage.sweep import SweepPoint, knee_index
 
 MAX_POINTS = 5000  # scatter plots draw a fixed-seed sample; histograms use every request
 HEIGHT = 300
@@ -20,7 +20,7 @@ def _sampled(df: pd.DataFrame) -> pd.DataFrame:
 
 def _layout(fig: go.Figure, x: str, y: str) -> go.Figure:
     fig.update_layout(height=HEIGHT, margin=dict(l=10, r=10, t=30, b=10), xaxis_title=x, yaxis_title=y,
-                      legend=dict(orientation="h", y=1.12))
+                      legend=dict(orientation="h", y=1.12), yaxis_rangemode="tozero")  # counts, latencies
     return fig
 
 

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import streamlit as st
 
 from triage.errors import TriageError
-from triage.knowledge import DEFAULT_TREE_DIR
+from triage.knowledge.loader import DEFAULT_TREE_DIR
 from triage.run import Benchmark
 from triage.sources.files import load_benchmark
 

@@ -6,8 +6,8 @@ import streamlit as st
 
 from components.bench_source import sample
 from components.shell import knowledge, t
-from triage.diagnosis import diagnose_run
-from triage.rules import Diagnosis, resolve_slo
+from triage.diagnosis.benchmark import diagnose_run
+from triage.diagnosis.rules import Diagnosis, resolve_slo
 
 FINDINGS_KEY = "findings"
 DIAGNOSIS_KEY = "diagnosis"  # (source label, Diagnosis) of the source opened last

@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from components.shell import t
-from triage.signals import SignalSet
+from triage.diagnosis.signals import SignalSet
 
 # (signal, label key, SLO key or None, scale to display unit, display unit)
 KPIS = (

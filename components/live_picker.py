@@ -11,8 +11,8 @@ import streamlit as st
 
 from components import live_source
 from components.shell import labels_now, lang, t
-from triage.live.profiles import Profile, list_profiles
-from triage.live.simulator import SCENARIOS
+from triage.sources.metrics.profiles import Profile, list_profiles
+from triage.sources.metrics.simulator import SCENARIOS
 
 SOURCES = ("demo", "scrape", "snapshots", "prometheus")
 WINDOWS_MIN = {"5m": 5, "15m": 15, "1h": 60, "6h": 360}

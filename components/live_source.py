@@ -8,12 +8,12 @@ from datetime import UTC, datetime, timedelta
 
 import streamlit as st
 
+from triage.diagnosis.readings import MetricWindow
 from triage.errors import TriageError
-from triage.live.metrics_text import parse_metrics_text
-from triage.live.readings import MetricWindow
-from triage.live.scrape import scrape
-from triage.live.simulator import Simulator
-from triage.live.snapshot_window import ScrapeBuffer, SnapshotWindow
+from triage.sources.metrics.exposition import parse_metrics_text
+from triage.sources.metrics.scrape import scrape
+from triage.sources.metrics.simulator import Simulator
+from triage.sources.metrics.snapshot_window import ScrapeBuffer, SnapshotWindow
 
 BUFFER_CAPACITY = 240          # scrapes kept per source: 1 h at 15 s
 DEMO_HISTORY_S = 15 * 60       # the demo starts with 15 minutes of history so panels have a shape
@@ -79,7 +79,7 @@ def snapshot_windows(before: bytes, after: bytes, names: tuple[str, str], interv
 
 def prometheus_windows(profile, end: datetime | None, minutes: int, match: dict[str, str],
                        baseline_offset_h: float | None, timeout: float) -> WindowPair:
-    from triage.live.prometheus_window import PrometheusWindow
+    from triage.sources.metrics.prometheus_window import PrometheusWindow
 
     end = end or datetime.now(UTC)
     start = end - timedelta(minutes=minutes)

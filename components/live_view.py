@@ -14,13 +14,13 @@ import streamlit as st
 from components.evidence import diagnosis_panel
 from components.live_source import WindowPair
 from components.shell import knowledge, lang, t
-from triage.compare import SignalDelta, signal_deltas
+from triage.diagnosis.compare import SignalDelta, signal_deltas
+from triage.diagnosis.readings import Need, SeriesPoint
+from triage.diagnosis.rules import Slo
+from triage.diagnosis.window import LiveDiagnosis, diagnose_window, window_signals
 from triage.errors import TriageError
-from triage.live.diagnose_live import LiveDiagnosis, diagnose_window, window_signals
-from triage.live.panels import Panel, line_points, load_panels
-from triage.live.readings import Need, SeriesPoint
-from triage.report_text import fmt_value
-from triage.rules import Slo
+from triage.knowledge.panels import Panel, line_points, load_panels
+from triage.report.text import fmt_value
 
 LAST_KEY = "live_last"      # the last good refresh of any source (the memory page reads its cache config)
 STALE_KEY = "live_by_source"  # source → its last good refresh, shown under a banner when a refresh fails

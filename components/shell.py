@@ -7,9 +7,9 @@ from typing import Any
 
 import streamlit as st
 
-from triage.i18n import tr
-from triage.knowledge import KnowledgeBase, load_knowledge
-from triage.model import LANGS
+from triage.knowledge.i18n import tr
+from triage.knowledge.loader import KnowledgeBase, load_knowledge
+from triage.knowledge.model import LANGS
 
 LANG_KEY = "lang"
 LANG_LABELS = {"en": "English", "zh": "中文"}

@@ -5,9 +5,9 @@ from __future__ import annotations
 import streamlit as st
 
 from components.shell import knowledge, labels_now, lang, t
-from triage.memory_presets import load_gpus, load_models
-from triage.roofline import Hardware
-from triage.rules import Slo, resolve_slo
+from triage.diagnosis.roofline import Hardware
+from triage.diagnosis.rules import Slo, resolve_slo
+from triage.memory.presets import load_gpus, load_models
 
 
 def slo_sidebar() -> Slo:
@@ -18,7 +18,7 @@ def slo_sidebar() -> Slo:
         preset = st.selectbox(t("slo_preset"), names, index=names.index(kb.default_slo), key="slo_preset",
                               format_func=labels_now(names, lambda n: kb.slo_presets[n].title.get(lang())),
                               persist_state="session")
-        st.caption(kb.slo_presets[preset].source)
+        st.caption(kb.slo_presets[preset].source.get(lang()))
         custom = st.toggle(t("slo_custom"), key="slo_custom", persist_state="session")
         ttft = tpot = None
         if custom:

@@ -6,7 +6,7 @@ import pandas as pd
 import streamlit as st
 
 from components.shell import knowledge, lang, t
-from triage.model import ENGINES, LEVEL_ORDER, Technique
+from triage.knowledge.model import ENGINES, LEVEL_ORDER, Technique
 
 DIAGNOSE_PAGE = "pages/diagnose.py"
 ENGINE_LABELS = {"vllm": "vLLM", "sglang": "SGLang", "tgi": "TGI"}
@@ -29,7 +29,7 @@ def _knobs(tech: Technique) -> None:
             if knobs.flags:
                 rows = [{t("flag"): f.flag, t("default"): f.default, t("meaning"): f.meaning.get(lang())}
                         for f in knobs.flags]
-                st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+                st.table(pd.DataFrame(rows).set_index(t("flag")))  # a static table wraps long meanings
             else:
                 st.caption(t("no_flags"))
             if knobs.example.strip():

@@ -12,7 +12,7 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from triage.knowledge import DEFAULT_TREE_DIR, load_knowledge  # noqa: E402
+from triage.knowledge.loader import DEFAULT_TREE_DIR, load_knowledge  # noqa: E402
 
 
 @pytest.fixture(scope="session")

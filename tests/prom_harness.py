@@ -326,7 +326,7 @@ def five_minutes_ago() -> int:
 @contextmanager
 def simulated_prometheus(folder: Path, scenario: str, minutes: float, seed: int, end: int) -> Iterator[PromServer]:
     """A real Prometheus backfilled with ``minutes`` of the simulator's ``scenario`` ending at ``end``."""
-    from triage.live.simulator import write_openmetrics
+    from triage.sources.metrics.simulator import write_openmetrics
 
     source = folder / "sim.om"
     write_openmetrics(source, scenario, minutes=minutes, step=15, end=end, seed=seed)

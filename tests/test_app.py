@@ -6,7 +6,7 @@ import pytest
 import streamlit as st
 
 from tests.apptest_tools import click_plotly, new_app, open_page, texts
-from triage.knowledge import load_knowledge
+from triage.knowledge.loader import load_knowledge
 
 TECHNIQUES = sorted(load_knowledge().techniques)
 

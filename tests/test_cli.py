@@ -109,3 +109,20 @@ def test_idle_snapshot_window_is_not_healthy_exit_2(tmp_path):
     out = triage("diagnose", "--scrape", str(before), str(after), "--interval", "60")
     assert out.returncode == 2 and out.stderr.count("\n") == 1
     assert "no request finished in the window and none was running or waiting" in out.stderr
+
+
+def test_interactive_preset_is_stricter_than_chat(tmp_path):
+    src = (ROOT / "tests/fixtures/bench/aiperf013-concurrency8_profile_export_aiperf.csv").read_text()
+    rows = [r if not r.startswith("Inter Token Latency") else
+            "Inter Token Latency (ms),80.00,75.00,90.00,8000.00,75.00,76.00,77.00,78.00,80.00,82.00,85.00,87.00,89.00,2"
+            for r in src.splitlines()]
+    slow = tmp_path / "aiperf-concurrency8_profile_export_aiperf.csv"
+    slow.write_text("\n".join(rows) + "\n")
+
+    def tpot_present(preset: str) -> bool:
+        data = json.loads(triage("diagnose", str(slow), "--slo", preset, "--json").stdout)
+        assert data["slo"]["name"] == preset
+        return next(s["present"] for s in data["symptoms"] if s["symptom"] == "tpot")
+
+    assert tpot_present("interactive") and not tpot_present("chat")
+    assert "interactive" in triage("diagnose", "--help").stdout

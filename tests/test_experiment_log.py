@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from triage.errors import TriageError
-from triage.experiment_log import (
+from triage.verify.experiment_log import (
     MIGRATIONS,
     SCHEMA_VERSION,
     Entry,
@@ -33,7 +33,7 @@ WRITER = f"""
 import sys
 sys.path.insert(0, {str(ROOT)!r})
 from tests.test_experiment_log import entry
-from triage.experiment_log import ExperimentLog
+from triage.verify.experiment_log import ExperimentLog
 
 log = ExperimentLog(sys.argv[1])
 for i in range(int(sys.argv[3])):

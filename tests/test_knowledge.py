@@ -8,7 +8,7 @@ import pytest
 
 from tests.conftest import edit_yaml
 from triage.errors import TriageError
-from triage.knowledge import load_knowledge
+from triage.knowledge.loader import load_knowledge
 
 SYMPTOMS = ["ttft", "tpot", "memory", "tail_latency", "throughput"]
 REQUIRED_CAUSES = """
@@ -150,3 +150,21 @@ def test_checklist_must_go_config_first(tiny_tree):
     edit_yaml(only, lambda d: d["checklist"].insert(0, {**d["checklist"][0], "level": "architecture"}))
     line = _refusal(tiny_tree)
     assert "checklist" in line and "config → model → architecture" in line
+
+
+def test_every_slo_number_is_cited_and_interactive_sits_beside_chat(kb):
+    assert list(kb.slo_presets)[:2] == ["chat", "interactive"] and kb.default_slo == "chat"
+    for preset in kb.slo_presets.values():
+        numbers = {k for k, v in preset.values.items() if not isinstance(v, bool)}
+        assert set(preset.cite) == numbers and preset.source.en and preset.source.zh
+    chat, interactive = kb.slo_presets["chat"].values, kb.slo_presets["interactive"].values
+    assert interactive["tpot_p99_s"] == 0.05 and interactive["ttft_p99_s"] == 0.2
+    assert chat["tpot_p99_s"] == 0.2 and chat["ttft_p99_s"] == 2.0
+    assert "MLPerf" in kb.slo_presets["chat"].cite["ttft_p99_s"]
+    assert "GuideLLM" in kb.slo_presets["interactive"].cite["tpot_p99_s"]
+
+
+def test_an_uncited_slo_number_is_refused(tiny_tree):
+    edit_yaml(tiny_tree / "slo.yaml", lambda d: d["presets"]["chat"]["cite"].pop("tpot_p99_s"))
+    with pytest.raises(TriageError, match="cite must give one non-blank citation per number"):
+        load_knowledge(tiny_tree)

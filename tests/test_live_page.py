@@ -9,7 +9,7 @@ import streamlit as st
 
 from tests.apptest_tools import open_page, texts
 from tests.prom_harness import free_port
-from triage.live.simulator import Simulator
+from triage.sources.metrics.simulator import Simulator
 
 
 @pytest.fixture(autouse=True)

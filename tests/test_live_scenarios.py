@@ -14,12 +14,12 @@ from pathlib import Path
 import pytest
 
 from tests.prom_harness import PROMETHEUS, PROMTOOL, free_port, start_prometheus
-from triage.live.diagnose_live import diagnose_window
-from triage.live.metrics_text import parse_metrics_text
-from triage.live.prometheus_window import PrometheusWindow
-from triage.live.simulator import Simulator, serve, write_openmetrics
-from triage.live.snapshot_window import SnapshotWindow
-from triage.rules import resolve_slo
+from triage.diagnosis.rules import resolve_slo
+from triage.diagnosis.window import diagnose_window
+from triage.sources.metrics.exposition import parse_metrics_text
+from triage.sources.metrics.prometheus_window import PrometheusWindow
+from triage.sources.metrics.simulator import Simulator, serve, write_openmetrics
+from triage.sources.metrics.snapshot_window import SnapshotWindow
 
 ROOT = Path(__file__).resolve().parent.parent
 # scenario → (SLO preset, the cause the diagnosis must name, whether it must come first)

@@ -9,9 +9,9 @@ import pytest
 
 from tests.prom_harness import FakeBehaviour, closed_port_url, fake_prometheus
 from triage.errors import TriageError
-from triage.live.engines import detect_engines, load_engines
-from triage.live.metrics_text import Snapshot, parse_metrics_text, present_names
-from triage.live.scrape import scrape, two_scrapes
+from triage.knowledge.engines import detect_engines, load_engines
+from triage.sources.metrics.exposition import Snapshot, parse_metrics_text, present_names
+from triage.sources.metrics.scrape import scrape, two_scrapes
 
 FIXTURES = Path(__file__).parent / "fixtures" / "metrics"
 

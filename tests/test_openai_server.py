@@ -19,8 +19,8 @@ import requests
 from prometheus_client.parser import text_string_to_metric_families
 
 from triage.errors import TriageError
-from triage.live.simulator import MODEL_NAME
 from triage.sources.metrics.openai_server import count_tokens, serve_openai
+from triage.sources.metrics.simulator import MODEL_NAME
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -16,12 +16,12 @@ from tests.prom_harness import (
     fake_prometheus,
     prometheus_fixture,
 )
+from triage.diagnosis.readings import Need
 from triage.errors import TriageError
-from triage.live.engines import load_engines
-from triage.live.profiles import Profile, list_profiles
-from triage.live.prometheus_window import PrometheusWindow
-from triage.live.readings import Need
-from triage.live.snapshot_window import bucket_quantile
+from triage.knowledge.engines import load_engines
+from triage.sources.metrics.profiles import Profile, list_profiles
+from triage.sources.metrics.prometheus_window import PrometheusWindow
+from triage.sources.metrics.snapshot_window import bucket_quantile
 
 pytestmark = pytest.mark.prometheus
 

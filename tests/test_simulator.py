@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from triage import cli_simulate
+from triage.cli import simulate as cli_simulate
 from triage.errors import TriageError
-from triage.live.simulator import SCENARIOS, Simulator, serve, write_openmetrics
+from triage.sources.metrics.simulator import SCENARIOS, Simulator, serve, write_openmetrics
 
 START = 1_700_000_000.0
 WINDOW_S = 120.0

@@ -6,11 +6,11 @@ import math
 
 import pytest
 
+from triage.diagnosis.readings import Need
 from triage.errors import TriageError
-from triage.live.engines import load_engines
-from triage.live.metrics_text import parse_metrics_text
-from triage.live.readings import Need
-from triage.live.snapshot_window import ONE_SCRAPE, ScrapeBuffer, SnapshotWindow, bucket_quantile
+from triage.knowledge.engines import load_engines
+from triage.sources.metrics.exposition import parse_metrics_text
+from triage.sources.metrics.snapshot_window import ONE_SCRAPE, ScrapeBuffer, SnapshotWindow, bucket_quantile
 
 
 def hist(engine: str, buckets: list[tuple[str, float]], total: float) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from triage.i18n import load_strings
+from triage.knowledge.i18n import load_strings
 
 ROOT = Path(__file__).resolve().parent.parent
 LITERAL_KEY = re.compile(r"""\bt\(\s*["']([a-z0-9_]+)["']\s*[,)]""")

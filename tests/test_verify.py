@@ -9,12 +9,12 @@ import pandas as pd
 import pytest
 
 from tests.synthetic import requests, run
-from triage.bootstrap import boot_quantile
+from triage.diagnosis.rules import resolve_slo
 from triage.errors import TriageError
-from triage.gate import apply_gate, load_gate, parse_tolerance
-from triage.rules import resolve_slo
 from triage.run import Run
-from triage.verify import METRIC_IDS, SUMMARY_ONLY, Comparison, compare, comparison_json
+from triage.verify.bootstrap import boot_quantile
+from triage.verify.comparison import METRIC_IDS, SUMMARY_ONLY, Comparison, compare, comparison_json
+from triage.verify.gate import apply_gate, load_gate, parse_tolerance
 
 
 @pytest.fixture(scope="module")
@@ -249,7 +249,7 @@ def test_gate_fails_only_beyond_tolerance_and_noise(kb, slo):
 
 @pytest.mark.parametrize("n", [4000, 30_000])
 def test_mean_bootstrap_spread_matches_theory_on_both_paths(n):
-    from triage.bootstrap import boot_mean
+    from triage.verify.bootstrap import boot_mean
 
     x = np.random.default_rng(6).exponential(1.0, n)
     boots = boot_mean(x, np.random.default_rng(7), 4000)

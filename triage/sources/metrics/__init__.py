@@ -1,0 +1,1 @@
+"""Metric sources: /metrics exposition, scrapes, saved snapshots, Prometheus windows, profiles, the simulator."""

@@ -29,7 +29,7 @@ from prometheus_client.exposition import generate_latest
 from prometheus_client.registry import CollectorRegistry
 
 from triage.errors import TriageError
-from triage.live.simulator import (
+from triage.sources.metrics.simulator import (
     CONTENT_TYPE,
     ITL_BUCKETS,
     LATENCY_BUCKETS,

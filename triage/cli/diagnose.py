@@ -1,0 +1,149 @@
+"""``python -m triage diagnose FILE``: the same findings the Benchmark page shows."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import yaml
+
+from triage.cli.live import add_live_arguments
+from triage.diagnosis.benchmark import diagnose_run, pick_run
+from triage.diagnosis.roofline import Hardware
+from triage.diagnosis.rules import resolve_slo
+from triage.errors import TriageError
+from triage.knowledge.loader import DEFAULT_TREE_DIR, load_knowledge
+from triage.report.json_contract import diagnosis_json
+from triage.report.text import diagnosis_text
+from triage.run import Benchmark
+
+
+def read_benchmark(path: Path) -> Benchmark:
+    from triage.sources.files import load_benchmark
+
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise TriageError(f"cannot read: {exc.strerror or exc}", where=str(path)) from exc
+    return load_benchmark(data, path.name)
+
+
+def runs_json(bench: Benchmark, chosen: int) -> list[dict]:
+    return [{"number": i, "label": r.label, "requests": len(r.requests) if r.has_requests else 0,
+             "selected": i == chosen, "definitions": r.definitions, "meta": r.meta}
+            for i, r in enumerate(bench.runs, start=1)]
+
+
+def _slo(kb, args: argparse.Namespace):
+    try:
+        return resolve_slo(kb, args.slo, ttft_p99_s=args.ttft_slo, tpot_p99_s=args.tpot_slo)
+    except KeyError as exc:
+        raise TriageError(f"unknown SLO preset {exc}; choose one of {', '.join(kb.slo_presets)}", key="--slo") from exc
+
+
+def _diagnose_live(kb, args: argparse.Namespace) -> int:
+    live, label = live_diagnosis(kb, args)
+    if args.json:
+        out = diagnosis_json(live.diagnosis, source=label, fmt=f"metrics:{live.engine}", runs=[])
+        out["missing"] = {f"{n.kind}:{n.key}": why for n, why in live.readings.missing.items()}
+        print(json.dumps(out, ensure_ascii=False, indent=2))
+    else:
+        header = [f"source: {label} (engine {live.engine}, window {live.readings.window_seconds:g} s)",
+                  *live.readings.errors]
+        print(diagnosis_text(kb, live.diagnosis, header))
+    return 0
+
+
+def hardware(args: argparse.Namespace) -> Hardware | None:
+    """The serving hardware for the roofline comparison, when --model and --gpu are both given."""
+    if bool(args.model) != bool(args.gpu):
+        raise TriageError("give --model and --gpu together (the roofline needs both)", key="--model/--gpu")
+    return Hardware(args.model, args.gpu, tp=args.tp) if args.model else None
+
+
+def live_diagnosis(kb, args: argparse.Namespace):
+    from triage.cli.live import live_window
+    from triage.diagnosis.window import diagnose_window
+
+    window, label = live_window(args)
+    live = diagnose_window(kb, window, _slo(kb, args), hardware(args))
+    if live.diagnosis.empty:
+        raise TriageError(f"nothing to diagnose: {live.diagnosis.empty}", where=label)
+    return live, label
+
+
+def check_one_source(args: argparse.Namespace) -> None:
+    sources = [bool(args.file), bool(args.prometheus), bool(args.endpoint), bool(args.scrape)]
+    if sum(sources) != 1:
+        raise TriageError("give exactly one source: FILE, --prometheus URL, --endpoint URL or --scrape BEFORE AFTER")
+
+
+def _file_diagnosis(kb, args: argparse.Namespace):
+    """(Benchmark, the chosen run, its Diagnosis) for the FILE argument; a bad --slo fails before the read."""
+    slo = _slo(kb, args)
+    bench = read_benchmark(args.file)
+    run = pick_run(bench, args.run)
+    diag = diagnose_run(kb, run, slo, hardware(args))
+    if diag.empty:
+        number = bench.runs.index(run) + 1
+        raise TriageError(f"nothing to diagnose: {diag.empty}", where=bench.source,
+                          key=f"run {number} of {len(bench.runs)} ({run.label})")
+    return bench, run, diag
+
+
+def any_diagnosis(kb, args: argparse.Namespace):
+    """(Diagnosis, source label) for whichever source the arguments name."""
+    check_one_source(args)
+    if not args.file:
+        live, label = live_diagnosis(kb, args)
+        return live.diagnosis, f"{label} (engine {live.engine})"
+    bench, run, diag = _file_diagnosis(kb, args)
+    return diag, f"{bench.source} ({bench.format}) · {run.label}"
+
+
+def cmd_diagnose(args: argparse.Namespace) -> int:
+    kb = load_knowledge(args.tree_dir)
+    check_one_source(args)
+    if not args.file:
+        return _diagnose_live(kb, args)
+    bench, run, diag = _file_diagnosis(kb, args)
+    number = bench.runs.index(run) + 1
+    if args.json:
+        out = diagnosis_json(diag, source=bench.source, fmt=bench.format, runs=runs_json(bench, number))
+        print(json.dumps(out, ensure_ascii=False, indent=2))
+    else:
+        header = [f"source: {bench.source} ({bench.format}), run {number} of {len(bench.runs)}: {run.label}"]
+        print(diagnosis_text(kb, diag, header + bench.notes))
+    return 0
+
+
+def preset_names(tree_dir: Path = DEFAULT_TREE_DIR) -> str:
+    """The SLO presets of the bundled tree for help texts; the preset itself is checked when the tree is loaded."""
+    try:
+        presets = yaml.safe_load((tree_dir / "slo.yaml").read_text(encoding="utf-8"))["presets"]
+    except (OSError, yaml.YAMLError, KeyError, TypeError):
+        return "see tree/slo.yaml"
+    return ", ".join(str(name) for name in presets)
+
+
+def add_source_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("file", type=Path, nargs="?", help="a load-test result (vLLM, SGLang, GuideLLM, genai-perf, "
+                                                      "AIPerf, LLMPerf, or a per-request CSV/Parquet)")
+    p.add_argument("--slo", default=None, help=f"SLO preset: {preset_names()} (default chat)")
+    p.add_argument("--ttft-slo", type=float, default=None, help="TTFT p99 SLO in seconds")
+    p.add_argument("--tpot-slo", type=float, default=None, help="TPOT p99 SLO in seconds")
+    p.add_argument("--run", type=int, default=None, help="run number in a multi-run file (1-based; default last)")
+    p.add_argument("--tree-dir", type=Path, default=DEFAULT_TREE_DIR, help=argparse.SUPPRESS)
+    p.add_argument("--model", default=None, help="served model (tree/models.yaml id) for TPOT vs the decode roofline")
+    p.add_argument("--gpu", default=None, help="GPU (tree/gpus.yaml id) for TPOT vs the decode roofline")
+    p.add_argument("--tp", type=int, default=1, help="tensor-parallel size for the roofline (default 1)")
+    add_live_arguments(p)
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("diagnose", help="diagnose a benchmark file, a Prometheus window or a /metrics endpoint")
+    add_source_arguments(p)
+    p.add_argument("--json", action="store_true", help="print the JSON contract instead of text")
+    p.set_defaults(func=cmd_diagnose)
+

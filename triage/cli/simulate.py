@@ -1,0 +1,64 @@
+"""``python -m triage simulate``: serve simulated vLLM /metrics for a scenario (with ``--openai``, a simulated
+OpenAI-compatible vLLM server that load-test tools can benchmark), or write an OpenMetrics backfill."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from triage.sources.metrics.openai_server import serve_openai
+from triage.sources.metrics.simulator import MODEL_NAME, SCENARIOS, serve, write_openmetrics
+
+
+def _write(args: argparse.Namespace) -> int:
+    n = write_openmetrics(args.openmetrics, args.scenario, args.minutes, step=args.step, end=args.end,
+                          seed=args.seed)
+    print(f"wrote {n} samples ({args.minutes:g} min of '{args.scenario}', one every {args.step:g} s) to "
+          f"{args.openmetrics}")
+    print(f"load it with: promtool tsdb create-blocks-from openmetrics {args.openmetrics} <prometheus-data-dir>")
+    return 0
+
+
+def _serve(args: argparse.Namespace) -> int:
+    if args.openai:
+        server = serve_openai(args.scenario, args.port, host=args.host, seed=args.seed)
+        host, port = server.server_address[:2]
+        print(f"simulating vLLM scenario '{args.scenario}' as an OpenAI-compatible server on http://{host}:{port}/v1 "
+              f"(model {MODEL_NAME}; /metrics, /health; "
+              "Ctrl-C to stop)", flush=True)
+    else:
+        server = serve(args.scenario, args.port, host=args.host, seed=args.seed)
+        host, port = server.server_address[:2]
+        print(f"simulating vLLM scenario '{args.scenario}' on http://{host}:{port}/metrics (Ctrl-C to stop)",
+              flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.server_close()
+    return 0
+
+
+def cmd_simulate(args: argparse.Namespace) -> int:
+    return _write(args) if args.openmetrics else _serve(args)
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add the ``simulate`` subcommand to the CLI's subparsers."""
+    p = sub.add_parser("simulate", help="serve simulated vLLM /metrics for a scenario (or write a backfill file)",
+                       description=f"Scenarios: {', '.join(SCENARIOS)} (tree/scenarios.yaml).")
+    p.add_argument("--scenario", required=True, help=f"one of: {', '.join(SCENARIOS)}")
+    p.add_argument("--port", type=int, default=8001, help="port for /metrics (default 8001; 0 = any free port)")
+    p.add_argument("--openai", action="store_true",
+                   help="also serve the OpenAI API (/v1/completions, /v1/chat/completions, /v1/models, /health): "
+                        "requests run through the scenario's engine in real time, for real load-test tools")
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
+    p.add_argument("--seed", type=int, default=0, help="random seed (same seed, same numbers)")
+    p.add_argument("--openmetrics", type=Path, metavar="FILE",
+                   help="write an OpenMetrics backfill file instead of serving")
+    p.add_argument("--minutes", type=float, default=30.0, help="backfill length in minutes (default 30)")
+    p.add_argument("--step", type=float, default=15.0, help="backfill sample interval in seconds (default 15)")
+    p.add_argument("--end", type=float, default=None, metavar="UNIX_SECONDS",
+                   help="timestamp of the last backfill sample (default now)")
+    p.set_defaults(func=cmd_simulate)

@@ -1,0 +1,228 @@
+"""Client-side signals computed from a benchmark run (per-request table, else the tool's summary)."""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+import pandas as pd
+
+from triage.diagnosis.signals import SignalSet
+from triage.knowledge.loader import KnowledgeBase
+from triage.run import Run
+
+MIN_REQUESTS_FOR_CORRELATION = 30
+MIN_REQUESTS_FOR_RATE = 50  # below this, start-up and drain dominate the achieved rate
+# Correlations and slopes are read from a fixed-seed sample: 50k requests pin r to ±0.01, and a
+# million-row upload stays fast. Percentiles always use every request.
+CORRELATION_SAMPLE = 50_000
+QS = (0.05, 0.5, 0.9, 0.99, 1.0)
+PARALLEL_FROM = 100_000  # rows; below this a thread pool costs more than it saves
+PCTS = {"p5": 0.05, "p50": 0.5, "p90": 0.9, "p99": 0.99}
+
+
+def _col(df: pd.DataFrame, name: str) -> np.ndarray | None:
+    if name not in df.columns:
+        return None
+    values = pd.to_numeric(df[name], errors="coerce").to_numpy(dtype="float64", na_value=np.nan)
+    return values if np.isfinite(values).any() else None
+
+
+def _ratio(top: float | None, bottom: float | None) -> float | None:
+    return top / bottom if top is not None and bottom else None
+
+
+def _pearson(x: np.ndarray | None, y: np.ndarray | None) -> float | None:
+    if x is None or y is None:
+        return None
+    mask = np.isfinite(x) & np.isfinite(y)
+    if mask.sum() < MIN_REQUESTS_FOR_CORRELATION or np.std(x[mask]) == 0 or np.std(y[mask]) == 0:
+        return None
+    return float(np.corrcoef(x[mask], y[mask])[0, 1])
+
+
+def _spearman(x: np.ndarray | None, y: np.ndarray | None) -> float | None:
+    if x is None or y is None:
+        return None
+    mask = np.isfinite(x) & np.isfinite(y)
+    if mask.sum() < MIN_REQUESTS_FOR_CORRELATION:
+        return None
+    rx = pd.Series(x[mask]).rank().to_numpy()
+    ry = pd.Series(y[mask]).rank().to_numpy()
+    return _pearson(rx, ry)
+
+
+def in_flight_at_arrival(start: np.ndarray, e2e: np.ndarray, at: np.ndarray | None = None) -> np.ndarray:
+    """Requests started before and not yet finished at each arrival in ``at`` (default: every arrival)."""
+    at = start if at is None else at
+    end = start + e2e
+    starts = np.sort(start)
+    ends = np.sort(end[np.isfinite(end)])
+    return np.searchsorted(starts, at, side="left") - np.searchsorted(ends, at, side="right")
+
+
+def _slope_ms_per_ktok(prompt: np.ndarray | None, ttft: np.ndarray | None) -> float | None:
+    if prompt is None or ttft is None:
+        return None
+    mask = np.isfinite(prompt) & np.isfinite(ttft)
+    if mask.sum() < MIN_REQUESTS_FOR_CORRELATION or np.std(prompt[mask]) == 0:
+        return None
+    slope = np.polyfit(prompt[mask], ttft[mask], 1)[0]
+    return float(slope * 1000 * 1000)
+
+
+def _rise_ratio(start: np.ndarray | None, ttft: np.ndarray | None) -> float | None:
+    if start is None or ttft is None:
+        return None
+    mask = np.isfinite(start) & np.isfinite(ttft)
+    if mask.sum() < MIN_REQUESTS_FOR_CORRELATION:
+        return None
+    s, t = start[mask], ttft[mask]
+    lo, hi = np.quantile(s, [0.25, 0.75])
+    first, last = t[s <= lo], t[s >= hi]
+    return _ratio(float(np.median(last)), float(np.median(first))) if first.size and last.size else None
+
+
+class _Table:
+    """The successful requests of a run as float arrays, parsed once, with memoized percentiles."""
+
+    def __init__(self, df: pd.DataFrame) -> None:
+        self.all_count = len(df)
+        ok = df["ok"].astype(bool).to_numpy() if "ok" in df.columns else np.ones(len(df), dtype=bool)
+        self.failed = int((~ok).sum())
+        good = df[ok] if not ok.all() else df
+        self.n = len(good)
+        self.cols = {c: _col(good, c) for c in ("start_s", "prompt_tokens", "output_tokens", "ttft_s", "e2e_s",
+                                                "tpot_s", "queue_s")}
+        self._pcts: dict[str, dict[float, float] | None] = {}
+        rng = np.random.default_rng(0)
+        self.idx = np.sort(rng.choice(self.n, CORRELATION_SAMPLE, replace=False)) \
+            if self.n > CORRELATION_SAMPLE else None
+
+    def __getitem__(self, name: str) -> np.ndarray | None:
+        return self.cols[name]
+
+    def sample(self, name: str) -> np.ndarray | None:
+        col = self.cols[name]
+        return col if col is None or self.idx is None else col[self.idx]
+
+    def _percentiles(self, name: str) -> dict[float, float] | None:
+        col = self.cols[name]
+        finite = col[np.isfinite(col)] if col is not None else None
+        return dict(zip(QS, np.quantile(finite, QS).tolist())) if finite is not None and finite.size else None
+
+    def warm(self, names: tuple[str, ...]) -> None:
+        """Partition the big columns in parallel (numpy releases the GIL): most of a large run's signal time."""
+        todo = [n for n in names if n not in self._pcts]
+        if self.n < PARALLEL_FROM or len(todo) < 2:
+            return
+        with ThreadPoolExecutor(max_workers=min(len(todo), os.cpu_count() or 1)) as pool:
+            self._pcts.update(zip(todo, pool.map(self._percentiles, todo)))
+
+    def pct(self, name: str, q: float) -> float | None:
+        """Exact percentile over every request; one partition per column serves all of QS."""
+        if name not in self._pcts:
+            self._pcts[name] = self._percentiles(name)
+        found = self._pcts[name]
+        return found[q] if found else None
+
+
+def _latency(kb: KnowledgeBase, out: SignalSet, table: _Table | None, run: Run) -> None:
+    for metric in ("ttft", "tpot", "e2e"):
+        for pname, q in PCTS.items():
+            name = f"{metric}_{pname}_s"
+            if name not in kb.signals:
+                continue
+            if table is not None and table[f"{metric}_s"] is not None:
+                how = f"{pname} of {table.n:,} successful requests"
+                out.put(kb, name, table.pct(f"{metric}_s", q), how)
+            elif name in run.summary:
+                label = run.definitions.get(metric, "the tool's summary")
+                out.put(kb, name, run.summary[name], f"tool summary ({label})")
+    for metric in ("ttft", "tpot", "e2e"):
+        p99, p50 = out.get(f"{metric}_p99_s"), out.get(f"{metric}_p50_s")
+        if p99 and p50:
+            out.put(kb, f"{metric}_tail_ratio", _ratio(p99.value, p50.value), f"{metric} p99 ÷ p50")
+    _floor(kb, out, table, run)
+
+
+def _floor(kb: KnowledgeBase, out: SignalSet, table: _Table | None, run: Run) -> None:
+    """How flat TTFT is (p99 ÷ p5) and how fast one request's prefill runs (prompt tokens ÷ the TTFT floor)."""
+    p99, p5 = out.get("ttft_p99_s"), out.get("ttft_p5_s")
+    if p99 is None or p5 is None:
+        return
+    out.put(kb, "ttft_spread", _ratio(p99.value, p5.value), "TTFT p99 ÷ p5")
+    if table is not None and table["prompt_tokens"] is not None:
+        prompt, how = table.pct("prompt_tokens", 0.5), "median prompt tokens"
+    else:
+        prompt, how = run.summary.get("prompt_tokens_mean"), "mean prompt tokens (tool summary)"
+    out.put(kb, "prefill_tok_per_s", _ratio(prompt, p5.value), f"{how} ÷ TTFT p5")
+
+
+def _shape(kb: KnowledgeBase, out: SignalSet, t: _Table) -> None:
+    prompt, output = t["prompt_tokens"], t["output_tokens"]
+    p = t.pct
+    out.put(kb, "prompt_tail_ratio", _ratio(p("prompt_tokens", 0.99), p("prompt_tokens", 0.5)), "prompt p99 ÷ p50")
+    out.put(kb, "prompt_max_over_p99", _ratio(p("prompt_tokens", 1.0), p("prompt_tokens", 0.99)), "prompt max ÷ p99")
+    out.put(kb, "output_max_over_p99", _ratio(p("output_tokens", 1.0), p("output_tokens", 0.99)), "output max ÷ p99")
+    if prompt is not None and output is not None:
+        out.put(kb, "prompt_to_output_ratio", _ratio(float(np.nanmean(prompt)), float(np.nanmean(output))),
+                "mean prompt ÷ mean output tokens")
+
+
+def _load(kb: KnowledgeBase, out: SignalSet, t: _Table) -> None:
+    ttft, start, prompt = t.sample("ttft_s"), t.sample("start_s"), t.sample("prompt_tokens")
+    sampled = f" ({CORRELATION_SAMPLE:,}-request sample)" if t.idx is not None else ""
+    out.put(kb, "ttft_prompt_corr", _pearson(prompt, ttft), f"Pearson r, prompt tokens vs TTFT{sampled}")
+    out.put(kb, "ttft_prompt_slope_ms_per_ktok", _slope_ms_per_ktok(prompt, ttft),
+            f"least-squares slope of TTFT on prompt tokens{sampled}")
+    out.put(kb, "ttft_rise_ratio", _rise_ratio(start, ttft),
+            f"median TTFT, last quarter ÷ first quarter of the run{sampled}")
+    if start is not None and t["e2e_s"] is not None:
+        flight = in_flight_at_arrival(t["start_s"], t["e2e_s"], at=start).astype("float64")
+        out.put(kb, "ttft_load_corr", _spearman(flight, ttft), f"Spearman r, in-flight requests vs TTFT{sampled}")
+        out.put(kb, "tpot_load_corr", _spearman(flight, t.sample("tpot_s")),
+                f"Spearman r, in-flight requests vs TPOT{sampled}")
+    if t["queue_s"] is not None and ttft is not None:
+        out.put(kb, "queue_share_of_ttft", _ratio(t.pct("queue_s", 0.5), t.pct("ttft_s", 0.5)),
+                "median queue time ÷ median TTFT")
+
+
+def _throughput(kb: KnowledgeBase, out: SignalSet, t: _Table | None, run: Run, slo: dict) -> None:
+    s = run.summary
+    completed = s.get("completed", t.n if t else None)
+    failed = s.get("failed", t.failed if t else None)
+    if completed is not None and failed is not None and completed + failed > 0:
+        total = completed + failed
+        out.put(kb, "error_rate", failed / total, f"{int(failed):,} failed of {int(total):,}")
+    rate = s.get("req_per_s")
+    if rate is None and t is not None and t["start_s"] is not None and t["e2e_s"] is not None:
+        span = float(np.nanmax(t["start_s"] + t["e2e_s"]) - np.nanmin(t["start_s"]))
+        rate = t.n / span if span > 0 else None
+    out.put(kb, "req_per_s", rate, "tool summary" if "req_per_s" in s else "completed ÷ run span")
+    out.put(kb, "out_tok_per_s", s.get("out_tok_per_s"), "tool summary")
+    offered = s.get("offered_rate")
+    enough = (completed or 0) >= MIN_REQUESTS_FOR_RATE
+    if rate is not None and offered and np.isfinite(offered) and enough:
+        out.put(kb, "achieved_over_offered", rate / offered, f"achieved {rate:.2f} ÷ offered {offered:.2f} req/s")
+    if t is not None and t["ttft_s"] is not None and t.all_count:
+        ttft_ok = t["ttft_s"] <= slo["ttft_p99_s"]
+        tpot = t["tpot_s"]
+        tpot_ok = ~(tpot > slo["tpot_p99_s"]) if tpot is not None else np.ones_like(ttft_ok)
+        out.put(kb, "slo_attainment", float((ttft_ok & tpot_ok).sum()) / t.all_count,
+                "requests within the TTFT and TPOT SLO ÷ all requests")
+
+
+def benchmark_signals(kb: KnowledgeBase, run: Run, slo: dict) -> SignalSet:
+    """Every client-side signal the run can give; the others stay absent."""
+    out = SignalSet("benchmark")
+    table = _Table(run.requests) if run.has_requests else None
+    if table is not None:
+        table.warm(("ttft_s", "tpot_s", "e2e_s", "prompt_tokens", "output_tokens"))
+    _latency(kb, out, table, run)
+    if table is not None:
+        _shape(kb, out, table)
+        _load(kb, out, table)
+    _throughput(kb, out, table, run, slo)
+    return out

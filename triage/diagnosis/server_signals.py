@@ -1,0 +1,116 @@
+"""Server-side signals from a metric window (scrapes or Prometheus), via the engine's metric map."""
+
+from __future__ import annotations
+
+from triage.diagnosis.readings import Need, Readings
+from triage.diagnosis.roofline import Hardware, add_server_roofline
+from triage.diagnosis.signals import SignalSet
+from triage.knowledge.loader import KnowledgeBase
+
+PCT = {"p50": 0.5, "p90": 0.9, "p99": 0.99}
+DCGM = "dcgm"
+
+
+def _q(key: str, q: float) -> Need:
+    return Need("quantile", key, q)
+
+
+NEEDS: list[Need] = [
+    *[_q(k, q) for k in ("ttft", "tpot_req", "itl") for q in PCT.values()], _q("ttft", 0.05),
+    _q("e2e", 0.5), _q("e2e", 0.99), _q("prompt_len", 0.5), _q("prompt_len", 0.99),
+    Need("hist_mean", "ttft"), Need("hist_mean", "queue_time"), Need("hist_mean", "prefill_time"),
+    Need("gauge_mean", "running"), Need("gauge_mean", "waiting"),
+    Need("gauge_max", "kv_usage"), Need("gauge_mean", "kv_usage"),
+    Need("rate", "preemptions"), Need("rate", "prefix_queries"), Need("rate", "prefix_hits"),
+    Need("gauge_mean", "prefix_hit_rate"), Need("rate", "prompt_tokens"), Need("rate", "generation_tokens"),
+    Need("rate", "spec_draft_tokens"), Need("rate", "spec_accepted_tokens"), Need("gauge_mean", "spec_accept_rate"),
+    Need("rate", "request_success"), Need("info", "cache_config"), Need("info", "served_model"),
+    Need("gauge_mean", "dram_active", engine=DCGM), Need("gauge_mean", "tensor_active", engine=DCGM),
+    Need("info", "gpu_info", engine=DCGM),
+]
+
+
+class _Reader:
+    """Numbers from readings by need, None when the window could not answer."""
+
+    def __init__(self, readings: Readings) -> None:
+        self.r = readings
+
+    def num(self, kind: str, key: str, q: float | None = None, engine: str = "") -> float | None:
+        value = self.r.get(Need(kind, key, q, engine))  # type: ignore[arg-type]
+        return float(value) if isinstance(value, (int, float)) else None
+
+    def info(self, key: str, engine: str = "") -> dict[str, str]:
+        value = self.r.get(Need("info", key, engine=engine))
+        return value if isinstance(value, dict) else {}
+
+
+def _div(a: float | None, b: float | None) -> float | None:
+    return a / b if a is not None and b else None
+
+
+def _latency(kb: KnowledgeBase, out: SignalSet, r: _Reader) -> None:
+    per_request = r.num("quantile", "tpot_req", 0.5) is not None
+    tpot_key, tpot_how = ("tpot_req", "per-request TPOT histogram") if per_request else ("itl", "ITL histogram")
+    for pname, q in PCT.items():
+        out.put(kb, f"ttft_{pname}_s", r.num("quantile", "ttft", q), f"{pname} of the TTFT histogram (bucket deltas)")
+        out.put(kb, f"tpot_{pname}_s", r.num("quantile", tpot_key, q), f"{pname} of the {tpot_how} (bucket deltas)")
+    for pname in ("p50", "p99"):
+        out.put(kb, f"e2e_{pname}_s", r.num("quantile", "e2e", PCT[pname]), f"{pname} of the E2E histogram")
+    for metric in ("ttft", "tpot", "e2e"):
+        top, bottom = out.get(f"{metric}_p99_s"), out.get(f"{metric}_p50_s")
+        if top and bottom:
+            out.put(kb, f"{metric}_tail_ratio", _div(top.value, bottom.value), f"{metric} p99 ÷ p50")
+    out.put(kb, "ttft_p5_s", r.num("quantile", "ttft", 0.05), "p5 of the TTFT histogram (bucket deltas)")
+    top, floor = out.get("ttft_p99_s"), out.get("ttft_p5_s")
+    if top and floor:
+        out.put(kb, "ttft_spread", _div(top.value, floor.value), "TTFT p99 ÷ p5 (histogram buckets)")
+    ttft_mean = r.num("hist_mean", "ttft")
+    out.put(kb, "queue_share_of_ttft", _div(r.num("hist_mean", "queue_time"), ttft_mean), "mean queue time ÷ mean TTFT")
+    out.put(kb, "prefill_share_of_ttft", _div(r.num("hist_mean", "prefill_time"), ttft_mean),
+            "mean prefill time ÷ mean TTFT")
+    out.put(kb, "prompt_tail_ratio", _div(r.num("quantile", "prompt_len", 0.99), r.num("quantile", "prompt_len", 0.5)),
+            "prompt-length histogram p99 ÷ p50 (bucket resolution)")
+
+
+def _capacity(kb: KnowledgeBase, out: SignalSet, r: _Reader) -> None:
+    running = r.num("gauge_mean", "running")
+    out.put(kb, "running_mean", running, "mean of the running gauge")
+    out.put(kb, "waiting_mean", r.num("gauge_mean", "waiting"), "mean of the waiting gauge")
+    out.put(kb, "kv_usage_max", r.num("gauge_max", "kv_usage"), "max of the KV-usage gauge")
+    out.put(kb, "kv_usage_mean", r.num("gauge_mean", "kv_usage"), "mean of the KV-usage gauge")
+    out.put(kb, "preemptions_per_s", r.num("rate", "preemptions"), "rate of the preemption counter")
+    config = r.info("cache_config")
+    if config.get("enable_prefix_caching") in ("True", "False"):
+        out.put(kb, "prefix_caching_enabled", config["enable_prefix_caching"] == "True",
+                "enable_prefix_caching label of cache_config_info")
+    # batch_fill needs max_num_seqs, which vLLM does not export (kv_cache_max_concurrency counts
+    # max_model_len-long sequences, so short requests overshoot it): left absent rather than guessed.
+
+
+def _rates(kb: KnowledgeBase, out: SignalSet, r: _Reader) -> None:
+    hits = _div(r.num("rate", "prefix_hits"), r.num("rate", "prefix_queries"))
+    out.put(kb, "prefix_hit_rate", hits if hits is not None else r.num("gauge_mean", "prefix_hit_rate"),
+            "prefix-cache hits ÷ queries (tokens)" if hits is not None else "prefix-cache hit-rate gauge")
+    accept = _div(r.num("rate", "spec_accepted_tokens"), r.num("rate", "spec_draft_tokens"))
+    out.put(kb, "spec_acceptance", accept if accept is not None else r.num("gauge_mean", "spec_accept_rate"),
+            "accepted ÷ drafted tokens")
+    out.put(kb, "req_per_s", r.num("rate", "request_success"), "rate of finished requests")
+    gen = r.num("rate", "generation_tokens")
+    out.put(kb, "out_tok_per_s", gen, "rate of generated tokens")
+    out.put(kb, "prompt_to_output_ratio", _div(r.num("rate", "prompt_tokens"), gen), "prompt ÷ generated token rates")
+    out.put(kb, "dram_active", r.num("gauge_mean", "dram_active", engine=DCGM), "mean DCGM_FI_PROF_DRAM_ACTIVE")
+    out.put(kb, "tensor_active", r.num("gauge_mean", "tensor_active", engine=DCGM),
+            "mean DCGM_FI_PROF_PIPE_TENSOR_ACTIVE")
+
+
+def server_signals(kb: KnowledgeBase, readings: Readings, hardware: Hardware | None = None) -> SignalSet:
+    """Every server-side signal the window could answer; the rest stay absent (not measurable)."""
+    out = SignalSet("server")
+    r = _Reader(readings)
+    _latency(kb, out, r)
+    _capacity(kb, out, r)
+    _rates(kb, out, r)
+    add_server_roofline(kb, out, r.info("served_model").get("model_name"), r.info("cache_config"),
+                        r.info("gpu_info", engine=DCGM).get("modelName"), hardware)
+    return out

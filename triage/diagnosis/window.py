@@ -1,0 +1,48 @@
+"""Diagnose a metric window: read every need at once, compute server signals, run the rules."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from triage.diagnosis.readings import MetricWindow, Readings
+from triage.diagnosis.roofline import Hardware
+from triage.diagnosis.rules import Diagnosis, Slo, diagnose
+from triage.diagnosis.server_signals import NEEDS, server_signals
+from triage.diagnosis.signals import SignalSet
+from triage.knowledge.loader import KnowledgeBase
+
+
+@dataclass
+class LiveDiagnosis:
+    diagnosis: Diagnosis
+    readings: Readings
+    engine: str
+
+
+def window_signals(kb: KnowledgeBase, window: MetricWindow,
+                   hardware: Hardware | None = None) -> tuple[SignalSet, Readings]:
+    """Every need read at once, then the server signals they give."""
+    readings = window.read(NEEDS)
+    return server_signals(kb, readings, hardware), readings
+
+
+ACTIVITY = ("running_mean", "waiting_mean", "req_per_s")
+
+
+def empty_reason(signals: SignalSet) -> str:
+    """Why the window gives nothing to judge ("" when it does): no latency observed and no request in flight."""
+    if any(signals.get(f"{m}_p50_s") for m in ("ttft", "tpot", "e2e")):
+        return ""
+    if any((s := signals.get(name)) is not None and s.value > 0 for name in ACTIVITY):
+        return ""
+    if not signals.values:
+        return "the window holds no samples of the engine's metrics"
+    return "no request finished in the window and none was running or waiting: there is no traffic to judge"
+
+
+def diagnose_window(kb: KnowledgeBase, window: MetricWindow, slo: Slo,
+                    hardware: Hardware | None = None) -> LiveDiagnosis:
+    signals, readings = window_signals(kb, window, hardware)
+    diag = diagnose(kb, signals, slo)
+    diag.empty = empty_reason(signals)
+    return LiveDiagnosis(diag, readings, window.engine.id)

@@ -1,0 +1,74 @@
+"""Engine metric maps (tree/engines/*.yaml): canonical keys to exposed names, aliases and prefixes."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field
+
+from triage.errors import TriageError
+from triage.knowledge.loader import DEFAULT_TREE_DIR, _parse, _read_yaml
+from triage.knowledge.model import Strict, Text
+
+MetricType = Literal["counter", "gauge", "histogram", "info"]
+
+
+class MetricSpec(Strict):
+    """One canonical metric as an engine exposes it; ``names`` are tried in order (newest first)."""
+
+    key: str
+    type: MetricType
+    names: list[str] = Field(min_length=1)
+    unit: str = ""
+    missing: Text  # shown on a panel when the server does not export it, saying why
+
+
+class EngineSpec(Strict):
+    id: str
+    title: str
+    prefixes: list[str] = Field(min_length=1)
+    detect: list[str] = Field(min_length=1)
+    labels: list[str] = Field(default_factory=list)
+    metrics: list[MetricSpec] = Field(min_length=1)
+
+    def metric(self, key: str) -> MetricSpec | None:
+        return next((m for m in self.metrics if m.key == key), None)
+
+    def candidates(self, key: str) -> list[str]:
+        """Every exposed name that may carry ``key``, in preference order (new name, then prefixes)."""
+        spec = self.metric(key)
+        return [] if spec is None else [p + n for n in spec.names for p in self.prefixes]
+
+    def resolve(self, key: str, present: set[str]) -> str | None:
+        """The first candidate that is present (names without _total/_bucket suffixes)."""
+        return next((c for c in self.candidates(key) if c in present), None)
+
+    def detected_in(self, present: set[str]) -> bool:
+        return any(p + d in present for d in self.detect for p in self.prefixes)
+
+
+@lru_cache(maxsize=4)
+def load_engines(tree_dir: Path = DEFAULT_TREE_DIR) -> dict[str, EngineSpec]:
+    folder = Path(tree_dir) / "engines"
+    engines: dict[str, EngineSpec] = {}
+    for path in sorted(folder.glob("*.yaml")):
+        spec = _parse(EngineSpec, _read_yaml(path), path)
+        if spec.id in engines or spec.id != path.stem:
+            raise TriageError(f"engine id '{spec.id}' must be unique and match the file name", where=str(path),
+                              key="id")
+        keys = [m.key for m in spec.metrics]
+        dup = next((k for k in keys if keys.count(k) > 1), None)
+        if dup:
+            raise TriageError(f"duplicate metric key '{dup}'", where=str(path), key="metrics")
+        engines[spec.id] = spec
+    if not engines:
+        raise TriageError("no engine files (*.yaml)", where=str(folder))
+    return engines
+
+
+def detect_engines(present: set[str], engines: dict[str, EngineSpec] | None = None) -> list[EngineSpec]:
+    """Engines whose detection metrics are present; DCGM is an add-on, listed after the serving engine."""
+    engines = engines or load_engines()
+    return [e for e in engines.values() if e.detected_in(present)]

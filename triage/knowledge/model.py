@@ -1,0 +1,231 @@
+"""Typed model of the knowledge base: symptoms, causes, techniques, guidance."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+Lang = Literal["en", "zh"]
+LANGS: tuple[Lang, ...] = ("en", "zh")
+Level = Literal["config", "model", "architecture"]
+LEVEL_ORDER: dict[str, int] = {"config": 0, "model": 1, "architecture": 2}
+Engine = Literal["vllm", "sglang", "tgi"]
+ENGINES: tuple[Engine, ...] = ("vllm", "sglang", "tgi")
+
+
+class Strict(BaseModel):
+    """Base for every knowledge object: unknown fields are refused, objects are frozen."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Text(Strict):
+    """One sentence or paragraph in both languages; neither may be empty."""
+
+    en: str = Field(min_length=1)
+    zh: str = Field(min_length=1)
+
+    def get(self, lang: str) -> str:
+        return self.zh if lang == "zh" else self.en
+
+    @field_validator("en", "zh")
+    @classmethod
+    def _not_blank(cls, value: str) -> str:
+        if not value.strip():
+            raise ValueError("text is blank")
+        return value
+
+
+class CauseTechnique(Strict):
+    """A technique as the seed lists it under one cause, with the gain the seed expects there."""
+
+    id: str
+    gain: Text
+
+
+Op = Literal[">", ">=", "<", "<=", "=="]
+
+
+class Condition(Strict):
+    """One piece of evidence: ``signal op threshold``; the threshold is a number or an SLO × factor."""
+
+    signal: str
+    op: Op
+    value: float | bool | None = None
+    slo: str | None = None
+    factor: float = 1.0
+    only_if: str | None = None  # an SLO flag that must be true for the condition to count
+    supports_only: bool = False  # raises confidence but cannot match a cause on its own
+    context: bool = False  # a number shown with the finding (e.g. prefill speed); never counted for or against
+    one_way: bool = False  # one sufficient pattern among others: counts when it holds, never against the cause
+    requires: list[Condition] = Field(default_factory=list)  # all must hold too (unmeasurable ones do not block)
+    meaning: Text
+
+    @model_validator(mode="after")
+    def _one_threshold(self) -> Condition:
+        if (self.value is None) == (self.slo is None):
+            raise ValueError("give exactly one of 'value' or 'slo'")
+        return self
+
+
+class Rule(Strict):
+    """When a cause is matched: at least ``min_agree`` of its evidence conditions hold."""
+
+    evidence: list[Condition] = Field(min_length=1)
+    min_agree: int = Field(default=1, ge=1)
+    explains: list[str] = Field(default_factory=list)
+
+
+class Cause(Strict):
+    """A measurable cause under a symptom: the question, the metric that answers it, the cures."""
+
+    id: str
+    short: Text
+    title: Text
+    detail: Text
+    question: Text
+    metric: Text
+    techniques: list[CauseTechnique] = Field(min_length=1)
+    rule: Rule | None = None
+
+
+class Symptom(Strict):
+    """What the user feels (slow first token, OOM …), split into causes."""
+
+    id: str
+    short: Text
+    title: Text
+    summary: Text
+    look_first: list[Text] = Field(min_length=1)
+    free_first: Text
+    key_point: Text
+    trigger: list[Condition] = Field(default_factory=list)
+    causes: list[Cause] = Field(min_length=1)
+
+
+class Flag(Strict):
+    """One engine knob: the exact flag, its default and what it does."""
+
+    flag: str
+    default: str
+    meaning: Text
+
+
+class EngineKnobs(Strict):
+    """How one engine exposes a technique."""
+
+    on_by_default: Text
+    flags: list[Flag] = Field(default_factory=list)
+    example: str = ""
+
+
+class PublishedGain(Strict):
+    claim: Text
+    source: str = Field(min_length=1)
+
+
+class ExpectedGain(Strict):
+    seed: Text
+    published: list[PublishedGain] = Field(default_factory=list)
+
+
+class ChecklistStep(Strict):
+    """One step of the minimal-change-first ladder."""
+
+    level: Level
+    change: Text
+    measure: Text
+
+
+class Verify(Strict):
+    benchmark: Text
+    must_improve: Text
+    must_not_regress: Text
+
+
+class Source(Strict):
+    title: str = Field(min_length=1)
+    url: str = ""
+
+
+class Technique(Strict):
+    """One optimization technique: one YAML file under tree/techniques/."""
+
+    id: str
+    title: Text
+    short: str = Field(min_length=1)
+    level: Level
+    seed_chapter: Text
+    principle: Text
+    bottleneck: Text
+    expected_gain: ExpectedGain
+    knobs: dict[Engine, EngineKnobs]
+    checklist: list[ChecklistStep] = Field(min_length=1)
+    verify: Verify
+    side_effects: list[Text] = Field(min_length=1)
+    when_not_to_use: list[Text] = Field(min_length=1)
+    sources: list[Source] = Field(min_length=1)
+
+    @field_validator("knobs")
+    @classmethod
+    def _all_engines(cls, value: dict) -> dict:
+        missing = [e for e in ENGINES if e not in value]
+        if missing:
+            raise ValueError(f"missing engine(s): {', '.join(missing)}")
+        return value
+
+    @field_validator("checklist")
+    @classmethod
+    def _minimal_change_first(cls, value: list[ChecklistStep]) -> list[ChecklistStep]:
+        ranks = [LEVEL_ORDER[s.level] for s in value]
+        if ranks != sorted(ranks):
+            raise ValueError("steps must go config → model → architecture")
+        return value
+
+
+class FlowStep(Strict):
+    id: str
+    title: Text
+    detail: Text
+
+
+class Guidance(Strict):
+    """The seed's general guidance: usage flow, wrong usages, level order, summary."""
+
+    root: Text
+    principle: Text
+    levels: dict[Level, Text]
+    usage_flow: list[FlowStep] = Field(min_length=1)
+    wrong_usages: list[Text] = Field(min_length=1)
+    closing: Text
+    summary: list[Text] = Field(min_length=1)
+    self_check: list[Text] = Field(default_factory=list)
+
+
+SourceKind = Literal["benchmark", "server", "model"]
+
+
+class SignalDef(Strict):
+    """A number rules may read: its unit, meaning, and how each source kind computes it."""
+
+    name: str
+    unit: str
+    meaning: Text
+    sources: dict[SourceKind, str] = Field(min_length=1)
+
+
+class SloPreset(Strict):
+    """Named SLO thresholds, each number with its citation, and a sentence saying where they come from."""
+
+    title: Text
+    values: dict[str, float | bool]
+    cite: dict[str, str]
+    source: Text
+
+    @model_validator(mode="after")
+    def _every_number_cited(self) -> SloPreset:
+        numbers = {k for k, v in self.values.items() if not isinstance(v, bool)}
+        if numbers != set(self.cite) or not all(c.strip() for c in self.cite.values()):
+            raise ValueError(f"cite must give one non-blank citation per number: {sorted(numbers)}")
+        return self

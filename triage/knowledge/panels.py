@@ -1,0 +1,68 @@
+"""Live panel definitions (tree/panels.yaml) and the point-by-point values they draw."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+from pydantic import Field, model_validator
+
+from triage.diagnosis.readings import Need, NeedKind, SeriesPoint
+from triage.knowledge.loader import DEFAULT_TREE_DIR, _parse, _read_yaml
+from triage.knowledge.model import Strict, Text
+
+
+class NeedSpec(Strict):
+    kind: NeedKind
+    key: str
+    q: float | None = None
+
+    def need(self) -> Need:
+        return Need(self.kind, self.key, self.q)
+
+
+class Ratio(Strict):
+    num: NeedSpec
+    den: NeedSpec
+
+
+class Line(Strict):
+    label: str
+    need: NeedSpec | None = None
+    ratio: Ratio | None = None
+    scale: float = 1.0
+
+    @model_validator(mode="after")
+    def _one_source(self) -> Line:
+        if (self.need is None) == (self.ratio is None):
+            raise ValueError("give exactly one of 'need' or 'ratio'")
+        return self
+
+    def needs(self) -> list[Need]:
+        return [self.need.need()] if self.need else [self.ratio.num.need(), self.ratio.den.need()]
+
+
+class Panel(Strict):
+    id: str
+    title: Text
+    unit: str
+    lines: list[Line] = Field(min_length=1)
+
+    def needs(self) -> list[Need]:
+        return [n for line in self.lines for n in line.needs()]
+
+
+@lru_cache(maxsize=2)
+def load_panels(tree_dir: Path = DEFAULT_TREE_DIR) -> list[Panel]:
+    path = Path(tree_dir) / "panels.yaml"
+    data = _read_yaml(path)
+    return [_parse(Panel, p, path, f"panels[{i}]") for i, p in enumerate(data["panels"])]
+
+
+def line_points(line: Line, series: dict[Need, list[SeriesPoint]]) -> list[SeriesPoint]:
+    """The line's points, scaled; a ratio divides matching timestamps and skips zero denominators."""
+    if line.need is not None:
+        return [SeriesPoint(p.t, p.value * line.scale) for p in series.get(line.need.need(), [])]
+    den = {p.t: p.value for p in series.get(line.ratio.den.need(), [])}
+    return [SeriesPoint(p.t, p.value / den[p.t] * line.scale)
+            for p in series.get(line.ratio.num.need(), []) if den.get(p.t)]

@@ -1,1 +1,0 @@
-"""Live sources: engine metric maps, metric windows (scrapes, Prometheus), server-side signals."""

@@ -1,0 +1,1 @@
+"""GPU memory calculator and the model/GPU specs it reads."""

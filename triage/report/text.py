@@ -1,0 +1,67 @@
+"""Plain-text rendering of a Diagnosis for the terminal."""
+
+from __future__ import annotations
+
+from triage.diagnosis.rules import Diagnosis, Evidence
+from triage.knowledge.loader import KnowledgeBase
+
+MARK = {True: "✗", False: "✓", None: "?"}
+
+
+def fmt_value(value: float | bool | None, unit: str = "") -> str:
+    if value is None:
+        return "n/a"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    text = f"{value:.3g}" if abs(value) < 1000 else f"{value:,.0f}"
+    return f"{text} {unit}".strip() if unit not in ("", "ratio", "r", "bool") else text
+
+
+def evidence_line(e: Evidence, lang: str) -> str:
+    if e.holds is None:
+        return f"{e.signal}: not measurable from this source — {e.meaning.get(lang)}"
+    if e.context:
+        return f"{e.signal} = {fmt_value(e.value, e.unit)} — {e.meaning.get(lang)}"
+    verdict = "met" if e.holds else "not met"
+    return (f"{e.signal} = {fmt_value(e.value, e.unit)} [rule {e.op} {fmt_value(e.threshold, e.unit)}: {verdict}] "
+            f"— {e.meaning.get(lang)}")
+
+
+def _symptoms(kb: KnowledgeBase, diag: Diagnosis, lang: str) -> list[str]:
+    lines = ["Symptoms:"]
+    for check in diag.symptoms:
+        title = kb.symptom(check.symptom).title.get(lang)
+        state = {True: "present", False: "absent", None: "not measurable from this source"}[check.present]
+        lines.append(f"  {MARK[check.present]} {title} [{check.symptom}]: {state}")
+        lines += [f"      {evidence_line(e, lang)}" for e in check.evidence if e.holds is not None]
+    return lines
+
+
+def _findings(kb: KnowledgeBase, diag: Diagnosis, lang: str) -> list[str]:
+    if not diag.findings:
+        if any(c.present for c in diag.symptoms):
+            return ["A symptom is present, but no cause could be pinned down from this source: the evidence its "
+                    "causes need is not measurable here (see the Symptoms above; try the live metrics)."]
+        return ["No symptom: every measurable symptom is within the SLO (numbers above)."]
+    lines = ["Findings, most important first:"]
+    for i, f in enumerate(diag.findings, start=1):
+        lines.append(f" {i}. {kb.causes[f.cause].title.get(lang)} [{f.cause}] — confidence {f.confidence}")
+        if f.explains:
+            lines.append(f"    explains: {', '.join(f.explains)}")
+        lines += [f"    {'·' if e.context else '●' if e.holds else '○'} {evidence_line(e, lang)}"
+                  for e in f.evidence if e.holds is not None]
+        if f.not_measurable:
+            lines.append(f"    not measurable from this source: {', '.join(f.not_measurable)}")
+        steps = [f"{kb.techniques[t].title.get(lang)} ({kb.techniques[t].level})" for t in f.techniques]
+        lines.append(f"    try, minimal change first: {' → '.join(steps)}")
+    return lines
+
+
+def diagnosis_text(kb: KnowledgeBase, diag: Diagnosis, header: list[str], lang: str = "en") -> str:
+    slo = diag.slo.values
+    lines = [*header, f"SLO: {diag.slo.name} — TTFT p99 ≤ {slo['ttft_p99_s']} s, TPOT p99 ≤ {slo['tpot_p99_s']} s", ""]
+    lines += _symptoms(kb, diag, lang) + [""] + _findings(kb, diag, lang)
+    if diag.notes:
+        lines += ["", "Notes (evidence without a symptom, not findings): "
+                  + ", ".join(f.cause for f in diag.notes)]
+    return "\n".join(lines)

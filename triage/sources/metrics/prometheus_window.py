@@ -1,0 +1,391 @@
+"""A MetricWindow over a Prometheus time range: one PromQL per need, sent concurrently, each with a timeout."""
+
+from __future__ import annotations
+
+import ast
+import json
+import math
+import re
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor, wait
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+import requests
+from prometheus_api_client import PrometheusApiClientException, PrometheusConnect
+from urllib3.util.retry import Retry
+
+from triage.diagnosis.readings import Need, Readings, SeriesPoint
+from triage.errors import TriageError
+from triage.knowledge.engines import EngineSpec
+from triage.sources.metrics.profiles import Profile, profile_for_url, redact_url
+from triage.sources.metrics.scrape import connection_reason
+from triage.sources.metrics.snapshot_window import (
+    NO_OBSERVATIONS,
+    EngineMaps,
+    Resolved,
+    bucket_quantile,
+    check_match,
+    engine_maps,
+    gauge_agg,
+    need_label,
+    pick_engines,
+    resolve_need,
+    selector,
+)
+
+DETECT_MATCH = '{__name__=~"vllm[:_].+|sglang[:_].+|tgi_.+|DCGM_FI_.+"}'
+MAX_WORKERS = 8  # below requests' default pool of 10 connections per host
+GRACE = 0.5  # seconds past the timeout before a stuck query is abandoned
+DEFAULT_TIMEOUT = 10.0
+SUBQUERY_POINTS = 1000  # gauge mean/max sample the aggregated gauge at window/1000 ...
+MIN_SUBQUERY_STEP = 15  # ... but no finer than a typical scrape interval: finer steps only repeat samples
+MIN_RANGE = 60  # a series point looks back at least this far (four 15 s scrapes), as Grafana's $__rate_interval
+HTTP_STATUS_RE = re.compile(r"HTTP Status Code (\d+) \((.*)\)\s*$", re.S)
+
+
+class QueryFailed(Exception):
+    """One query's failure as a sentence; ``fatal`` when the whole server is out of reach (refused, 401, timeout)."""
+
+    def __init__(self, sentence: str, fatal: bool) -> None:
+        super().__init__(sentence)
+        self.sentence = sentence
+        self.fatal = fatal
+
+
+@dataclass(frozen=True)
+class Query:
+    need: Need
+    resolved: Resolved
+    promql: str
+
+
+def buckets_promql(r: Resolved, range_s: int) -> str:
+    """Every bucket's increase over the window, summed by ``le``: one query serves all quantiles of a histogram."""
+    return f"sum by (le) (increase({selector(r.name + '_bucket', r.match)}[{range_s}s]))"
+
+
+def _bucket_pairs(vector: list[dict], pick: Callable[[dict], str]) -> list[tuple[float, float]]:
+    return [(float(s["metric"]["le"]), float(pick(s))) for s in vector if "le" in s["metric"]]
+
+
+def _quantile_value(q: float, pairs: list[tuple[float, float]]) -> tuple[float | None, str]:
+    value = bucket_quantile(q, pairs)
+    return (None, NO_OBSERVATIONS) if math.isnan(value) else (value, "")
+
+
+def promql(need: Need, r: Resolved, range_s: int) -> str:
+    """The PromQL answering ``need`` over the ``range_s`` seconds before the evaluation time."""
+    w = f"[{range_s}s]"
+    sel = selector(r.name, r.match)
+    if need.kind == "rate":
+        name = r.name + "_count" if r.spec.type == "histogram" else r.name
+        return f"sum(increase({selector(name, r.match)}{w})) / {range_s}"
+    if need.kind == "quantile":
+        return f"histogram_quantile({need.q!r}, sum by (le) (increase({selector(r.name + '_bucket', r.match)}{w})))"
+    if need.kind == "hist_mean":
+        return (f"sum(increase({selector(r.name + '_sum', r.match)}{w}))"
+                f" / sum(increase({selector(r.name + '_count', r.match)}{w}))")
+    agg = gauge_agg(r.spec)
+    step = max(MIN_SUBQUERY_STEP, math.ceil(range_s / SUBQUERY_POINTS))
+    if need.kind == "gauge_mean":
+        return f"avg_over_time({agg}({sel})[{range_s}s:{step}s])"
+    if need.kind == "gauge_max":
+        return f"max_over_time({agg}({sel})[{range_s}s:{step}s])"
+    if need.kind == "gauge_last":
+        return f"{agg}(last_over_time({sel}{w}))"
+    return f"last_over_time({sel}{w})"  # info
+
+
+class PrometheusWindow:
+    """MetricWindow over [start, end] of a Prometheus; values are instant queries evaluated at ``end``."""
+
+    def __init__(self, profile_or_url: Profile | str, start: datetime, end: datetime,
+                 match: dict[str, str] | None = None, timeout: float | None = None,
+                 engines: EngineMaps = None, engine: str | None = None) -> None:
+        self.profile = profile_or_url if isinstance(profile_or_url, Profile) else profile_for_url(profile_or_url)
+        self.start, self.end = _utc(start), _utc(end)
+        self.window_seconds = round((self.end - self.start).total_seconds())
+        if self.window_seconds < 1:
+            raise TriageError(f"the window must end after it starts ({self.start:%F %T} → {self.end:%F %T} UTC)",
+                              key="window")
+        self.timeout = float(timeout or self.profile.timeout or DEFAULT_TIMEOUT)
+        self.match = check_match(match)
+        self.engines = engine_maps(engines)
+        self.url = self.profile.url.rstrip("/")
+        self.shown_url = redact_url(self.profile.url)
+        self.client = self._connect()
+        self.present, self.empty = self._detect()
+        self.engine, self.addons = pick_engines(self.present, self.engines, engine)
+
+    # ------------------------------------------------------------ connection and errors
+
+    def _connect(self) -> PrometheusConnect:
+        """No retries (a refused connection, a timeout or a 500 is reported at once, as itself) and the timeout on
+        every request (connect and read)."""
+        return PrometheusConnect(url=self.url, headers=self.profile.request_headers() or None,
+                                 disable_ssl=not self.profile.verify_tls, auth=self.profile.auth(),
+                                 retry=Retry(total=0, read=False, raise_on_status=False), timeout=self.timeout)
+
+    def _call(self, fn: Callable[[], Any]) -> Any:
+        """Run one client call, turning every failure into a QueryFailed sentence."""
+        try:
+            return fn()
+        except requests.exceptions.Timeout:
+            raise self._timed_out() from None
+        except requests.exceptions.ConnectionError as exc:
+            if "read timed out" in str(exc).lower():
+                raise self._timed_out() from None
+            raise QueryFailed(f"Prometheus at {self.shown_url} is unreachable ({connection_reason(exc)})",
+                              True) from None
+        except PrometheusApiClientException as exc:
+            raise self._http_failure(str(exc)) from None
+        except (ValueError, KeyError, TypeError):
+            raise QueryFailed(f"{self.shown_url} did not answer with Prometheus JSON (is it the Prometheus base "
+                              "URL?)", True) from None
+        except requests.exceptions.RequestException as exc:
+            raise QueryFailed(f"request to {self.shown_url} failed ({type(exc).__name__})", True) from None
+
+    def _timed_out(self) -> QueryFailed:
+        return QueryFailed(f"Prometheus at {self.shown_url}: query timed out after {self.timeout:.1f} s", True)
+
+    def _http_failure(self, text: str) -> QueryFailed:
+        found = HTTP_STATUS_RE.search(text)
+        status = int(found.group(1)) if found else 0
+        detail = _error_detail(found.group(2)) if found else text
+        if status in (401, 403):
+            return QueryFailed(f"Prometheus answered HTTP {status}: check the token / basic auth of "
+                               f"{self.profile.label()}", True)
+        if status == 404:
+            return QueryFailed(f"{self.shown_url} answered HTTP 404: is it the Prometheus base URL (without "
+                               "/api/v1 or /graph)?", True)
+        if status in (400, 422):
+            return QueryFailed(f"Prometheus rejected the query (HTTP {status}): {detail}", False)
+        return QueryFailed(f"Prometheus at {self.shown_url} answered HTTP {status}: {detail}", False)
+
+    def _fail(self, failure: QueryFailed) -> TriageError:
+        return TriageError(failure.sentence, key=self.profile.name and f"profile {self.profile.name}")
+
+    # ------------------------------------------------------------ engine detection
+
+    def _names(self, in_window: bool) -> set[str]:
+        params: dict[str, Any] = {"match[]": DETECT_MATCH}
+        if in_window:
+            params.update(start=self.start.timestamp(), end=self.end.timestamp())
+        try:
+            names = self._call(lambda: self.client.get_label_values("__name__", params=params))
+        except QueryFailed as failure:
+            raise self._fail(failure) from None
+        return _with_bases(names or [])
+
+    def _detect(self) -> tuple[set[str], bool]:
+        """Metric names in the window (histograms also by base); if none, all names and ``empty`` = True."""
+        present = self._names(in_window=True)
+        if _serving_found(present, self.engines):
+            return present, False
+        everywhere = self._names(in_window=False)
+        if _serving_found(everywhere, self.engines):
+            return everywhere, True
+        raise TriageError(f"no vLLM, SGLang or TGI metrics in this window (Prometheus at {self.shown_url} has "
+                          "none at all)")
+
+    # ------------------------------------------------------------ reading
+
+    def resolve(self, need: Need) -> Resolved | str:
+        return resolve_need(need, self.engine, self.addons, self.engines, self.present, self.match)
+
+    def read(self, needs: list[Need]) -> Readings:
+        """One instant query per need at ``end``, concurrently; failures land in ``errors``, not exceptions,
+        unless every query failed because the server is out of reach (then TriageError)."""
+        out = Readings(window_seconds=float(self.window_seconds))
+        queries = self._plan(needs, out)
+        if not queries:
+            return out
+        at = self.end.timestamp()
+        plain = [q for q in queries if q.need.kind != "quantile"]
+        hists = _by_histogram([q for q in queries if q.need.kind == "quantile"], self.window_seconds)
+        calls = [lambda q=q: self._instant(q.promql, at) for q in plain]
+        calls += [lambda b=b: self._instant(b, at) for b in hists]
+        results = self._run(calls)
+        self._raise_if_all_fatal(results)
+        for query, result in zip(plain, results):
+            self._store(out, query, result)
+        for group, result in zip(hists.values(), results[len(plain):]):
+            for query in group:
+                self._store_quantile(out, query, result)
+        if not any(isinstance(x, QueryFailed) for x in results) and all(out.values[q.need] is None for q in queries):
+            out.errors.append(f"no samples between {self._span_text()}")
+        return out
+
+    def series(self, needs: list[Need], points: int = 60) -> dict[Need, list[SeriesPoint]]:
+        """Range queries: ``points`` values ending at ``end``, step = window / points; each point covers the
+        max(step, 60 s) before it. Needs that cannot be answered (or failed) get an empty list."""
+        step = max(1, round(self.window_seconds / max(points, 1)))
+        count = min(points, self.window_seconds // step) or 1
+        lookback = max(step, MIN_RANGE)
+        out: dict[Need, list[SeriesPoint]] = {n: [] for n in needs}
+        queries = [] if self.empty else [q for q in self._plan(needs, Readings(), lookback) if q.need.kind != "info"]
+        end = round(self.end.timestamp())
+        first = end - (count - 1) * step
+        plain = [q for q in queries if q.need.kind != "quantile"]
+        hists = _by_histogram([q for q in queries if q.need.kind == "quantile"], lookback)
+        calls = [lambda q=q: self._range(q.promql, first, end, step) for q in plain]
+        calls += [lambda b=b: self._range(b, first, end, step) for b in hists]
+        results = self._run(calls)
+        self._raise_if_all_fatal(results)
+        for query, result in zip(plain, results):
+            if not isinstance(result, QueryFailed):
+                out[query.need] = _points(result)
+        for group, result in zip(hists.values(), results[len(plain):]):
+            if not isinstance(result, QueryFailed):
+                for query in group:
+                    out[query.need] = _quantile_points(query.need.q, result)
+        return out
+
+    def _plan(self, needs: list[Need], out: Readings, range_s: int | None = None) -> list[Query]:
+        """Queries for the needs that resolve; the others get None and their reason right away."""
+        queries = []
+        for need in needs:
+            r = self.resolve(need)
+            if isinstance(r, str) or self.empty:
+                out.values[need] = None
+                out.missing[need] = r if isinstance(r, str) else f"no data in this window ({self._span_text()})"
+                continue
+            if need.kind == "quantile" and need.q is None:
+                out.values[need], out.missing[need] = None, "a quantile need has no q"
+                continue
+            queries.append(Query(need, r, promql(need, r, range_s or self.window_seconds)))
+        if self.empty and needs:
+            out.errors.append(f"no samples between {self._span_text()}: Prometheus has {self.engine.title} metrics, "
+                              "but none in this time range")
+        return queries
+
+    def _instant(self, query: str, at: float) -> list[dict]:
+        return self._call(lambda: self.client.custom_query(query, params={"time": at,
+                                                                          "timeout": str(self.timeout)}))
+
+    def _range(self, query: str, start: int, end: int, step: int) -> list[dict]:
+        first, last = (datetime.fromtimestamp(t, tz=UTC) for t in (start, end))
+        return self._call(lambda: self.client.custom_query_range(query, first, last, f"{step}s",
+                                                                 params={"timeout": str(self.timeout)}))
+
+    def _run(self, calls: list[Callable[[], Any]]) -> list[Any]:
+        """Run calls concurrently; a call still running GRACE seconds past the timeout counts as timed out."""
+        if not calls:
+            return []
+        pool = ThreadPoolExecutor(max_workers=min(MAX_WORKERS, len(calls)), thread_name_prefix="promql")
+        try:
+            futures = [pool.submit(c) for c in calls]
+            wait(futures, timeout=self.timeout * math.ceil(len(calls) / MAX_WORKERS) + GRACE)
+        finally:
+            pool.shutdown(wait=False, cancel_futures=True)
+        return [_outcome(f) if f.done() and not f.cancelled() else self._timed_out() for f in futures]
+
+    def _raise_if_all_fatal(self, results: list[Any]) -> None:
+        failures = [r for r in results if isinstance(r, QueryFailed)]
+        if results and len(failures) == len(results) and all(f.fatal for f in failures):
+            raise self._fail(failures[0])
+
+    def _store(self, out: Readings, query: Query, result: Any) -> None:
+        need = query.need
+        value, why = None, ""
+        if isinstance(result, QueryFailed):
+            why = result.sentence
+            out.errors.append(f"{need_label(need)} ({query.resolved.name}): {result.sentence}")
+        elif not result:
+            why = f"no samples of {selector(query.resolved.name, query.resolved.match)} between {self._span_text()}"
+        elif need.kind == "info":
+            value = {k: v for k, v in result[0]["metric"].items() if k != "__name__"}
+        else:
+            value, why = _number(result[0]["value"][1])
+        out.values[need] = value
+        if value is None:
+            out.missing[need] = why
+
+    def _store_quantile(self, out: Readings, query: Query, result: Any) -> None:
+        """A quantile from the histogram's shared bucket query, computed as PromQL's histogram_quantile does."""
+        if isinstance(result, QueryFailed) or not result:
+            self._store(out, query, result)
+            return
+        value, why = _quantile_value(query.need.q, _bucket_pairs(result, lambda s: s["value"][1]))
+        out.values[query.need] = value
+        if value is None:
+            out.missing[query.need] = why
+
+    def _span_text(self) -> str:
+        return f"{self.start:%Y-%m-%d %H:%M:%S} and {self.end:%Y-%m-%d %H:%M:%S} UTC"
+
+
+def _by_histogram(queries: list[Query], range_s: int) -> dict[str, list[Query]]:
+    """Quantile queries grouped by the bucket query that answers them all (insertion-ordered)."""
+    groups: dict[str, list[Query]] = {}
+    for q in queries:
+        groups.setdefault(buckets_promql(q.resolved, range_s), []).append(q)
+    return groups
+
+
+def _quantile_points(q: float, matrix: list[dict]) -> list[SeriesPoint]:
+    """Per timestamp, the quantile of that step's bucket increases."""
+    by_time: dict[float, list[tuple[float, float]]] = {}
+    for series in matrix:
+        le = float(series["metric"].get("le", "nan"))
+        for t, v in series["values"]:
+            by_time.setdefault(float(t), []).append((le, float(v)))
+    points = [(t, bucket_quantile(q, pairs)) for t, pairs in sorted(by_time.items())]
+    return [SeriesPoint(t=t, value=v) for t, v in points if not math.isnan(v)]
+
+
+def _outcome(future) -> Any:
+    error = future.exception()
+    if error is None:
+        return future.result()
+    if isinstance(error, QueryFailed):
+        return error
+    return QueryFailed(f"query failed ({type(error).__name__}: {error})", False)
+
+
+def _number(text: str) -> tuple[float | None, str]:
+    value = float(text)
+    if math.isnan(value):
+        return None, NO_OBSERVATIONS
+    return value, ""
+
+
+def _points(result: list[dict]) -> list[SeriesPoint]:
+    if not result:
+        return []
+    return [SeriesPoint(t=float(t), value=float(v)) for t, v in result[0]["values"] if not math.isnan(float(v))]
+
+
+def _error_detail(body_repr: str) -> str:
+    """Prometheus' own error sentence from the client's ``b'…'`` repr of the response body."""
+    try:
+        body = ast.literal_eval(body_repr)
+        text = body.decode("utf-8", "replace") if isinstance(body, bytes) else str(body)
+    except (ValueError, SyntaxError):
+        text = body_repr
+    try:
+        data = json.loads(text)
+        return f"{data.get('errorType', 'error')}: {data.get('error', '')}".strip()
+    except (ValueError, AttributeError):
+        return " ".join(text.split())[:200] or "(empty answer)"
+
+
+def _with_bases(names: Iterable[str]) -> set[str]:
+    """Names as engines.py resolves them: as stored, plus histogram bases for ``X_bucket``."""
+    found = set(names)
+    return found | {n.removesuffix("_bucket") for n in found if n.endswith("_bucket")}
+
+
+def _serving_found(present: set[str], engines: dict[str, EngineSpec]) -> bool:
+    try:
+        pick_engines(present, engines)
+    except TriageError:
+        return False
+    return True
+
+
+def _utc(moment: datetime) -> datetime:
+    """Aware UTC; a naive datetime is taken as local time (as datetime.timestamp() does)."""
+    return moment.astimezone(UTC)

@@ -1,0 +1,460 @@
+"""Verify one optimization against its baseline: per-metric change, bootstrap interval, verdict, soundness."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from triage.diagnosis.rules import Slo
+from triage.run import Run
+from triage.verify.bootstrap import boot_mean, boot_quantile
+
+NOISE_FLOOR_PCT = 2.0  # relative change an interval must clear to count as a gain or a regression
+NOISE_FLOOR_PP = 0.1  # the same for error rate, in percentage points
+SUMMARY_TOLERANCE_PCT = 5.0  # summary-only comparisons: no interval, so a wider margin
+SUMMARY_TOLERANCE_PP = 0.5
+MIN_REQUESTS = 100
+MIN_BOOT = 1000
+MAX_LENGTH_DIFF = 0.10  # median prompt / output tokens
+MAX_LOAD_DIFF = 0.05  # offered rate, max concurrency
+SUMMARY_ONLY = "summary statistics only: no confidence interval can be given"
+GAIN, REGRESSION, NO_EFFECT, NOT_COMPARABLE = "gain", "regression", "no effect", "not comparable"
+
+
+@dataclass(frozen=True)
+class MetricSpec:
+    """One compared metric: where its value comes from and which way is better."""
+
+    id: str
+    label: str
+    direction: str  # "lower" or "higher" is better
+    unit: str
+    column: str | None = None  # per-request column of a percentile metric
+    q: float = 0.5
+    summary_key: str = ""
+    primary: bool = False  # a gain here can confirm the technique
+    counts: bool = True  # a regression here makes the overall verdict a regression
+    scale: str = "%"  # "%" relative change, "pp" percentage points
+
+
+def _pct(col: str, q: float, primary: bool = False) -> MetricSpec:
+    name, p = col.removesuffix("_s"), f"p{round(q * 100)}"
+    return MetricSpec(f"{name}_{p}", f"{name.upper()} {p}", "lower", "s", col, q, f"{name}_{p}_s", primary)
+
+
+METRICS: tuple[MetricSpec, ...] = (
+    _pct("ttft_s", 0.5, True), _pct("ttft_s", 0.9), _pct("ttft_s", 0.99, True),
+    _pct("tpot_s", 0.5, True), _pct("tpot_s", 0.99, True), _pct("itl_s", 0.5),
+    _pct("e2e_s", 0.5, True), _pct("e2e_s", 0.99, True),
+    MetricSpec("req_per_s", "requests/s", "higher", "req/s", summary_key="req_per_s", primary=True),
+    MetricSpec("out_tok_per_s", "output tokens/s", "higher", "tok/s", summary_key="out_tok_per_s", primary=True),
+    MetricSpec("goodput", "goodput", "higher", "req/s", summary_key="goodput", primary=True),
+    MetricSpec("error_rate", "error rate", "lower", "fraction", summary_key="error_rate", scale="pp"),
+    MetricSpec("preemptions_per_s", "preemptions/s", "lower", "1/s", summary_key="preemptions_per_s"),
+    MetricSpec("kv_usage_max", "KV cache usage max", "lower", "fraction", summary_key="kv_usage_max", counts=False),
+)
+METRIC_IDS: tuple[str, ...] = tuple(m.id for m in METRICS)
+SPECS: dict[str, MetricSpec] = {m.id: m for m in METRICS}
+
+
+@dataclass
+class MetricDelta:
+    """One metric, baseline against candidate. ``delta`` and ``interval`` are in ``scale`` units (% or pp)."""
+
+    metric: str
+    direction: str
+    baseline: float
+    candidate: float
+    change_pct: float | None
+    interval: tuple[float, float] | None
+    verdict: str
+    basis: str
+    label: str = ""
+    unit: str = ""
+    scale: str = "%"
+    delta: float | None = None
+
+
+@dataclass
+class Comparison:
+    """Every metric's change, the overall verdict, and why a comparison is unsound (``refused``)."""
+
+    metrics: list[MetricDelta]
+    overall: str
+    warnings: list[str]
+    refused: list[str]
+    technique: str | None
+    expected_gain_text: str | None
+    basis: str
+    headline: str = ""
+    workload: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def get(self, metric: str) -> MetricDelta | None:
+        return next((m for m in self.metrics if m.metric == metric), None)
+
+
+# ---------------------------------------------------------------- one side of the comparison
+
+
+@dataclass
+class _Side:
+    """A run reduced to what the comparison reads: successful-request columns, counts, duration."""
+
+    run: Run
+    per_request: bool
+    n_total: int = 0
+    n_ok: int = 0
+    cols: dict[str, np.ndarray] = field(default_factory=dict)
+    duration: float | None = None
+    gaps: np.ndarray | None = None  # inter-arrival gaps, for the sampling noise of any per-second rate
+    pace: np.ndarray | None = None  # bootstrap replicates of observed ÷ resampled mean gap (see _pace)
+
+
+def _float(df: pd.DataFrame, name: str) -> np.ndarray | None:
+    if name not in df.columns:
+        return None
+    return pd.to_numeric(df[name], errors="coerce").to_numpy(dtype="float64", na_value=np.nan)
+
+
+def _duration(run: Run, df: pd.DataFrame) -> float | None:
+    if run.summary.get("duration_s"):
+        return float(run.summary["duration_s"])
+    start, e2e = _float(df, "start_s"), _float(df, "e2e_s")
+    if start is None:
+        return None
+    end = start + e2e if e2e is not None else start
+    if not (np.isfinite(start).any() and np.isfinite(end).any()):
+        return None
+    span = float(np.nanmax(end) - np.nanmin(start))
+    return span if span > 0 else None
+
+
+def _side(run: Run, per_request: bool) -> _Side:
+    if not per_request:
+        return _Side(run, False)
+    df = run.requests
+    assert df is not None
+    ok = df["ok"].astype(bool).to_numpy() if "ok" in df.columns else np.ones(len(df), dtype=bool)
+    cols = {c: v[ok] for c in ("prompt_tokens", "output_tokens", "ttft_s", "tpot_s", "itl_s", "e2e_s")
+            if (v := _float(df, c)) is not None}
+    start = _finite(_float(df, "start_s"))
+    gaps = np.diff(np.sort(start)) if start is not None and start.size > 2 else None
+    return _Side(run, True, len(df), int(ok.sum()), cols, _duration(run, df), gaps)
+
+
+def _finite(x: np.ndarray | None) -> np.ndarray | None:
+    if x is None:
+        return None
+    x = x[np.isfinite(x)]
+    return x if x.size else None
+
+
+# ---------------------------------------------------------------- per-metric values
+
+
+Sample = tuple[float | None, np.ndarray | None]  # point value, bootstrap replicates (None: no interval)
+
+
+def _good(side: _Side, slo: Slo) -> int | None:
+    ttft = side.cols.get("ttft_s")
+    if ttft is None:
+        return None
+    good = ttft <= float(slo.values["ttft_p99_s"])
+    tpot = side.cols.get("tpot_s")
+    if tpot is not None:
+        good &= ~(tpot > float(slo.values["tpot_p99_s"]))  # NaN (one-token output) meets it
+    return int(good.sum())
+
+
+def _pace(side: _Side, rng: np.random.Generator, n_boot: int) -> np.ndarray | None:
+    """Observed ÷ resampled mean inter-arrival gap: how much any per-second rate of this run could have moved."""
+    if side.gaps is None or not side.gaps.mean():
+        return None
+    return side.gaps.mean() / boot_mean(side.gaps, rng, n_boot)
+
+
+def _request_sample(spec: MetricSpec, side: _Side, slo: Slo, rng: np.random.Generator, n_boot: int) -> Sample:
+    if spec.column is not None:
+        x = _finite(side.cols.get(spec.column))
+        if x is None:
+            return None, None
+        x = np.sort(x)
+        return float(np.quantile(x, spec.q)), boot_quantile(x, spec.q, rng, n_boot)
+    if spec.id == "error_rate":
+        p = (side.n_total - side.n_ok) / side.n_total
+        return p, rng.binomial(side.n_total, p, n_boot) / side.n_total
+    if spec.id in ("req_per_s", "goodput", "out_tok_per_s"):
+        return _rate_sample(spec.id, side, slo, rng, n_boot)
+    return side.run.summary.get(spec.summary_key), None
+
+
+def _rate_sample(metric: str, side: _Side, slo: Slo, rng: np.random.Generator, n_boot: int) -> Sample:
+    """A per-second rate: the share of requests that count (resampled) × the arrival pace (gaps resampled)."""
+    rate = side.run.summary.get("req_per_s") or (side.n_ok / side.duration if side.duration else None)
+    if rate is None:
+        return None, None
+    factor = side.pace
+    if metric == "req_per_s":
+        return rate, None if factor is None else rate * factor
+    if metric == "goodput":
+        good = _good(side, slo)
+        if good is None or not side.n_ok:
+            return None, None
+        share = rng.binomial(side.n_total, good / side.n_total, n_boot) / good if good else np.ones(n_boot)
+        value = rate * good / side.n_ok
+        return value, None if factor is None else value * share * factor
+    out = _finite(side.cols.get("output_tokens"))
+    value = side.run.summary.get("out_tok_per_s") or (rate * float(out.mean()) if out is not None else None)
+    if value is None or out is None or not out.mean() or factor is None:
+        return value, None
+    return value, value * boot_mean(out, rng, n_boot) / out.mean() * factor
+
+
+def _summary_value(spec: MetricSpec, run: Run) -> float | None:
+    s = run.summary
+    if spec.id == "error_rate":
+        done, failed = s.get("completed"), s.get("failed")
+        return failed / (done + failed) if done is not None and failed is not None and done + failed > 0 else None
+    value = s.get(spec.summary_key)
+    return float(value) if value is not None and math.isfinite(value) else None
+
+
+# ---------------------------------------------------------------- change and verdict
+
+
+def _delta(spec: MetricSpec, base: float, cand: float) -> float | None:
+    if spec.scale == "pp":
+        return (cand - base) * 100
+    if base == 0:
+        return 0.0 if cand == 0 else None
+    return (cand / base - 1) * 100
+
+
+def _interval(spec: MetricSpec, base: np.ndarray, cand: np.ndarray) -> tuple[float, float] | None:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        d = (cand - base) * 100 if spec.scale == "pp" else (cand / base - 1) * 100
+    if not np.isfinite(d).all():
+        return None
+    lo, hi = np.percentile(d, [2.5, 97.5])
+    return float(lo), float(hi)
+
+
+def _judge(spec: MetricSpec, delta: float | None, interval: tuple[float, float] | None, margin: float) -> str:
+    """Gain / regression only when the whole interval (or, without one, the change) clears ``margin``."""
+    if delta is None:
+        return NOT_COMPARABLE
+    sign = -1.0 if spec.direction == "lower" else 1.0
+    lo, hi = sorted((sign * interval[0], sign * interval[1])) if interval else (sign * delta, sign * delta)
+    if lo > margin:
+        return GAIN
+    if hi < -margin:
+        return REGRESSION
+    return NO_EFFECT
+
+
+def _margin(spec: MetricSpec, with_interval: bool, floor_pct: float, tol_pct: float) -> float:
+    """The noise floor an interval must clear, or the wider tolerance a bare change must clear."""
+    if spec.scale == "pp":
+        return NOISE_FLOOR_PP if with_interval else SUMMARY_TOLERANCE_PP
+    return floor_pct if with_interval else tol_pct
+
+
+def _metric_delta(spec: MetricSpec, b: Sample, c: Sample, summary: bool, floor: float, tol: float) -> MetricDelta:
+    base, cand = float(b[0]), float(c[0])  # type: ignore[arg-type]
+    delta = _delta(spec, base, cand)
+    change_pct = (cand / base - 1) * 100 if base else None
+    interval = _interval(spec, b[1], c[1]) if b[1] is not None and c[1] is not None else None
+    unit = "pp" if spec.scale == "pp" else "%"
+    if interval is not None:
+        margin = _margin(spec, True, floor, tol)
+        basis = f"95% bootstrap interval against a ±{margin:g} {unit} noise floor"
+    else:
+        margin = _margin(spec, False, floor, tol)
+        why = "summary only" if summary else "one number per run"
+        basis = f"{why}, no interval: change against a ±{margin:g} {unit} tolerance"
+    return MetricDelta(spec.id, spec.direction, base, cand, change_pct, interval,
+                       _judge(spec, delta, interval, margin), basis, spec.label, spec.unit, spec.scale, delta)
+
+
+# ---------------------------------------------------------------- soundness
+
+
+def _median(side: _Side, col: str) -> float | None:
+    x = _finite(side.cols.get(col)) if side.per_request else None
+    if x is not None:
+        return float(np.median(x))
+    mean = side.run.summary.get(f"{col}_mean")
+    return float(mean) if mean is not None else None
+
+
+def workload(run: Run, per_request: bool | None = None) -> dict[str, Any]:
+    """What must be held fixed between baseline and candidate: model, lengths, load, size."""
+    side = _side(run, run.has_requests if per_request is None else per_request)
+    return {"model": run.meta.get("model"), "prompt_tokens_median": _median(side, "prompt_tokens"),
+            "output_tokens_median": _median(side, "output_tokens"),
+            "offered_rate": run.summary.get("offered_rate"), "max_concurrency": run.summary.get("max_concurrency"),
+            "requests": side.n_total if side.per_request else None}
+
+
+def _differs(a: float | None, b: float | None, limit: float) -> bool:
+    return a is not None and b is not None and max(abs(a), abs(b)) > 0 and abs(a - b) / max(abs(a), abs(b)) > limit
+
+
+def _length_checks(bw: dict, cw: dict, refused: list[str]) -> None:
+    for key, what in (("prompt_tokens_median", "prompt"), ("output_tokens_median", "output")):
+        if _differs(bw[key], cw[key], MAX_LENGTH_DIFF):
+            refused.append(f"{what} lengths differ: median {bw[key]:g} vs {cw[key]:g} tokens (more than "
+                           f"{MAX_LENGTH_DIFF:.0%}); hold the dataset and ISL/OSL fixed")
+
+
+def _load_checks(bw: dict, cw: dict, refused: list[str], warnings: list[str]) -> None:
+    for key, what in (("offered_rate", "offered rate"), ("max_concurrency", "max concurrency")):
+        a, b = bw[key], cw[key]
+        if _differs(a, b, MAX_LOAD_DIFF):
+            refused.append(f"{what} differs: {a:g} vs {b:g} (more than {MAX_LOAD_DIFF:.0%}); hold the load fixed")
+        elif (a is None) != (b is None):
+            warnings.append(f"{what} is recorded in only one run; cannot check that the load was the same")
+
+
+def _arrival_check(base: _Side, cand: _Side, warnings: list[str]) -> None:
+    """Without a recorded rate, compare arrival rates: a warning only (closed-loop, a faster server arrives faster)."""
+    rates = []
+    for side in (base, cand):
+        start = _finite(_float(side.run.requests, "start_s")) if side.per_request else None
+        span = float(start.max() - start.min()) if start is not None else 0.0
+        rates.append(start.size / span if span > 0 else None)
+    limit = MAX_LOAD_DIFF + 3 / math.sqrt(max(1, min(base.n_total, cand.n_total)))
+    if _differs(rates[0], rates[1], limit):
+        warnings.append(f"requests arrived at different rates: {rates[0]:.2f} vs {rates[1]:.2f} req/s; "
+                        "if the test was open-loop at one rate, the load was not the same")
+
+
+def _definition_checks(base: Run, cand: Run, warnings: list[str]) -> None:
+    for key in sorted(set(base.definitions) & set(cand.definitions)):
+        if base.definitions[key] != cand.definitions[key]:
+            warnings.append(f"{key.upper()} is defined differently: baseline '{base.definitions[key]}', "
+                            f"candidate '{cand.definitions[key]}'")
+
+
+def _soundness(base: _Side, cand: _Side, techniques: list[str]) -> tuple[list[str], list[str], dict]:
+    refused: list[str] = []
+    warnings: list[str] = []
+    bw, cw = workload(base.run, base.per_request), workload(cand.run, cand.per_request)
+    if len(techniques) > 1:
+        refused.append(f"{len(techniques)} techniques declared ({', '.join(techniques)}): one change at a time")
+    if bw["model"] and cw["model"] and bw["model"] != cw["model"]:
+        refused.append(f"different models: baseline {bw['model']}, candidate {cw['model']}")
+    elif not (bw["model"] and cw["model"]):
+        warnings.append("the model is not recorded in both runs; cannot check it is the same")
+    _length_checks(bw, cw, refused)
+    _load_checks(bw, cw, refused, warnings)
+    if base.per_request and bw["offered_rate"] is None and cw["offered_rate"] is None:
+        _arrival_check(base, cand, warnings)
+    for name, side in (("baseline", base), ("candidate", cand)):
+        if side.per_request and side.n_total < MIN_REQUESTS:
+            refused.append(f"too few requests: the {name} has {side.n_total} (need at least {MIN_REQUESTS} per side)")
+    _definition_checks(base.run, cand.run, warnings)
+    return refused, warnings, {"baseline": bw, "candidate": cw}
+
+
+# ---------------------------------------------------------------- overall
+
+
+def _overall(metrics: list[MetricDelta], refused: list[str]) -> str:
+    if refused:
+        return "unsound"
+    counted = [m for m in metrics if SPECS[m.metric].counts]
+    if any(m.verdict == REGRESSION for m in counted):
+        return "regression"
+    if any(m.verdict == GAIN and SPECS[m.metric].primary for m in counted):
+        return "gain confirmed"
+    return "no effect"
+
+
+def fmt_change(m: MetricDelta) -> str:
+    """'TTFT p50 −42% [−47%, −38%]' (pp for error rate)."""
+    if m.delta is None:
+        return f"{m.label} not comparable"
+    unit = " pp" if m.scale == "pp" else "%"
+    text = f"{m.label} {m.delta:+.1f}{unit}".replace("-", "−")
+    if m.interval:
+        text += f" [{m.interval[0]:+.1f}{unit}, {m.interval[1]:+.1f}{unit}]".replace("-", "−")
+    return text
+
+
+def _headline(metrics: list[MetricDelta], overall: str, expected: str | None) -> str:
+    shown = [m for m in metrics if m.verdict in (GAIN, REGRESSION) and SPECS[m.metric].counts]
+    shown.sort(key=lambda m: (m.verdict != REGRESSION, not SPECS[m.metric].primary))
+    measured = "; ".join(fmt_change(m) for m in shown[:4]) or "no metric changed beyond the noise floor"
+    lead = f"expected: {expected} (seed); " if expected else ""
+    return f"{lead}measured ({overall}): {measured}"
+
+
+def _technique(technique: str | Sequence[str] | None, kb: Any) -> tuple[list[str], str | None, list[str]]:
+    techniques = [technique] if isinstance(technique, str) else list(technique or [])
+    if len(techniques) != 1:
+        return techniques, None, []
+    if kb is None:
+        from triage.knowledge.loader import load_knowledge
+
+        kb = load_knowledge()
+    tech = kb.techniques.get(techniques[0])
+    if tech is None:
+        return techniques, None, [f"unknown technique '{techniques[0]}': no expected gain to set the result against"]
+    return techniques, " ".join(tech.expected_gain.seed.en.split()), []
+
+
+# ---------------------------------------------------------------- compare
+
+
+def compare(baseline: Run, candidate: Run, slo: Slo, technique: str | Sequence[str] | None = None, kb: Any = None,
+            seed: int = 0, n_boot: int = 2000, noise_floor_pct: float = NOISE_FLOOR_PCT,
+            summary_tolerance_pct: float = SUMMARY_TOLERANCE_PCT) -> Comparison:
+    """Every metric both runs have, baseline → candidate, with an interval when both have per-request data."""
+    if n_boot < MIN_BOOT:
+        raise ValueError(f"n_boot must be at least {MIN_BOOT}")
+    per_request = baseline.has_requests and candidate.has_requests
+    base, cand = _side(baseline, per_request), _side(candidate, per_request)
+    for j, side in enumerate((base, cand)):
+        side.pace = _pace(side, np.random.default_rng([seed, len(METRICS), j]), n_boot) if per_request else None
+    techniques, expected, tech_warnings = _technique(technique, kb)
+    refused, warnings, work = _soundness(base, cand, techniques)
+    metrics: list[MetricDelta] = []
+    for i, spec in enumerate(METRICS):
+        samples = [_sample(spec, side, slo, np.random.default_rng([seed, i, j]), n_boot, per_request)
+                   for j, side in enumerate((base, cand))]
+        if samples[0][0] is None or samples[1][0] is None:
+            if (samples[0][0] is None) != (samples[1][0] is None) and spec.column != "itl_s":
+                which = "baseline" if samples[0][0] is not None else "candidate"
+                warnings.append(f"{spec.label}: only the {which} has it; not compared")
+            continue
+        metrics.append(_metric_delta(spec, samples[0], samples[1], not per_request, noise_floor_pct,
+                                     summary_tolerance_pct))
+    overall = _overall(metrics, refused)
+    if per_request:
+        basis = (f"per-request bootstrap: {n_boot} resamples of each run's requests (seed {seed}), 95% percentile "
+                 f"intervals, ±{noise_floor_pct:g}% noise floor")
+    else:
+        basis = f"{SUMMARY_ONLY}; verdicts compare the change against a ±{summary_tolerance_pct:g}% tolerance"
+    return Comparison(metrics, overall, tech_warnings + warnings, refused, techniques[0] if techniques else None,
+                      expected, basis, _headline(metrics, overall, expected), work)
+
+
+def _sample(spec: MetricSpec, side: _Side, slo: Slo, rng: np.random.Generator, n_boot: int, per_request: bool
+            ) -> Sample:
+    if per_request:
+        value, boot = _request_sample(spec, side, slo, rng, n_boot)
+        return (float(value), boot) if value is not None and math.isfinite(value) else (None, None)
+    return _summary_value(spec, side.run), None
+
+
+def comparison_json(c: Comparison) -> dict[str, Any]:
+    """The comparison as plain JSON types."""
+    out = asdict(c)
+    out["metrics"] = [{**asdict(m), "interval": list(m.interval) if m.interval else None} for m in c.metrics]
+    return out
