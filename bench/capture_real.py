@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import json
 import os
 import shlex
 import shutil
@@ -85,11 +86,36 @@ def _aiperf(venv: Path, url: str, tok: Path, w: Workload) -> list[str]:
             "--ui-type", "simple", "--random-seed", "1"]
 
 
+def _inference_perf(venv: Path, url: str, tok: Path, w: Workload) -> list[str]:
+    """inference-perf reads a YAML config; it is written beside the run (and quoted in PROVENANCE.md)."""
+    fixed = {"type": "fixed", "std_dev": 0}
+    config = {
+        "api": {"type": "completion", "streaming": True},  # its random datagen serves completions only
+        "data": {"type": "random",
+                 "input_distribution": {**fixed, "min": w.prompt, "max": w.prompt, "mean": w.prompt},
+                 "output_distribution": {**fixed, "min": w.output, "max": w.output, "mean": w.output}},
+        "load": {"type": "concurrent", "stages": [{"num_requests": w.requests, "concurrency_level": w.concurrency}],
+                 "num_workers": 1, "worker_max_concurrency": max(w.concurrency, 1), "base_seed": 1},
+        "server": {"type": "vllm", "model_name": MODEL, "base_url": url, "ignore_eos": True},
+        "tokenizer": {"pretrained_model_name_or_path": str(tok)},
+        # per-request entries keep timings and token counts, not the raw request/response payloads (~40 kB each)
+        "report": {"request_lifecycle": {"summary": True, "per_stage": True, "per_request": True,
+                                         "per_request_fields": {"request": False, "response": False,
+                                                                "response_chunks": False}},
+                   "prometheus": None},
+        "storage": {"local_storage": {"path": "reports"}},
+    }
+    Path("config.yml").write_text(json.dumps(config, indent=2) + "\n", encoding="utf-8")  # JSON is YAML
+    return [str(venv / "bin" / "inference-perf"), "--config_file", "config.yml"]
+
+
 TOOLS: dict[str, Tool] = {
     "guidellm": Tool("guidellm", "guidellm==0.8.1", "3.11", _guidellm, ("benchmarks.json", "benchmarks.csv"),
                      env=(("HF_HUB_OFFLINE", "1"), ("TRANSFORMERS_OFFLINE", "1"))),
     "aiperf": Tool("aiperf", "aiperf==0.13.0", "3.11", _aiperf,
                    ("out/profile_export_aiperf.csv", "out/profile_export_aiperf.json", "out/profile_export.jsonl")),
+    "inference-perf": Tool("inference-perf", "inference-perf==0.7.0", "3.12", _inference_perf,
+                           ("config.yml", "reports/*.json")),
 }
 
 
@@ -192,7 +218,12 @@ def run_tool(tool: Tool, scenario: str, sim: Simulator, work: Path, tok: Path) -
     run_dir = work / "runs" / tool.name / scenario
     shutil.rmtree(run_dir, ignore_errors=True)
     run_dir.mkdir(parents=True)
-    argv = tool.command(venv, sim.url, tok, w)
+    here = Path.cwd()
+    os.chdir(run_dir)  # builders that write a config file write it into the run directory
+    try:
+        argv = tool.command(venv, sim.url, tok, w)
+    finally:
+        os.chdir(here)
     env = {**os.environ, "HF_HUB_DISABLE_TELEMETRY": "1", "DO_NOT_TRACK": "1", **dict(tool.env)}
     started = time.monotonic()
     with open(run_dir / "tool.log", "w") as log:
