@@ -63,7 +63,8 @@ class Tool:
     command: Callable[[Path, str, Path, Workload], list[str]]  # (venv, base url, tokenizer, workload) → argv
     keep: tuple[str, ...]          # output files to keep, relative to the run dir (glob patterns)
     env: tuple[tuple[str, str], ...] = ()
-    no_deps: tuple[str, ...] = ()  # installed with --no-deps after `spec` (vLLM: only its bench client is needed)
+    no_deps: tuple[str, ...] = ()  # installed with --no-deps before `spec` (vLLM: only its bench client is needed)
+    sim_args: tuple[str, ...] = ()  # extra simulator flags (the server the tool expects)
 
 
 def _guidellm(venv: Path, url: str, tok: Path, w: Workload) -> list[str]:
@@ -109,13 +110,32 @@ def _inference_perf(venv: Path, url: str, tok: Path, w: Workload) -> list[str]:
     return [str(venv / "bin" / "inference-perf"), "--config_file", "config.yml"]
 
 
+def _vllm(venv: Path, url: str, tok: Path, w: Workload) -> list[str]:
+    return [str(venv / "bin" / "vllm"), "bench", "serve", "--backend", "openai-chat", "--base-url", url,
+            "--endpoint", "/v1/chat/completions", "--model", MODEL, "--tokenizer", str(tok),
+            "--dataset-name", "random", "--random-input-len", str(w.prompt), "--random-output-len", str(w.output),
+            "--random-range-ratio", "0", "--num-prompts", str(w.requests), "--max-concurrency", str(w.concurrency),
+            "--request-rate", "inf", "--ignore-eos", "--percentile-metrics", "ttft,tpot,itl,e2el",
+            "--seed", "1", "--save-result", "--save-detailed", "--result-dir", ".",
+            "--result-filename", "vllm_bench.json"]
+
+
+# vLLM's bench client needs vllm itself (no GPU): the wheel without its dependencies, then only what the
+# `vllm bench serve` import path needs, with a CPU torch.
+VLLM_DEPS = ("torch==2.13.0 transformers>=5.16.1,<5.21.0 aiohttp tqdm regex cachetools psutil numpy pillow pydantic "
+             "pyyaml msgspec cloudpickle huggingface_hub>=1.31.0 tokenizers>=0.23.2 safetensors sentencepiece "
+             "py-cpuinfo blake3 openai fastapi<0.137.0 pyzmq orjson prometheus_client datasets")
+
 TOOLS: dict[str, Tool] = {
     "guidellm": Tool("guidellm", "guidellm==0.8.1", "3.11", _guidellm, ("benchmarks.json", "benchmarks.csv"),
                      env=(("HF_HUB_OFFLINE", "1"), ("TRANSFORMERS_OFFLINE", "1"))),
     "aiperf": Tool("aiperf", "aiperf==0.13.0", "3.11", _aiperf,
                    ("out/profile_export_aiperf.csv", "out/profile_export_aiperf.json", "out/profile_export.jsonl")),
+    "vllm": Tool("vllm", VLLM_DEPS, "3.11", _vllm, ("vllm_bench.json",), no_deps=("vllm==0.33.0",),
+                 env=(("HF_HUB_OFFLINE", "1"), ("TRANSFORMERS_OFFLINE", "1"), ("VLLM_TARGET_DEVICE", "cpu")),
+                 sim_args=("--per-request-metrics",)),
     "inference-perf": Tool("inference-perf", "inference-perf==0.7.0", "3.12", _inference_perf,
-                           ("config.yml", "reports/*.json")),
+                           ("reports/*lifecycle_metrics.json",)),
 }
 
 
@@ -142,9 +162,9 @@ def ensure_venv(tool: Tool, work: Path) -> Path:
     shutil.rmtree(venv, ignore_errors=True)
     subprocess.run([find_python(tool.python), "-m", "venv", str(venv)], check=True)
     pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q"]
-    subprocess.run([*pip, *tool.spec.split()], check=True)
     if tool.no_deps:
         subprocess.run([*pip, "--no-deps", *tool.no_deps], check=True)
+    subprocess.run([*pip, *tool.spec.split()], check=True)
     marker.write_text(tool.spec + "|" + ",".join(tool.no_deps))
     return venv
 
@@ -166,9 +186,9 @@ def make_tokenizer(work: Path) -> Path:
 class Simulator:
     """`python -m triage simulate --openai` on a free loopback port, stopped by PID."""
 
-    def __init__(self, scenario: str, seed: int = 0) -> None:
+    def __init__(self, scenario: str, seed: int = 0, extra: tuple[str, ...] = ()) -> None:
         self.argv = [sys.executable, "-m", "triage", "simulate", "--scenario", scenario, "--openai", "--port", "0",
-                     "--seed", str(seed)]
+                     "--seed", str(seed), *extra]
         self.proc = subprocess.Popen(self.argv, cwd=ROOT, stdout=subprocess.PIPE, text=True)
         assert self.proc.stdout is not None
         line = self.proc.stdout.readline()
@@ -209,7 +229,14 @@ Exact command (run in an empty directory):
 ```
 
 Files: {files}
-"""
+{config}"""
+
+
+def _config_note(run_dir: Path) -> str:
+    config = run_dir / "config.yml"
+    if not config.exists():
+        return ""
+    return f"\n`config.yml`, written by the script into that directory:\n\n```\n{config.read_text().strip()}\n```\n"
 
 
 def run_tool(tool: Tool, scenario: str, sim: Simulator, work: Path, tok: Path) -> None:
@@ -241,15 +268,16 @@ def run_tool(tool: Tool, scenario: str, sim: Simulator, work: Path, tok: Path) -
             kept.append(src.name)
     if not kept:
         raise SystemExit(f"{tool.name} wrote none of {tool.keep} in {run_dir}")
-    dist = tool.spec.split("==")[0]
+    dist = (tool.no_deps or tool.spec.split())[0].split("==")[0]
     pyver = subprocess.run([str(venv / "bin" / "python"), "-c", "import platform; print(platform.python_version())"],
                            capture_output=True, text=True, check=True).stdout.strip()
     (dest / "PROVENANCE.md").write_text(PROVENANCE.format(
-        tool=tool.name, version=installed_version(venv, dist), spec=tool.spec, python=pyver,
+        tool=tool.name, version=installed_version(venv, dist), python=pyver,
+        spec=f"{' '.join(tool.no_deps)}` (--no-deps) with `{tool.spec}" if tool.no_deps else tool.spec,
         date=dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M"), scenario=scenario,
-        sim="python -m triage simulate --scenario " + scenario + " --openai --port 0", url=sim.url, w=w, model=MODEL,
+        sim=shlex.join(["python", *sim.argv[1:]]), url=sim.url, w=w, model=MODEL,
         seconds=seconds, command=shlex.join(argv).replace(str(work), "$WORK"),
-        files=", ".join(f"`{k}`" for k in kept)), encoding="utf-8")
+        files=", ".join(f"`{k}`" for k in kept), config=_config_note(run_dir)), encoding="utf-8")
     print(f"  {tool.name}: {', '.join(kept)} in {seconds:.0f} s", flush=True)
 
 
@@ -268,7 +296,7 @@ def main() -> int:
     for scenario in scenarios:
         print(f"{scenario}:", flush=True)
         for tool in tools:
-            sim = Simulator(scenario)  # a fresh server per tool: no state carried between tools
+            sim = Simulator(scenario, extra=tool.sim_args)  # a fresh server per tool: no state carried over
             try:
                 run_tool(tool, scenario, sim, args.work, tok)
             finally:
