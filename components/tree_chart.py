@@ -14,7 +14,7 @@ CHART_KEY = "tree"
 NODE_PARAM = "node"
 LEVEL_COLORS = {"root": "#37474F", "symptom": "#1565C0", "cause": "#EF6C00", "technique": "#2E7D32"}
 LIT_EDGE, DIM_EDGE = "#D32F2F", "#B0BEC5"
-ROW_PX = 28  # a two-line label at 11 px fits in one row
+ROW_PX = 30  # a two-line label at 11 px fits in one row
 ELBOW = 0.12
 # Label width in cells per column: the full tree (Diagnose, 3/5 of the page) and the half-width one
 # (Benchmark, Live) both stay legible at a 1024 px window; longer labels wrap to two lines, then "…".

@@ -45,17 +45,17 @@ def test_presets_load_and_cover_the_brief():
     assert all(m.source for m in MODELS.values()) and all(g.source for g in GPUS.values())
 
 
-def test_preset_files_refuse_unknown_fields_and_half_mla(tmp_path: Path):
-    bad = tmp_path / "models.yaml"
+def test_preset_files_refuse_unknown_fields_and_half_mla(tiny_tree: Path):
+    bad = tiny_tree / "models.yaml"
     bad.write_text("models:\n  - {id: x, title: X, params_b: 1, layers: 2, hidden: 8, heads: 2, kv_heads: 2,\n"
                    "     head_dim: 4, attention: mla, max_position: 8, source: s}\n", encoding="utf-8")
     with pytest.raises(TriageError) as exc:
-        load_models(bad)
+        load_models(tiny_tree)
     assert "kv_lora_rank" in exc.value.reason
     bad.write_text("models:\n  - {id: x, title: X, params_b: 1, layers: 2, hidden: 8, heads: 2, kv_heads: 2,\n"
                    "     head_dim: 4, attention: mha_gqa, max_position: 8, source: s, colour: red}\n", encoding="utf-8")
     with pytest.raises(TriageError) as exc:
-        load_models(bad)
+        load_models(tiny_tree)
     assert exc.value.key == "models[0].colour" and exc.value.reason == "unknown field"
 
 

@@ -6,8 +6,6 @@ import argparse
 import json
 from pathlib import Path
 
-import yaml
-
 from triage.cli.live import add_live_arguments
 from triage.diagnosis.benchmark import diagnose_run, pick_run
 from triage.diagnosis.roofline import Hardware
@@ -118,13 +116,12 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
     return 0
 
 
-def preset_names(tree_dir: Path = DEFAULT_TREE_DIR) -> str:
-    """The SLO presets of the bundled tree for help texts; the preset itself is checked when the tree is loaded."""
+def preset_names() -> str:
+    """The SLO presets of the repository's tree, for help texts (a broken tree is reported when a command runs)."""
     try:
-        presets = yaml.safe_load((tree_dir / "slo.yaml").read_text(encoding="utf-8"))["presets"]
-    except (OSError, yaml.YAMLError, KeyError, TypeError):
+        return ", ".join(load_knowledge(DEFAULT_TREE_DIR).slo_presets)
+    except TriageError:
         return "see tree/slo.yaml"
-    return ", ".join(str(name) for name in presets)
 
 
 def add_source_arguments(p: argparse.ArgumentParser) -> None:
@@ -134,7 +131,6 @@ def add_source_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ttft-slo", type=float, default=None, help="TTFT p99 SLO in seconds")
     p.add_argument("--tpot-slo", type=float, default=None, help="TPOT p99 SLO in seconds")
     p.add_argument("--run", type=int, default=None, help="run number in a multi-run file (1-based; default last)")
-    p.add_argument("--tree-dir", type=Path, default=DEFAULT_TREE_DIR, help=argparse.SUPPRESS)
     p.add_argument("--model", default=None, help="served model (tree/models.yaml id) for TPOT vs the decode roofline")
     p.add_argument("--gpu", default=None, help="GPU (tree/gpus.yaml id) for TPOT vs the decode roofline")
     p.add_argument("--tp", type=int, default=1, help="tensor-parallel size for the roofline (default 1)")

@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field, replace
-from functools import lru_cache
-from pathlib import Path
 from typing import Any
 
 from triage.errors import TriageError
-from triage.knowledge.loader import DEFAULT_TREE_DIR, KnowledgeBase, load_knowledge
+from triage.knowledge.loader import KnowledgeBase, load_knowledge
 
 GIB = 1024**3
 
@@ -248,14 +246,9 @@ def largest_part(b: Budget) -> str:
     return PARTS[sizes.index(max(sizes))]
 
 
-@lru_cache(maxsize=4)
-def _default_kb(tree_dir: Path = DEFAULT_TREE_DIR) -> KnowledgeBase:
-    return load_knowledge(tree_dir)
-
-
 def branch_techniques(branch: str, kb: KnowledgeBase | None = None) -> list[str]:
     """The cause's technique ids in the seed's order, read from tree.yaml."""
-    kb = kb or _default_kb()
+    kb = kb or load_knowledge()  # the active tree (the CLI's --tree-dir), cached by the loader
     return [t.id for t in kb.causes[branch].techniques]
 
 
