@@ -1,6 +1,7 @@
 """Files the real load-test tools wrote against the OpenAI simulator (tests/fixtures/real, captured by
 bench/capture_real.py, never re-run here): every one is detected, parsed and diagnosed; our per-request
-statistics agree with the tool's own summary; no share or fraction leaves [0, 1]."""
+statistics agree with the tool's own summary; no share or fraction leaves [0, 1]. That each is diagnosed to
+its scenario's cause is tests/test_real_diagnosis.py."""
 
 from __future__ import annotations
 
@@ -131,28 +132,3 @@ def test_per_request_means_match_the_tools_summary(folder: Path):
         ours = _mean(run, col)
         assert ours == pytest.approx(theirs, rel=0.01), f"{col}: ours {ours:.6g}, tool's {theirs:.6g}"
 
-
-# scenario → (SLO flags, the cause that must come first; None = no finding)
-SCENARIO_CAUSES = {
-    "healthy": ((), None),
-    "queueing": (("--ttft-slo", "0.3"), "ttft.queueing"),
-    "prefill_bound": (("--ttft-slo", "0.3"), "ttft.prefill_compute"),
-    "decode_bound": (("--tpot-slo", "0.03"), "tpot.memory_bound"),
-}
-# Diagnosed to their scenario today. The others wait for the rules that read the data's shape (issue 10, second
-# half): prefill_bound (flat TTFT above the SLO: every tool gives no cause), decode_bound (no cause or
-# ttft.queueing), queueing from AIPerf's and inference-perf's files (no start times for the load correlation).
-DIAGNOSED = {("guidellm", "healthy"), ("aiperf", "healthy"), ("inference-perf", "healthy"), ("vllm", "healthy"),
-             ("guidellm", "queueing"), ("vllm", "queueing")}
-
-
-@pytest.mark.parametrize("folder", [f for f in FOLDERS if f.parent.name in PER_REQUEST and f.name in SCENARIO_CAUSES],
-                         ids=lambda f: f"{f.parent.name}/{f.name}")
-def test_top_finding_is_the_scenarios_cause(folder: Path, capsys: pytest.CaptureFixture[str],
-                                           request: pytest.FixtureRequest):
-    if (folder.parent.name, folder.name) not in DIAGNOSED:
-        request.applymarker(pytest.mark.xfail(reason="needs the data-shape rules of issue 10 (second half)"))
-    flags, cause = SCENARIO_CAUSES[folder.name]
-    out = diagnose_json(folder / PER_REQUEST[folder.parent.name], capsys, *flags)
-    causes = [f["cause"] for f in out["findings"]]
-    assert causes[:1] == ([cause] if cause else []), causes
