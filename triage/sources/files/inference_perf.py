@@ -148,21 +148,18 @@ def parse_requests(doc: Any, ctx: Ctx) -> list[Run]:
         cols["ttft_s"] = first - start
         with np.errstate(invalid="ignore", divide="ignore"):
             cols["itl_s"] = np.where(count > 1, (last - first) / np.maximum(count - 1, 1), np.nan)
+            # the tool's own TPOT: to the last token, not to the end of the stream (usage chunk, [DONE])
+            cols["tpot_s"] = np.where(ok & (output > 1), (last - first) / (output - 1), np.nan)
     else:
         ctx.notes.append("no output_token_times (not streamed): no TTFT or TPOT, only end-to-end latency")
     if np.isfinite(prompt).any():
         cols["prompt_tokens"] = prompt
     if np.isfinite(output).any():
         cols["output_tokens"] = np.where(ok, output, np.nan)
-        if "ttft_s" in cols:  # the tool's TPOT: (last − first token time)/(out − 1), reportgen/base.py; end_time
-            with np.errstate(invalid="ignore", divide="ignore"):  # also holds the stream's tail
-                cols["tpot_s"] = np.where(output > 1, (last - first) / np.maximum(output - 1, 1), np.nan)
     order = np.argsort(cols["start_s"], kind="stable")
     requests = frame({k: v[order] for k, v in cols.items()})
     return [build_run(f"per-request lifecycle ({len(recs):,} requests)", ctx, requests=requests,
                       meta={"tool": "inference-perf"},
                       names={"start_s": "start_time", "e2e_s": "end_time − start_time",
                              "ttft_s": "output_token_times[0] − start_time"},
-                      definitions={"itl": "mean gap between output_token_times of each request",
-                                   "tpot": "inference-perf time_per_output_token: (last − first output_token_times)"
-                                           "/(output tokens − 1) (= vLLM TPOT)"})]
+                      definitions={"itl": "mean gap between output_token_times of each request", "tpot": TPOT_DEF})]
