@@ -124,7 +124,8 @@ def _vllm(venv: Path, url: str, tok: Path, w: Workload) -> list[str]:
 # `vllm bench serve` import path needs, with a CPU torch.
 VLLM_DEPS = ("torch==2.13.0 transformers>=5.16.1,<5.21.0 aiohttp tqdm regex cachetools psutil numpy pillow pydantic "
              "pyyaml msgspec cloudpickle huggingface_hub>=1.31.0 tokenizers>=0.23.2 safetensors sentencepiece "
-             "py-cpuinfo blake3 openai fastapi<0.137.0 pyzmq orjson prometheus_client datasets")
+             "py-cpuinfo blake3 openai fastapi<0.137.0 pyzmq orjson prometheus_client datasets cbor2 urllib3 requests "
+             "openai-harmony pybase64 uvloop partial-json-parser uvicorn xgrammar llguidance watchfiles einops")
 
 TOOLS: dict[str, Tool] = {
     "guidellm": Tool("guidellm", "guidellm==0.8.1", "3.11", _guidellm, ("benchmarks.json", "benchmarks.csv"),
