@@ -153,3 +153,35 @@ def test_every_page_in_chinese_shows_no_english_ui_sentence():
             if hits:
                 found[path] = hits
     assert not found, found
+
+
+def test_refused_upload_shows_no_sample_findings():
+    expect = _expect()
+    with streamlit_server() as url, chromium_page() as page:
+        page.goto(f"{url}/benchmark")
+        expect(page.get_by_text("Showing the bundled sample")).to_be_visible(timeout=60000)
+        page.locator(".st-key-bench_upload input[type=file]").set_input_files(
+            files=[{"name": "broken.json", "mimeType": "application/json", "buffer": b'{"date": "2025", "model_id": '}],
+            timeout=120000)  # the uploader's code loads lazily; slow on a busy machine
+        expect(page.get_by_text("Could not read broken.json").first).to_be_visible(timeout=30000)
+        expect(page.get_by_text("bundled sample is hidden")).to_be_visible()
+        body = page.inner_text("body")
+        assert "Requests queue too long" not in body and "Parsed" not in body
+        assert "Showing the bundled sample" not in body
+        page.screenshot(path=str(ARTIFACTS / "benchmark-refused.png"), full_page=True)
+
+
+def test_upload_survives_a_round_trip_through_diagnose(tmp_path):
+    expect = _expect()
+    good = ARTIFACTS.parent / "fixtures" / "bench" / "vllm_detailed.json"
+    with streamlit_server() as url, chromium_page() as page:
+        page.goto(f"{url}/benchmark")
+        expect(page.get_by_text("Showing the bundled sample")).to_be_visible(timeout=60000)
+        page.locator(".st-key-bench_upload input[type=file]").set_input_files(str(good), timeout=120000)
+        expect(page.get_by_text("Detected format: vLLM").first).to_be_visible(timeout=30000)
+        page.get_by_role("link", name="Diagnose").click()
+        expect(page.get_by_text("Decision tree")).to_be_visible(timeout=30000)
+        page.get_by_role("link", name="Benchmark").click()
+        expect(page.get_by_text("Detected format: vLLM").first).to_be_visible(timeout=30000)
+        expect(page.locator(".st-key-bench_choice").get_by_role("combobox")).to_have_value("vllm_detailed.json")
+        assert page.get_by_text("Showing the bundled sample").count() == 0
