@@ -14,8 +14,9 @@ from components.shell import knowledge, labels_now, lang, t
 from triage.diagnosis.rules import Slo
 from triage.diagnosis.window import window_signals
 from triage.errors import TriageError
+from triage.report.units import fmt_value
 from triage.run import Run
-from triage.verify.comparison import Comparison, compare, comparison_json
+from triage.verify.comparison import Comparison, MetricDelta, compare, comparison_json
 from triage.verify.experiment_log import ExperimentLog, entry_from
 from triage.verify.windows import run_from_signals
 
@@ -76,16 +77,10 @@ def _pick_windows() -> tuple[tuple[str, bytes, Run], tuple[str, bytes, Run]] | N
     return tuple((r.label, r.label.encode(), r) for r in runs)  # type: ignore[return-value]
 
 
-def with_unit(value: float | None, unit: str) -> str:
-    """A compared value with its unit: seconds below one as ms, fractions as %, never scientific notation."""
-    if value is None:
-        return "—"
-    if unit == "s":
-        return f"{value * 1000:,.1f} ms" if abs(value) < 1 else f"{value:,.2f} s"
-    if unit == "fraction":
-        return f"{value:.2%}"
-    digits = 0 if abs(value) >= 100 else 2
-    return f"{value:,.{digits}f} {unit}".strip()
+def _label(m: MetricDelta) -> str:
+    """The metric's label in the page's language, from the metric catalogue."""
+    spec = knowledge().compare.get(m.metric)
+    return knowledge().signals[spec.signal].label.get(lang()) if spec else (m.label or m.metric)
 
 
 def _table(c: Comparison) -> pd.DataFrame:
@@ -94,8 +89,8 @@ def _table(c: Comparison) -> pd.DataFrame:
         return f"[{m.interval[0]:+.1f}, {m.interval[1]:+.1f}] {unit}" if m.interval else t("verify_no_interval")
 
     return pd.DataFrame([{
-        t("verify_metric"): m.label or m.metric, t("verify_baseline"): with_unit(m.baseline, m.unit),
-        t("verify_candidate"): with_unit(m.candidate, m.unit),
+        t("verify_metric"): _label(m), t("verify_baseline"): fmt_value(m.baseline, m.unit),
+        t("verify_candidate"): fmt_value(m.candidate, m.unit),
         t("verify_change"): f"{m.delta:+.1f} {m.scale}" if m.delta is not None else "—",
         t("verify_interval"): interval(m), t("verify_verdict"): f"{VERDICT_ICON.get(m.verdict, '')} {m.verdict}",
     } for m in c.metrics])
@@ -105,7 +100,7 @@ def _delta_chart(c: Comparison) -> go.Figure:
     rows = [m for m in c.metrics if m.delta is not None]
     errs = [(m.delta - m.interval[0], m.interval[1] - m.delta) if m.interval else (0, 0) for m in rows]
     colors = {"gain": "#2E7D32", "regression": "#D32F2F"}
-    fig = go.Figure(go.Bar(x=[m.label or m.metric for m in rows], y=[m.delta for m in rows],
+    fig = go.Figure(go.Bar(x=[_label(m) for m in rows], y=[m.delta for m in rows],
                            marker_color=[colors.get(m.verdict, "#9E9E9E") for m in rows],
                            error_y=dict(type="data", symmetric=False, array=[e[1] for e in errs],
                                         arrayminus=[e[0] for e in errs])))

@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from triage.diagnosis.rules import Slo
+from triage.knowledge.loader import DEFAULT_TREE_DIR, load_knowledge
 from triage.run import Run
 from triage.verify.bootstrap import boot_mean, boot_quantile
 
@@ -42,22 +43,15 @@ class MetricSpec:
     scale: str = "%"  # "%" relative change, "pp" percentage points
 
 
-def _pct(col: str, q: float, primary: bool = False) -> MetricSpec:
-    name, p = col.removesuffix("_s"), f"p{round(q * 100)}"
-    return MetricSpec(f"{name}_{p}", f"{name.upper()} {p}", "lower", "s", col, q, f"{name}_{p}_s", primary)
+def _catalogue_specs() -> tuple[MetricSpec, ...]:
+    """The compared metrics of the metric catalogue (tree/signals.yaml ``compare``), labelled from their signals."""
+    kb = load_knowledge(DEFAULT_TREE_DIR)
+    return tuple(MetricSpec(m.id, kb.signals[m.signal].label.en,
+                            "higher" if kb.signals[m.signal].higher_is_better else "lower", kb.signals[m.signal].unit,
+                            m.column, m.q, m.signal, m.primary, m.counts, m.scale) for m in kb.compare.values())
 
 
-METRICS: tuple[MetricSpec, ...] = (
-    _pct("ttft_s", 0.5, True), _pct("ttft_s", 0.9), _pct("ttft_s", 0.99, True),
-    _pct("tpot_s", 0.5, True), _pct("tpot_s", 0.99, True), _pct("itl_s", 0.5),
-    _pct("e2e_s", 0.5, True), _pct("e2e_s", 0.99, True),
-    MetricSpec("req_per_s", "requests/s", "higher", "req/s", summary_key="req_per_s", primary=True),
-    MetricSpec("out_tok_per_s", "output tokens/s", "higher", "tok/s", summary_key="out_tok_per_s", primary=True),
-    MetricSpec("goodput", "goodput", "higher", "req/s", summary_key="goodput", primary=True),
-    MetricSpec("error_rate", "error rate", "lower", "fraction", summary_key="error_rate", scale="pp"),
-    MetricSpec("preemptions_per_s", "preemptions/s", "lower", "1/s", summary_key="preemptions_per_s"),
-    MetricSpec("kv_usage_max", "KV cache usage max", "lower", "fraction", summary_key="kv_usage_max", counts=False),
-)
+METRICS: tuple[MetricSpec, ...] = _catalogue_specs()
 METRIC_IDS: tuple[str, ...] = tuple(m.id for m in METRICS)
 SPECS: dict[str, MetricSpec] = {m.id: m for m in METRICS}
 
@@ -400,8 +394,6 @@ def _technique(technique: str | Sequence[str] | None, kb: Any) -> tuple[list[str
     if len(techniques) != 1:
         return techniques, None, []
     if kb is None:
-        from triage.knowledge.loader import load_knowledge
-
         kb = load_knowledge()
     tech = kb.techniques.get(techniques[0])
     if tech is None:
