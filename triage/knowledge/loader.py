@@ -9,7 +9,6 @@ file in it changes. ``use_tree_dir`` makes another directory the default for the
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,6 +17,8 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from triage.errors import TriageError
+from triage.knowledge import DEFAULT_TREE_DIR
+from triage.knowledge.checked import signature
 from triage.knowledge.engines import EngineSpec
 from triage.knowledge.hardware import GpuEntry, ModelEntry
 from triage.knowledge.model import (
@@ -39,7 +40,6 @@ from triage.knowledge.model import (
 from triage.knowledge.panels import Panel
 from triage.knowledge.scenarios import Scenario
 
-DEFAULT_TREE_DIR = Path(__file__).resolve().parents[2] / "tree"
 ROOT_ID = "root"
 _SafeLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when present: same rules, faster
 
@@ -430,22 +430,12 @@ def active_tree_dir() -> Path:
     return _active_dir
 
 
-def _signature(root: Path) -> tuple:
-    """Path, size and modification time of every file: the cache is rebuilt when any of them changes."""
-    out = []
-    for dirpath, _dirs, files in os.walk(root):
-        for name in files:
-            st = os.stat(os.path.join(dirpath, name))
-            out.append((dirpath, name, st.st_size, st.st_mtime_ns))
-    return tuple(sorted(out))
-
-
 def load_knowledge(tree_dir: Path | str | None = None) -> KnowledgeBase:
     """The whole knowledge base of ``tree_dir`` (default: the active one); TriageError on the first problem."""
     root = Path(tree_dir) if tree_dir is not None else _active_dir
     if not root.is_dir():
         raise TriageError("not a directory", where=str(root))
-    sig = _signature(root)
+    sig = tuple(signature(root))  # the cache is rebuilt when any file changes
     hit = _cache.get(root)
     if hit is not None and hit[0] == sig:
         return hit[1]
