@@ -14,7 +14,7 @@ from triage.diagnosis.roofline import Hardware
 from triage.diagnosis.rules import Slo
 from triage.diagnosis.sweep import sweep_points
 from triage.report.run_summary import run_summary
-from triage.report.units import fmt_value
+from triage.report.units import fmt_value, number
 from triage.run import Run
 from triage.sources.files import FORMATS
 
@@ -60,7 +60,8 @@ def run_picker(loaded: bench_source.Loaded) -> Run:
 
 
 def _ms(value: float | None) -> str:
-    return fmt_value(None if value is None else value / 1000, "s")
+    """Milliseconds in every cell, as the load tools print this table (digits: the one formatter's)."""
+    return "—" if value is None else f"{number(value)} ms"
 
 
 def summary_table(run: Run) -> None:
