@@ -417,13 +417,16 @@ def _read(root: Path) -> KnowledgeBase:
 
 
 _active_dir: Path = DEFAULT_TREE_DIR
+_active_kb: KnowledgeBase | None = None  # the active tree, once loaded: the hot path (every UI string) asks it
 _cache: dict[Path, tuple[tuple, KnowledgeBase]] = {}
 
 
 def use_tree_dir(tree_dir: Path | str | None) -> None:
-    """Make ``tree_dir`` the default knowledge base of this process (None: the repository's tree/)."""
-    global _active_dir
+    """Make ``tree_dir`` the default knowledge base of this process (None: the repository's tree/); it is
+    checked again on its next use."""
+    global _active_dir, _active_kb
     _active_dir = Path(tree_dir) if tree_dir is not None else DEFAULT_TREE_DIR
+    _active_kb = None
 
 
 def active_tree_dir() -> Path:
@@ -431,8 +434,20 @@ def active_tree_dir() -> Path:
 
 
 def load_knowledge(tree_dir: Path | str | None = None) -> KnowledgeBase:
-    """The whole knowledge base of ``tree_dir`` (default: the active one); TriageError on the first problem."""
-    root = Path(tree_dir) if tree_dir is not None else _active_dir
+    """The whole knowledge base of ``tree_dir``; TriageError on the first problem.
+
+    With a directory, the cached result is used only while no file in it has changed. Without one, the active
+    tree (``use_tree_dir``) is loaded once and then served as is, as cheaply as a constant.
+    """
+    global _active_kb
+    if tree_dir is None:
+        if _active_kb is None:
+            _active_kb = _load_checked(_active_dir)
+        return _active_kb
+    return _load_checked(Path(tree_dir))
+
+
+def _load_checked(root: Path) -> KnowledgeBase:
     if not root.is_dir():
         raise TriageError("not a directory", where=str(root))
     sig = tuple(signature(root))  # the cache is rebuilt when any file changes
