@@ -17,8 +17,9 @@ SAMPLE_PATH = DEFAULT_TREE_DIR / "sample" / "benchmark.csv"
 SAMPLE_ID = "sample"
 STORE_KEY = "bench_files"      # digest → Benchmark, every file that parsed in this session
 SEEN_KEY = "bench_seen"        # uploader file id → digest, so a rerun does not hash again
-CHOICE_KEY = "bench_choice"    # the digest being viewed
-ERRORS_KEY = "bench_errors"    # file name → message, from the latest upload
+CHOICE_KEY = "bench_choice"    # the file picker's widget key (Streamlit drops it when another page runs)
+VIEWED_KEY = "bench_viewed"    # the digest being viewed: kept for the session, across pages
+ERRORS_KEY = "bench_errors"    # uploader file id → (file name, message) for every file that did not parse
 
 
 @dataclass(frozen=True)
@@ -50,16 +51,18 @@ def sample() -> Loaded:
     return Loaded(SAMPLE_ID, _sample_bench(), True)
 
 
-def ingest(files: list, status) -> None:
-    """Parse newly uploaded files; good ones join the session store, bad ones get a message.
+def ingest(files: list, status) -> tuple[list[str], list[str]]:
+    """Parse newly uploaded files; good ones join the session store and the last becomes the one viewed,
+    bad ones get a message. Returns (names loaded, names refused).
 
-    A failed file never removes anything: what loaded before stays in the store and on screen.
+    A failed file never removes anything and never becomes the file viewed.
     """
     store: dict[str, Benchmark] = st.session_state.setdefault(STORE_KEY, {})
     seen: dict[str, str] = st.session_state.setdefault(SEEN_KEY, {})
-    errors: dict[str, str] = {}
+    errors: dict[str, tuple[str, str]] = st.session_state.setdefault(ERRORS_KEY, {})
+    good, bad = [], []
     for i, upload in enumerate(files, start=1):
-        if upload.file_id in seen:
+        if upload.file_id in seen or upload.file_id in errors:
             continue
         data = upload.getvalue()
         digest = digest_of(data)
@@ -67,13 +70,30 @@ def ingest(files: list, status) -> None:
         try:
             bench = parse(digest, upload.name, data)
         except TriageError as exc:
-            errors[upload.name] = exc.line()
+            errors[upload.file_id] = (upload.name, exc.line())
+            bad.append(upload.name)
             continue
         seen[upload.file_id] = digest
         store[digest] = bench
-        st.session_state[CHOICE_KEY] = digest
+        view(digest)
+        good.append(upload.name)
         status.write(f"{upload.name}: {bench.format}, {len(bench.runs)} run(s), parsed in {bench.parse_seconds:.2f} s")
-    st.session_state[ERRORS_KEY] = errors
+    return good, bad
+
+
+def refused(file_ids: set[str]) -> list[tuple[str, str]]:
+    """(name, message) of the files now in the uploader that did not parse."""
+    return [v for k, v in st.session_state.get(ERRORS_KEY, {}).items() if k in file_ids]
+
+
+def view(digest: str) -> None:
+    """Make ``digest`` (or the sample) the file viewed, on every page, for the rest of the session."""
+    st.session_state[VIEWED_KEY] = digest
+    st.session_state[CHOICE_KEY] = digest
+
+
+def viewed() -> str | None:
+    return st.session_state.get(VIEWED_KEY)
 
 
 def loaded() -> dict[str, Benchmark]:
@@ -82,7 +102,7 @@ def loaded() -> dict[str, Benchmark]:
 
 def current() -> Loaded:
     """The benchmark to show: the chosen uploaded file, else the bundled sample."""
-    choice = st.session_state.get(CHOICE_KEY)
+    choice = viewed()
     store = loaded()
     if choice in store:
         return Loaded(choice, store[choice], False)

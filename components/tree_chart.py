@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from functools import lru_cache
 
 import plotly.graph_objects as go
 import streamlit as st
@@ -14,7 +15,7 @@ CHART_KEY = "tree"
 NODE_PARAM = "node"
 LEVEL_COLORS = {"root": "#37474F", "symptom": "#1565C0", "cause": "#EF6C00", "technique": "#2E7D32"}
 LIT_EDGE, DIM_EDGE = "#D32F2F", "#B0BEC5"
-ROW_PX = 28  # a two-line label at 11 px fits in one row
+ROW_PX = 30  # a two-line label at 11 px fits in one row
 ELBOW = 0.12
 # Label width in cells per column: the full tree (Diagnose, 3/5 of the page) and the half-width one
 # (Benchmark, Live) both stay legible at a 1024 px window; longer labels wrap to two lines, then "…".
@@ -138,14 +139,26 @@ def _scroll_into_view() -> None:
         html(_SCROLL_JS % (json.dumps(node), CHART_KEY), height=0)
 
 
+@lru_cache(maxsize=8)
+def _nodes(language: str) -> tuple[PlacedNode, ...]:
+    return tuple(layout(knowledge(), language))
+
+
+@lru_cache(maxsize=256)
+def _figure(language: str, highlight: frozenset[str], selected: str | None, compact: bool, dark: bool) -> go.Figure:
+    """One figure per look, built once per process: plotly's validation of ~200 styled points is the
+    slowest part of drawing the tree. Streamlit copies the figure (to_dict) before sending it."""
+    nodes = list(_nodes(language))
+    return build_figure(nodes, highlight_keys(nodes, set(highlight)), selected_keys(nodes, selected),
+                        compact=compact, dark=dark)
+
+
 def tree_chart(highlight: Iterable[str] = (), compact: bool = False) -> None:
     """Draw the tree with ``highlight`` ids lit and the ``?node=`` selection ringed.
 
     ``compact`` is the half-width tree beside findings (narrower labels)."""
-    nodes = layout(knowledge(), lang())
     dark = st.context.theme.type == "dark"
-    fig = build_figure(nodes, highlight_keys(nodes, set(highlight)), selected_keys(nodes, selected_node()),
-                       compact=compact, dark=dark)
+    fig = _figure(lang(), frozenset(highlight), selected_node(), compact, dark)
     st.plotly_chart(fig, key=CHART_KEY, on_select=_on_select, selection_mode="points",
                     config={"displayModeBar": False, "scrollZoom": False}, width="stretch")
     _scroll_into_view()

@@ -452,3 +452,43 @@ def test_guidellm_benchmark_without_requests_is_empty():
     bench["metrics"]["request_totals"] = {"successful": 0, "errored": 0, "incomplete": 0, "total": 0}
     run = load_benchmark(json.dumps(doc).encode(), "guidellm.json").runs[0]
     assert not run.has_requests and "no completed request" in run.empty_reason()
+
+
+# ---------------------------------------------------------------- the same parsers on real tool outputs
+
+REAL = Path(__file__).parent / "fixtures" / "real"
+needs_real = pytest.mark.skipif(not (REAL / "aiperf").is_dir() or not (REAL / "inference-perf").is_dir(),
+                                reason="real tool outputs not captured yet")
+
+
+def load_real(rel: str) -> Benchmark:
+    return load_benchmark((REAL / rel).read_bytes(), Path(rel).name)
+
+
+@needs_real
+@pytest.mark.parametrize("scenario", ["healthy", "queueing", "prefill_bound", "decode_bound"])
+def test_real_aiperf_csv_with_sum_column_agrees_with_its_json(scenario):
+    csv = load_real(f"aiperf/{scenario}/profile_export_aiperf.csv")
+    js = load_real(f"aiperf/{scenario}/profile_export_aiperf.json")
+    assert csv.format == "aiperf_csv" and js.format == "aiperf_json"
+    a, b = csv.runs[0].summary, js.runs[0].summary
+    for key in ("ttft_p5_s", "ttft_p50_s", "ttft_p99_s", "tpot_p50_s", "tpot_p99_s", "e2e_p50_s", "e2e_p99_s",
+                "completed", "req_per_s"):
+        assert a[key] == pytest.approx(b[key], rel=0.01), key  # the CSV rounds to 2 decimals
+
+
+@needs_real
+@pytest.mark.parametrize("scenario", ["healthy", "queueing", "prefill_bound", "decode_bound"])
+def test_real_inference_perf_per_request_agrees_with_its_summary(scenario):
+    summary = load_real(f"inference-perf/{scenario}/summary_lifecycle_metrics.json")
+    stage = load_real(f"inference-perf/{scenario}/stage_0_lifecycle_metrics.json")
+    per_request = load_real(f"inference-perf/{scenario}/per_request_lifecycle_metrics.json")
+    assert (summary.format, stage.format, per_request.format) == (
+        "inference_perf_summary", "inference_perf_summary", "inference_perf_requests")
+    assert stage.runs[0].label.startswith("stage 0: concurrency")
+    s, r = summary.runs[0].summary, per_request.runs[0].summary
+    assert len(per_request.runs[0].requests) == s["completed"] + s["failed"]
+    for key in ("ttft_p50_s", "ttft_p99_s", "e2e_p50_s", "e2e_p99_s"):
+        assert r[key] == pytest.approx(s[key], rel=0.01), key
+    # inference-perf's TPOT ends at the last token; ours at the end of the stream (a few ms later)
+    assert r["tpot_p50_s"] == pytest.approx(s["tpot_p50_s"], rel=0.02)

@@ -116,3 +116,72 @@ def test_live_demo_refreshes_by_itself():
         expect(page.get_by_text("Requests queue too long").first).to_be_visible()
         page.get_by_role("link", name="Diagnose").click()  # the page still answers a click during refreshes
         expect(page.get_by_text("Decision tree")).to_be_visible(timeout=15000)
+
+
+def test_memory_page_70b_fp8_on_4_h100_names_no_shortage_branch():
+    expect = _expect()
+    with streamlit_server() as url, chromium_page() as page:
+        page.goto(f"{url}/memory?model=llama-3.1-70b&gpu=h100&weights=fp8&tp=4")
+        expect(page.get_by_text("It fits").first).to_be_visible(timeout=60000)
+        expect(page.get_by_text("headroom").first).to_be_visible()
+        body = page.inner_text("body")
+        assert "Branch" not in body and "memory.weights" not in body and "memory.kv_cache" not in body
+        assert "INT4" not in body  # no suggestion to shrink what already fits
+        page.screenshot(path=str(ARTIFACTS / "memory-70b-fp8-tp4.png"), full_page=True)
+
+
+ZH_PAGES = {"/": "h1", "/benchmark": "h1", "/live": ".st-key-tree .js-plotly-plot", "/verify": "h1", "/retro": "h1",
+            "/log": "h1", "/memory": ".st-key-mem_chart .js-plotly-plot", "/technique?id=chunked_prefill": "h1"}
+
+
+def test_every_page_in_chinese_shows_no_english_ui_sentence():
+    from tests.browser_tools import english_ui_sentences
+
+    sentences = english_ui_sentences()
+    assert len(sentences) > 50
+    found = {}
+    with streamlit_server() as url, chromium_page() as page:
+        for path, ready in ZH_PAGES.items():
+            sep = "&" if "?" in path else "?"
+            page.goto(f"{url}{path}{sep}lang=zh")
+            page.wait_for_selector(ready, state="visible", timeout=180000)  # Live simulates its history first
+            page.wait_for_selector("h1", state="visible", timeout=60000)
+            page.wait_for_function("() => document.querySelectorAll('[data-stale=\"true\"]').length === 0",
+                                   timeout=60000)
+            body = page.inner_text("body")
+            hits = sorted(s for s in sentences if s in body)
+            if hits:
+                found[path] = hits
+    assert not found, found
+
+
+def test_refused_upload_shows_no_sample_findings():
+    expect = _expect()
+    with streamlit_server() as url, chromium_page() as page:
+        page.goto(f"{url}/benchmark")
+        expect(page.get_by_text("Showing the bundled sample")).to_be_visible(timeout=60000)
+        page.locator(".st-key-bench_upload input[type=file]").set_input_files(
+            files=[{"name": "broken.json", "mimeType": "application/json", "buffer": b'{"date": "2025", "model_id": '}],
+            timeout=120000)  # the uploader's code loads lazily; slow on a busy machine
+        expect(page.get_by_text("Could not read broken.json").first).to_be_visible(timeout=30000)
+        expect(page.get_by_text("bundled sample is hidden")).to_be_visible()
+        body = page.inner_text("body")
+        assert "Requests queue too long" not in body and "Parsed" not in body
+        assert "Showing the bundled sample" not in body
+        page.screenshot(path=str(ARTIFACTS / "benchmark-refused.png"), full_page=True)
+
+
+def test_upload_survives_a_round_trip_through_diagnose(tmp_path):
+    expect = _expect()
+    good = ARTIFACTS.parent / "fixtures" / "bench" / "vllm_detailed.json"
+    with streamlit_server() as url, chromium_page() as page:
+        page.goto(f"{url}/benchmark")
+        expect(page.get_by_text("Showing the bundled sample")).to_be_visible(timeout=60000)
+        page.locator(".st-key-bench_upload input[type=file]").set_input_files(str(good), timeout=120000)
+        expect(page.get_by_text("Detected format: vLLM").first).to_be_visible(timeout=30000)
+        page.get_by_role("link", name="Diagnose").click()
+        expect(page.get_by_text("Decision tree")).to_be_visible(timeout=30000)
+        page.get_by_role("link", name="Benchmark").click()
+        expect(page.get_by_text("Detected format: vLLM").first).to_be_visible(timeout=30000)
+        expect(page.locator(".st-key-bench_choice").get_by_role("combobox")).to_have_value("vllm_detailed.json")
+        assert page.get_by_text("Showing the bundled sample").count() == 0

@@ -209,3 +209,20 @@ def test_bytes_per_step_from_the_served_model_label(kb):
     gb = signals.get("decode_gb_per_step").value
     assert gb == pytest.approx(8.03 * 2 + kv_gb, rel=0.02)
     assert signals.get("tpot_over_roofline").value == pytest.approx(30 / (gb / 3350 * 1e3), rel=1e-6)
+
+
+def test_flat_ttft_with_many_requests_awaiting_a_first_token_is_a_queue(kb):
+    """A closed-loop client keeps the queue steady, so TTFT is flat too; Little's law tells it from slow prefill."""
+    diag = diagnose_run(kb, run(_flat(ttft=2.4, rate=20.0)), resolve_slo(kb, "chat", ttft_p99_s=0.3))
+    assert diag.signals.get("awaiting_first_token_mean").value > 8  # ≈ 20 req/s × 2.4 s, less the drain
+    assert diag.findings[0].cause == "ttft.queueing"
+    assert "ttft.prefill_compute" not in diag.matched_ids
+
+
+def test_steady_tpot_with_many_requests_in_flight_is_memory_bound_from_a_file(kb):
+    df = _flat(ttft=0.2, rate=40.0)
+    df["tpot_s"] = 0.09 + np.random.default_rng(2).uniform(0.0, 0.01, len(df))
+    df["e2e_s"] = df["ttft_s"] + (df["output_tokens"] - 1) * df["tpot_s"]
+    diag = diagnose_run(kb, run(df), resolve_slo(kb, "interactive", ttft_p99_s=5.0))
+    assert diag.signals.get("inflight_mean").value > 16
+    assert diag.findings[0].cause == "tpot.memory_bound"

@@ -65,6 +65,9 @@ def _latency(kb: KnowledgeBase, out: SignalSet, r: _Reader) -> None:
     top, floor = out.get("ttft_p99_s"), out.get("ttft_p5_s")
     if top and floor:
         out.put(kb, "ttft_spread", _div(top.value, floor.value), "TTFT p99 ÷ p5 (histogram buckets)")
+    mid = out.get("ttft_p50_s")
+    if mid and floor:
+        out.put(kb, "ttft_median_over_floor", _div(mid.value, floor.value), "TTFT p50 ÷ p5 (histogram buckets)")
     ttft_mean = r.num("hist_mean", "ttft")
     out.put(kb, "queue_share_of_ttft", _div(r.num("hist_mean", "queue_time"), ttft_mean), "mean queue time ÷ mean TTFT")
     out.put(kb, "prefill_share_of_ttft", _div(r.num("hist_mean", "prefill_time"), ttft_mean),
