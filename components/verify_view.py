@@ -54,7 +54,7 @@ def _window_run(profile, end: datetime, minutes: int, label: str) -> Run:
 
 
 def _pick_windows() -> tuple[tuple[str, bytes, Run], tuple[str, bytes, Run]] | None:
-    from components.live_picker import WINDOWS_MIN, end_time, prometheus_profile
+    from components.live_picker import WINDOWS_MIN, pick_end, prometheus_profile
 
     profile = prometheus_profile()
     if profile is None:
@@ -63,10 +63,10 @@ def _pick_windows() -> tuple[tuple[str, bytes, Run], tuple[str, bytes, Run]] | N
     left, right = st.columns(2)
     with left:
         st.markdown(f"**{t('verify_base')}**")
-        base_end = end_time("verify_base_end", always=True)
+        base_end = pick_end("verify_base_end")
     with right:
         st.markdown(f"**{t('verify_cand')}**")
-        cand_end = end_time("verify_cand_end", always=True)
+        cand_end = pick_end("verify_cand_end")
     minutes = WINDOWS_MIN[window]
     try:
         runs = [_window_run(profile, end, minutes, f"{profile.name} {window} to {end:%Y-%m-%d %H:%M}Z")
@@ -98,7 +98,8 @@ def _table(c: Comparison) -> pd.DataFrame:
 
 def _delta_chart(c: Comparison) -> go.Figure:
     rows = [m for m in c.metrics if m.delta is not None]
-    errs = [(m.delta - m.interval[0], m.interval[1] - m.delta) if m.interval else (0, 0) for m in rows]
+    errs = [(d - m.interval[0], m.interval[1] - d) if m.interval and (d := m.delta) is not None else (0.0, 0.0)
+            for m in rows]
     colors = {"gain": "#2E7D32", "regression": "#D32F2F"}
     fig = go.Figure(go.Bar(x=[_label(m) for m in rows], y=[m.delta for m in rows],
                            marker_color=[colors.get(m.verdict, "#9E9E9E") for m in rows],
@@ -116,8 +117,9 @@ def _distributions(base: Run, cand: Run) -> None:
     for col, metric in zip(cols, ("ttft_s", "tpot_s")):
         fig = go.Figure()
         for run, name in ((base, t("verify_baseline")), (cand, t("verify_candidate"))):
-            if metric in run.requests.columns:
-                fig.add_trace(go.Histogram(x=run.requests[metric] * 1000, name=name, opacity=0.6, nbinsx=60))
+            df = run.requests
+            if df is not None and metric in df.columns:
+                fig.add_trace(go.Histogram(x=df[metric] * 1000, name=name, opacity=0.6, nbinsx=60))
         fig.update_layout(barmode="overlay", height=280, margin=dict(l=10, r=10, t=10, b=10),
                           xaxis_title=f"{metric[:-2].upper()} (ms)", yaxis_title=t("verify_requests_axis"),
                           legend=dict(orientation="h", y=1.15))

@@ -99,7 +99,7 @@ def exit_code(c: Comparison, gate: GateResult) -> int:
 
 def _side_json(side: Loaded) -> dict[str, Any]:
     return {"file": str(side.path), "format": side.bench.format, "run": side.number, "runs": len(side.bench.runs),
-            "label": side.run.label, "requests": len(side.run.requests) if side.run.has_requests else 0,
+            "label": side.run.label, "requests": len(side.run.requests) if side.run.requests is not None else 0,
             "sha256": sha256(side.data)}
 
 

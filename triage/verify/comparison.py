@@ -200,13 +200,13 @@ def _rate_sample(metric: str, side: _Side, slo: Slo, rng: np.random.Generator, n
         if good is None or not side.n_ok:
             return None, None
         share = rng.binomial(side.n_total, good / side.n_total, n_boot) / good if good else np.ones(n_boot)
-        value = rate * good / side.n_ok
-        return value, None if factor is None else value * share * factor
+        goodput = rate * good / side.n_ok
+        return goodput, None if factor is None else goodput * share * factor
     out = _finite(side.cols.get("output_tokens"))
-    value = side.run.summary.get("out_tok_per_s") or (rate * float(out.mean()) if out is not None else None)
-    if value is None or out is None or not out.mean() or factor is None:
-        return value, None
-    return value, value * boot_mean(out, rng, n_boot) / out.mean() * factor
+    tokens = side.run.summary.get("out_tok_per_s") or (rate * float(out.mean()) if out is not None else None)
+    if tokens is None or out is None or not out.mean() or factor is None:
+        return tokens, None
+    return tokens, tokens * boot_mean(out, rng, n_boot) / out.mean() * factor
 
 
 def _summary_value(spec: MetricSpec, run: Run) -> float | None:
@@ -321,7 +321,7 @@ def _arrival_check(base: _Side, cand: _Side, warnings: list[str]) -> None:
     for side in (base, cand):
         start = _finite(_float(side.run.requests, "start_s")) if side.per_request else None
         span = float(start.max() - start.min()) if start is not None else 0.0
-        rates.append(start.size / span if span > 0 else None)
+        rates.append(start.size / span if start is not None and span > 0 else None)
     limit = MAX_LOAD_DIFF + 3 / math.sqrt(max(1, min(base.n_total, cand.n_total)))
     if _differs(rates[0], rates[1], limit):
         warnings.append(f"requests arrived at different rates: {rates[0]:.2f} vs {rates[1]:.2f} req/s; "

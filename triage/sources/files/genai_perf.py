@@ -201,7 +201,8 @@ def parse_raw(doc: Any, ctx: Ctx) -> list[Run]:
         else:
             label, load = f"experiment {i + 1}", {}
         key = label if len(exps) > 1 else ""
-        reqs = exp.get("requests") if isinstance(exp.get("requests"), list) else []
+        raw_reqs = exp.get("requests")
+        reqs: list[Any] = raw_reqs if isinstance(raw_reqs, list) else []
         requests = raw_requests(reqs, ctx, key)
         if requests is None:
             raise ctx.fail(f"experiment {i + 1} has no requests", key=key)
