@@ -436,7 +436,7 @@ def build_run(
         names = names or {}
         check_requests(requests, ctx, names, rows, key)
         mark_missing_latencies(requests, ctx, names, label, key)
-        if add_tpot(requests):
+        if "tpot_s" not in requests.columns and add_tpot(requests):  # a parser's own tpot_s is kept (defs say how)
             defs["tpot"] = TPOT_RECOMPUTED
         requests = requests[[c for c in REQUEST_COLUMNS if c in requests.columns]]
         merged = {**summary, **request_summary(requests)}
