@@ -123,3 +123,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # e.g. `… | head`: the reader left, which is not an error of ours
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115  # keep the interpreter's final flush quiet
         return 0
+    finally:  # --tree-dir lasts one command (main may be called again in the same process)
+        if "triage.knowledge.loader" in sys.modules:
+            from triage.knowledge.loader import use_tree_dir
+
+            use_tree_dir(None)
