@@ -3,6 +3,7 @@
 import pandas  # noqa: F401  # imported first: a lazy import racing plotly across sessions breaks it
 import streamlit as st
 
+from components.boundary import error_boundary
 from components.shell import sidebar, t
 
 st.set_page_config(page_title="Inference Triage", page_icon=":material/troubleshoot:", layout="wide")
@@ -23,4 +24,5 @@ pages = {
 }
 navigation = st.navigation(pages)
 sidebar()
-navigation.run()
+with error_boundary(navigation.url_path or "home"):  # no traceback ever reaches a visitor
+    navigation.run()

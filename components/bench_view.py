@@ -16,6 +16,7 @@ from triage.diagnosis.sweep import sweep_points
 from triage.report.run_summary import run_summary
 from triage.report.units import fmt_value, number
 from triage.run import Run
+from triage.safe_text import md_escape
 from triage.sources.files import FORMATS
 
 UPLOAD_KEY = "bench_upload"
@@ -34,6 +35,8 @@ def upload_area() -> list[tuple[str, str]]:
                 status.update(label=t("upload_refused", names=", ".join(bad)), state="error", expanded=False)
             else:
                 status.update(label=t("parsed_files", names=", ".join(good)), state="complete")
+    if bench_source.dropped():
+        st.caption(t("bench_dropped", n=bench_source.dropped()))
     return bench_source.refused({f.file_id for f in files or []})
 
 
@@ -67,8 +70,8 @@ def run_picker(loaded: bench_source.Loaded) -> Run:
     bench = loaded.bench
     st.markdown(t("detected", fmt=FORMATS.get(bench.format, bench.format), runs=len(bench.runs),
                   secs=bench.parse_seconds))
-    for note in bench.notes:
-        st.caption(note)
+    for note in bench.notes:  # notes quote column names and values of the file
+        st.caption(md_escape(note))
     if len(bench.runs) == 1:
         return bench.runs[0]
     labels = [f"{i}. {r.label}" for i, r in enumerate(bench.runs, start=1)]
@@ -127,7 +130,7 @@ def panels(loaded: bench_source.Loaded, run: Run, slo: Slo) -> None:
             bench_charts.sweep_curve(sweep_points(knowledge(), loaded.bench, slo.values), slo.values)
     if run.definitions:
         with st.expander(t("definitions")):
-            st.markdown("\n".join(f"- **{k}**: {v}" for k, v in run.definitions.items()))
+            st.markdown("\n".join(f"- **{md_escape(k)}**: {md_escape(v)}" for k, v in run.definitions.items()))
 
 
 def benchmark_page(slo: Slo, hardware: Hardware | None = None) -> None:

@@ -10,6 +10,7 @@ import streamlit as st
 
 from triage.diagnosis.readings import MetricWindow
 from triage.errors import TriageError
+from triage.safe_text import redact_url
 from triage.sources.metrics.exposition import parse_metrics_text
 from triage.sources.metrics.scrape import scrape
 from triage.sources.metrics.simulator import Simulator
@@ -58,8 +59,8 @@ def scrape_windows(url: str, minutes: int, timeout: float) -> WindowPair:
     """Poll ``url`` once per refresh into a bounded ring buffer kept for this session."""
     key = f"scrape:{url}"
     buf: ScrapeBuffer = st.session_state.setdefault(key, ScrapeBuffer(BUFFER_CAPACITY))
-    buf.add(scrape(url, timeout=timeout))
-    return WindowPair(buf.window(minutes * 60), None, url)
+    buf.add(scrape(url, timeout=timeout))  # bounded, no redirects, metadata refused, TRIAGE_SCRAPE_ALLOW honoured
+    return WindowPair(buf.window(minutes * 60), None, redact_url(url))
 
 
 def snapshot_windows(before: bytes, after: bytes, names: tuple[str, str], interval: float) -> WindowPair:

@@ -21,6 +21,7 @@ from triage.diagnosis.window import LiveDiagnosis, diagnose_window, window_signa
 from triage.errors import TriageError
 from triage.knowledge.panels import Panel, line_points, load_panels
 from triage.report.units import fmt_delta, fmt_value
+from triage.safe_text import md_escape
 
 LAST_KEY = "live_last"      # the last good refresh of any source (the memory page reads its cache config)
 STALE_KEY = "live_by_source"  # source → its last good refresh, shown under a banner when a refresh fails
@@ -133,8 +134,8 @@ def panels(result: LiveResult) -> None:
 def render(result: LiveResult) -> None:
     st.caption(t("live_source_line", label=result.label, engine=result.live.engine,
                  at=datetime.fromtimestamp(result.at).strftime("%H:%M:%S")))
-    for err in result.live.readings.errors:
-        st.warning(err)
+    for err in result.live.readings.errors:  # may quote a server's error text
+        st.warning(md_escape(err))
     kpi_deltas(result)
     all_deltas(result)
     panels(result)
