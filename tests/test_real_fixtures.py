@@ -57,14 +57,14 @@ def diagnose_json(path: Path, capsys: pytest.CaptureFixture[str], *extra: str) -
     return json.loads(out.out)
 
 
-def test_fixtures_cover_the_tools_in_three_scenarios_with_provenance():
+def test_fixtures_cover_four_tools_in_three_scenarios_with_provenance():
     tools: dict[str, set[str]] = {}
     for folder in FOLDERS:
         tools.setdefault(folder.parent.name, set()).add(folder.name)
         prov = (folder / "PROVENANCE.md").read_text(encoding="utf-8")
         for words in ("Exact command", "Date (UTC)", "Scenario:", "unmodified"):
             assert words in prov, f"{folder}: PROVENANCE.md lacks {words!r}"
-    assert len([t for t, scen in tools.items() if len(scen) >= 3]) >= 3, tools
+    assert len([t for t, scen in tools.items() if len(scen) >= 3]) >= 4, tools
 
 
 @pytest.mark.parametrize("path", FILES, ids=IDS)
