@@ -5,6 +5,17 @@ import streamlit as st
 
 from components.boundary import error_boundary
 from components.shell import sidebar, t
+from triage.service.windows import warm_demo
+
+
+@st.cache_resource(show_spinner=False)
+def _warm_once() -> bool:
+    """Once per server process: the Live demo's default engines start simulating their history now."""
+    warm_demo()
+    return True
+
+
+_warm_once()
 
 st.set_page_config(page_title="Inference Triage", page_icon=":material/troubleshoot:", layout="wide")
 

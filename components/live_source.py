@@ -1,11 +1,36 @@
-"""Live sources in the session: this session's demo simulators and scrape buffers (triage.service.windows)."""
+"""Live sources for the picker: each builds a window pair through triage.service.windows on every refresh;
+a polled /metrics keeps its ring buffer in this session."""
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from components import session
-from triage.service.windows import LiveFeeds
+from triage.service import windows
+from triage.service.windows import LiveFeeds, Profile, WindowPair
 
 
 def feeds() -> LiveFeeds:
-    """The session's live feeds, created on first use."""
+    """The session's live feeds (scrape ring buffers), created on first use."""
     return session.LIVE_FEEDS.setdefault(LiveFeeds)
+
+
+def demo_windows(scenario: str, minutes: float) -> WindowPair:
+    """The process's simulated engine for the scenario; a healthy engine of its own is the baseline."""
+    return windows.demo_pair(scenario, minutes)
+
+
+def scrape_windows(url: str, minutes: float, timeout: float) -> WindowPair:
+    """Poll ``url`` once per refresh into a bounded ring buffer kept for this session."""
+    return feeds().scrape(url, minutes, timeout)
+
+
+def snapshot_windows(before: bytes, after: bytes, names: tuple[str, str], interval: float) -> WindowPair:
+    """Two /metrics texts taken ``interval`` seconds apart: the offline form of a scrape."""
+    return windows.snapshot_pair(before, after, names, interval)
+
+
+def prometheus_windows(profile: Profile, end: datetime | None, minutes: float, match: dict[str, str],
+                       baseline_offset_h: float | None, timeout: float) -> WindowPair:
+    """A Prometheus window and, with an offset, the same span earlier as the baseline."""
+    return windows.prometheus_pair(profile, end, minutes, match, baseline_offset_h, timeout)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
+from functools import lru_cache
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -15,47 +16,42 @@ from components.shell import knowledge, lang, t
 from triage.diagnosis.compare import SignalDelta
 from triage.diagnosis.rules import Slo
 from triage.errors import TriageError
+from triage.knowledge.engines import load_engines
+from triage.knowledge.model import Text
 from triage.knowledge.panels import Panel, line_points, load_panels
-from triage.report.text import fmt_value
+from triage.report.units import fmt_delta, fmt_value
 from triage.safe_text import md_escape
 from triage.service.live import LiveResult, refresh
 from triage.service.windows import WindowPair
 
-# signal → True when higher is better (the delta is coloured accordingly)
-KPI_SIGNALS = {"ttft_p99_s": False, "tpot_p99_s": False, "kv_usage_max": False, "waiting_mean": False,
-               "preemptions_per_s": False, "req_per_s": True, "out_tok_per_s": True, "prefix_hit_rate": True}
-NO_CHANGE = 1e-9
 
-
-def _shown(value: float, unit: str) -> str:
-    if unit == "ratio":
-        return f"{value * 100:.1f} %"
-    if unit == "s" and value < 1:
-        return f"{value * 1000:.3g} ms"
-    return fmt_value(value, unit)
-
-
-def _delta(d: SignalDelta | None, unit: str) -> str | None:
-    if d is None or d.delta is None or abs(d.delta) < NO_CHANGE:
+def delta_text(d: SignalDelta | None, unit: str) -> str | None:
+    """The change against the baseline in the unit of the value (None when it rounds away)."""
+    if d is None or d.delta is None or d.current is None or isinstance(d.current, bool):
+        return None
+    change = fmt_delta(d.delta, unit, like=float(d.current))
+    if change == "0":
         return None
     pct = f" ({d.pct:+.0f}%)" if d.pct is not None else ""
-    change = f"{d.delta * 100:+.1f} pp" if unit == "ratio" else f"{d.delta:+.3g} {unit}".strip()
     return f"{change} {t('vs_baseline')}{pct}"
 
 
 def kpi_deltas(result: LiveResult) -> None:
     signals = result.live.diagnosis.signals
     by_name = {d.name: d for d in result.deltas}
+    kb = knowledge()
+    assert kb.kpis is not None  # the loader always reads the KPI rows
     with st.container(horizontal=True):
-        for name, higher_is_better in KPI_SIGNALS.items():
+        for name in kb.kpis.live:
+            spec = kb.signals[name]
             sig = signals.get(name)
-            meaning = knowledge().signals[name].meaning.get(lang())
-            label = t(f"kpi_{name}")
+            meaning = spec.meaning.get(lang())
+            label = spec.label.get(lang())
             if sig is None:
                 st.metric(label, "—", help=f"{meaning} — {t('not_measurable_short')}", border=True)
                 continue
-            st.metric(label, _shown(float(sig.value), sig.unit), delta=_delta(by_name.get(name), sig.unit),
-                      delta_color="normal" if higher_is_better else "inverse", border=True,
+            st.metric(label, fmt_value(sig.value, spec.unit), delta=delta_text(by_name.get(name), spec.unit),
+                      delta_color="normal" if spec.higher_is_better else "inverse", border=True,
                       help=f"{meaning} · {sig.source}")
 
 
@@ -63,15 +59,18 @@ def all_deltas(result: LiveResult) -> None:
     """Every signal of the window beside the baseline's, with the change."""
     if not result.deltas:
         return
-    rows = [{t("ev_signal"): d.name, t("live_current"): _cell(d.current, d.unit),
-             t("live_baseline_col"): _cell(d.baseline, d.unit),
-             t("verify_change"): f"{d.pct:+.0f}%" if d.pct is not None else "—"} for d in result.deltas]
+    rows = [{t("ev_signal"): d.name, t("live_current"): fmt_value(d.current, d.unit),
+             t("live_baseline_col"): fmt_value(d.baseline, d.unit),
+             t("verify_change"): _change(d)} for d in result.deltas]
     with st.expander(t("live_all_deltas")):
         st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
 
 
-def _cell(value: float | bool | None, unit: str) -> str:
-    return "—" if value is None else _shown(float(value), unit) if not isinstance(value, bool) else str(value)
+def _change(d: SignalDelta) -> str:
+    if d.delta is None or d.current is None or isinstance(d.current, bool):
+        return "—"
+    change = fmt_delta(d.delta, d.unit, like=float(d.current))
+    return change if change == "0" or d.pct is None else f"{change} ({d.pct:+.0f}%)"
 
 
 def _panel_figure(panel: Panel, result: LiveResult) -> go.Figure | None:
@@ -83,13 +82,24 @@ def _panel_figure(panel: Panel, result: LiveResult) -> go.Figure | None:
                                      mode="lines", name=line.label))
     if not fig.data:
         return None
+    # plotly picks distinct time ticks for the span (a fixed "%H:%M" repeated one minute under 20 s ticks);
+    # counts, rates, latencies and usage are drawn from zero so a small wobble does not look like a cliff
     fig.update_layout(height=240, margin=dict(l=10, r=10, t=10, b=10), yaxis_title=panel.unit,
-                      legend=dict(orientation="h", y=1.15), xaxis=dict(tickformat="%H:%M"))
+                      legend=dict(orientation="h", y=1.15), xaxis=dict(nticks=6),
+                      yaxis=dict(rangemode="tozero"))
     return fig
 
 
+@lru_cache(maxsize=1)
+def _missing_texts() -> dict[str, Text]:
+    """Each engine metric's "why it is missing" text by its English wording (the core reports English)."""
+    return {m.missing.en: m.missing for engine in load_engines().values() for m in engine.metrics}
+
+
 def _why_missing(panel: Panel, result: LiveResult) -> str:
-    reasons = {result.missing[n] for n in panel.needs() if n in result.missing}
+    known = _missing_texts()
+    reasons = {known[r].get(lang()) if r in known else r
+               for r in (result.missing[n] for n in panel.needs() if n in result.missing)}
     return " ".join(sorted(reasons)) or t("panel_no_data")
 
 

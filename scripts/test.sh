@@ -19,4 +19,5 @@ fi
 
 bash scripts/setup.sh requirements-dev.txt
 .venv/bin/ruff check .
+.venv/bin/mypy  # configured in pyproject.toml: triage/, components/, pages/, app.py at zero errors
 exec .venv/bin/python -m pytest "$@"

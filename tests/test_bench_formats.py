@@ -91,7 +91,8 @@ def test_vllm_detailed_per_request_canonical():
     df = run.requests
     assert list(df["ok"]) == [True, False, True, True]
     assert df["start_s"].tolist() == pytest.approx([0.0, 0.1, 0.3, 0.5])  # perf_counter → relative
-    assert df["queue_s"].tolist() == pytest.approx([0.0, 0.0, 0.01, 0.02])
+    # queue_times is the client's wait for a concurrency slot (vllm/benchmarks/serve.py), not engine queue time
+    assert df["client_wait_s"].tolist() == pytest.approx([0.0, 0.0, 0.01, 0.02]) and "queue_s" not in df
     assert np.isnan(df["ttft_s"][1]) and np.isnan(df["output_tokens"][1])  # failed: 0.0 placeholders dropped
     assert df["tpot_s"][0] == pytest.approx((1.1 - 0.1) / 99)
     assert df["itl_s"][0] == pytest.approx(1 / 3)
@@ -149,7 +150,8 @@ def test_guidellm_v05_tpot_recomputed_not_ttft_including(name):
     df = run.requests
     assert df["tpot_s"][0] == pytest.approx((2.0 - 0.3) / 199)
     assert df["tpot_s"][0] != pytest.approx(2.0 / 200)  # time_per_output_token_ms (includes TTFT) is not used
-    assert df["queue_s"].tolist() == pytest.approx([0.05, 0.05, 0.10, 0.10])  # request_start − targeted_start
+    # request_start − targeted_start: the client's dispatch delay, outside TTFT; not engine queue time
+    assert df["client_wait_s"].tolist() == pytest.approx([0.05, 0.05, 0.10, 0.10]) and "queue_s" not in df
     assert df["ok"].tolist() == [True, True, True, False]
     assert run.meta["tool"] == "guidellm 0.5.4" and run.meta["model"] == "Qwen/Qwen3-8B"
     assert run.summary["max_concurrency"] == 4
@@ -202,10 +204,23 @@ def test_genai_perf_json_and_raw():
     raw = load("profile_export.json").runs[0]
     df = raw.requests
     assert df["ttft_s"].tolist()[:2] == pytest.approx([0.2, 0.3])
-    assert df["e2e_s"].tolist()[:2] == pytest.approx([0.5000001, 1.0])
+    # as genai-perf does, the usage/[DONE] responses (no generated text) are not counted as tokens or as the end
+    assert df["e2e_s"].tolist()[:2] == pytest.approx([0.5, 0.7])
     assert df["output_tokens"].tolist()[:2] == [5, 4]  # from the usage block of the last chunk
-    assert df["tpot_s"][1] == pytest.approx(0.7 / 3)
+    assert df["tpot_s"][1] == pytest.approx(0.4 / 3)
     assert df["ok"].tolist() == [True, True, False]
+
+
+def test_genai_perf_raw_without_usage_has_tpot_from_chunk_timestamps():
+    """genai-perf's raw export timestamps every streamed chunk: with no usage block, TPOT comes from them."""
+    doc = json.loads((FIXTURES / "profile_export.json").read_text())
+    for req in doc["experiments"][0]["requests"]:
+        req["response_outputs"] = [o for o in req["response_outputs"] if '"usage"' not in o["response"]]
+        req["response_timestamps"] = req["response_timestamps"][:len(req["response_outputs"])]
+    run = load_benchmark(json.dumps(doc).encode(), "profile_export.json").runs[0]
+    df = run.requests
+    assert "output_tokens" not in df and df["tpot_s"].tolist()[:2] == pytest.approx([0.1, 0.2])
+    assert run.summary["tpot_p50_s"] == pytest.approx(0.15) and "chunk" in run.definitions["tpot"]
 
 
 def test_aiperf_csv_json_jsonl():

@@ -7,7 +7,7 @@ import base64
 import json
 import os
 from pathlib import Path
-from urllib.parse import quote
+from urllib.parse import quote, urlsplit
 
 import pytest
 
@@ -46,7 +46,8 @@ def _assert_clean(page, where: str) -> None:
     body = page.inner_text("body")
     assert "Traceback" not in body and 'File "/' not in body, where
     assert page.locator('[data-testid="stException"]').count() == 0, where
-    assert page.locator(f'img[src*="{EVIL}"], a[href*="{EVIL}"]').count() == 0, where
+    found = page.locator(f'img[src*="{EVIL}"], a[href*="{EVIL}"]')
+    assert found.count() == 0, (where, [e.evaluate("e => e.outerHTML.slice(0, 300)") for e in found.all()])
 
 
 def test_crafted_urls_and_imports_show_no_traceback(tmp_path: Path):
@@ -69,9 +70,8 @@ def test_crafted_urls_and_imports_show_no_traceback(tmp_path: Path):
             page.locator(".st-key-retro_import input[type=file]").set_input_files(str(file))
             if refusal:
                 page.get_by_text(refusal).first.wait_for(timeout=60000)
-            else:
-                page.wait_for_function("() => (document.querySelector('.st-key-retro_title input') || {}).value"
-                                       f"?.includes('{EVIL}')", timeout=60000)
+            else:  # a valid walk whose texts are hostile: it imports, and they show inertly
+                page.get_by_text(f"{EVIL}").first.wait_for(timeout=60000)
             _settled(page)
             _assert_clean(page, name)
-    assert not [r for r in requested if EVIL in r]
+    assert not [r for r in requested if (urlsplit(r).hostname or "").endswith(EVIL)]  # nothing fetched from there

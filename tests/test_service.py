@@ -27,8 +27,9 @@ from triage.service.uploads import (
     parse_cache_from_env,
     sample_benchmark,
 )
-from triage.service.windows import BUFFER_CAPACITY, LiveFeeds, WindowPair, prometheus_pair, snapshot_pair
+from triage.service.windows import DemoFeed, WindowPair, demo_pair, prometheus_pair, snapshot_pair
 from triage.sources.files.parse_cache import benchmark_bytes
+from triage.sources.metrics.demo_feed import BUFFER_CAPACITY
 from triage.sources.metrics.simulator import Simulator
 
 T0 = 1_750_000_000.0
@@ -44,12 +45,26 @@ class Clock:
         return self.now
 
 
+class Feeds:
+    """Demo engines on a hand-moved clock (the app shares one per process on the wall clock)."""
+
+    def __init__(self, clock: Clock) -> None:
+        self.clock = clock
+        self.made: dict[tuple[str, int], DemoFeed] = {}
+
+    def __call__(self, scenario: str, seed: int) -> DemoFeed:
+        if (scenario, seed) not in self.made:
+            self.made[(scenario, seed)] = DemoFeed(scenario, seed, self.clock)
+        return self.made[(scenario, seed)]
+
+    def demo(self, scenario: str, minutes: float) -> WindowPair:
+        return demo_pair(scenario, minutes, self)
+
+
 @pytest.fixture(scope="module")
 def demo():
-    """One session's feeds on a hand-moved clock, and the queueing scenario's first refresh."""
     clock = Clock()
-    feeds = LiveFeeds(clock=clock)
-    return clock, feeds
+    return clock, Feeds(clock)
 
 
 def test_demo_refresh_finds_the_scenario_and_compares_with_the_healthy_baseline(kb, demo):
@@ -73,7 +88,7 @@ def test_demo_refresh_finds_the_scenario_and_compares_with_the_healthy_baseline(
 def test_demo_feed_follows_the_clock(demo):
     clock, feeds = demo
     feeds.demo("queueing", 10)
-    feed = feeds.demos["queueing"]
+    feed = feeds.made[("queueing", 1)]
     before, sim_now = len(feed.buffer), feed.sim.now
     feeds.demo("queueing", 10)
     assert len(feed.buffer) == before, "no new scrape when the clock has not moved"

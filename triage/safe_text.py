@@ -23,7 +23,8 @@ URL_IN_TEXT_RE = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.\-]{1,15}://[^\s'\"<>`]+")
 CONTROL_RE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 ANSI_RE = re.compile(r"\x1b(\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)?|[@-Z\\-_])")
 MD_SPECIAL_RE = re.compile(r"([\\`*_{}\[\]()<>#!|~:$=@^&])")
-WWW_RE = re.compile(r"(\b[wW]{3})\.")
+AUTOLINK_RE = re.compile(r"://|\b[wW]{3}\.|@")
+ZWSP = "\u200b"
 
 
 def secret_param(name: str) -> bool:
@@ -92,10 +93,14 @@ def md_escape(text: object) -> str:
     HTML, LaTeX, colour/icon directives or autolinks.
 
     Backslash-escapes the punctuation that starts Markdown syntax (``[ ] ( ) < > ! * _ ` ~ # | $ : @ = { } \\``),
-    and the dot of ``www.`` (GFM's bare autolinks); digits, ``.``, ``,``, ``-`` and ``+`` stay as they are, so
+    and splits ``://``, ``www.`` and ``@`` with a zero-width space (GFM's bare autolinks); digits, ``.``, ``,``,
+    ``-`` and ``+`` stay as they are, so
     numbers read the same in plain-text places. Newlines become spaces so a value cannot open a block of its own."""
     flat = unicodedata.normalize("NFC", strip_control(str(text))).replace("\r", " ").replace("\n", " ")
-    return WWW_RE.sub(r"\1\\.", MD_SPECIAL_RE.sub(r"\\\1", flat))
+    # GFM's bare autolinks survive backslash escapes (``http\://x`` still links), so a zero-width space splits
+    # "://", "www." and "@": the text reads the same and no longer parses as a URL or an e-mail address
+    flat = AUTOLINK_RE.sub(lambda m: m.group(0)[:-1] + ZWSP + m.group(0)[-1], flat)
+    return MD_SPECIAL_RE.sub(r"\\\1", flat)
 
 
 def install_log_redaction() -> None:

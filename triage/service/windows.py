@@ -13,21 +13,20 @@ from triage.errors import TriageError
 from triage.knowledge.loader import KnowledgeBase
 from triage.run import Run
 from triage.safe_text import redact_url
+from triage.sources.metrics.demo_feed import DemoFeed, shared_feed, warm
 from triage.sources.metrics.exposition import parse_metrics_text
 from triage.sources.metrics.profiles import Profile, list_profiles
 from triage.sources.metrics.scrape import scrape
-from triage.sources.metrics.simulator import SCENARIOS, Scenario, Simulator
+from triage.sources.metrics.simulator import SCENARIOS, Scenario
 from triage.sources.metrics.snapshot_window import ScrapeBuffer, SnapshotWindow
 from triage.verify.windows import run_from_signals
 
-__all__ = ["BUFFER_CAPACITY", "DemoFeed", "LiveFeeds", "Profile", "Scenario", "WindowPair", "demo_scenarios",
-           "prometheus_pair", "prometheus_profiles", "prometheus_run", "snapshot_pair"]
+__all__ = ["BUFFER_CAPACITY", "DemoFeed", "LiveFeeds", "Profile", "Scenario", "WindowPair", "demo_pair",
+           "demo_scenarios", "prometheus_pair", "prometheus_profiles", "prometheus_run", "snapshot_pair", "warm_demo"]
 
-BUFFER_CAPACITY = 240          # scrapes kept per source: 1 h at 15 s
-DEMO_HISTORY_S = 15 * 60       # the demo starts with 15 minutes of history so panels have a shape
-DEMO_STEP_S = 15.0
+BUFFER_CAPACITY = 240          # scrapes kept per scraped URL: 1 h at 15 s
 DEMO_SEED, BASELINE_SEED = 1, 2
-BASELINE_SCENARIO = "healthy"  # one healthy run per session serves every scenario as baseline
+BASELINE_SCENARIO = "healthy"  # one healthy engine serves every scenario as baseline
 Clock = Callable[[], float]
 
 
@@ -50,57 +49,31 @@ def prometheus_profiles() -> dict[str, Profile]:
     return list_profiles()
 
 
-class DemoFeed:
-    """One simulated engine kept at the clock's time, its scrapes in a ring buffer (opened with some history)."""
+FeedFor = Callable[[str, int], DemoFeed]
 
-    def __init__(self, scenario: str, seed: int, clock: Clock = time.time) -> None:
-        self._clock = clock
-        self.source = f"demo:{scenario}"
-        self.sim = Simulator(scenario, seed=seed, start=clock() - DEMO_HISTORY_S)
-        self.buffer = ScrapeBuffer(BUFFER_CAPACITY)
-        while self.sim.now < clock():
-            self.sim.advance(DEMO_STEP_S)
-            self._scrape()
 
-    def _scrape(self) -> None:
-        self.buffer.add(parse_metrics_text(self.sim.render(), self.sim.now, self.source))
+def demo_pair(scenario: str, minutes: float, feed_for: FeedFor = shared_feed) -> WindowPair:
+    """The process's simulated engine for the scenario, advanced to the clock (shared by every session, like
+    a real server); a healthy engine of its own is the baseline. Tests pass ``feed_for`` with their own clock."""
+    if scenario not in SCENARIOS:
+        raise TriageError(f"unknown demo scenario '{scenario}'; choose one of {', '.join(SCENARIOS)}",
+                          key="scenario")
+    feed = feed_for(scenario, DEMO_SEED)
+    base = feed_for(BASELINE_SCENARIO, BASELINE_SEED)
+    feed.catch_up()
+    return WindowPair(feed.window(minutes * 60), base.window(minutes * 60), f"demo · {scenario}")
 
-    def catch_up(self) -> None:
-        """Simulate up to the clock's time and take one scrape there (nothing when less than 1 s passed)."""
-        gap = self._clock() - self.sim.now
-        if gap >= 1:
-            self.sim.advance(gap)
-            self._scrape()
 
-    def window(self, seconds: float) -> SnapshotWindow:
-        return self.buffer.window(seconds)
+def warm_demo() -> None:
+    """Build the default demo engines in a background thread (server start), so the first Live page is quick."""
+    warm()
 
 
 @dataclass
 class LiveFeeds:
-    """A session's live sources that keep state between refreshes: demo simulators and scrape ring buffers."""
+    """A session's live sources that keep state between refreshes: one scrape ring buffer per URL."""
 
-    clock: Clock = time.time
-    demos: dict[str, DemoFeed] = field(default_factory=dict)
     scrapes: dict[str, ScrapeBuffer] = field(default_factory=dict)
-
-    def _demo_feed(self, scenario: str, seed: int) -> DemoFeed:
-        if scenario not in self.demos:
-            self.demos[scenario] = DemoFeed(scenario, seed, self.clock)
-        return self.demos[scenario]
-
-    def demo(self, scenario: str, minutes: float) -> WindowPair:
-        """The in-process simulator advanced to the clock; a healthy run of its own is the baseline."""
-        if scenario not in SCENARIOS:
-            raise TriageError(f"unknown demo scenario '{scenario}'; choose one of {', '.join(SCENARIOS)}",
-                              key="scenario")
-        baseline = self.demos.get(f"{BASELINE_SCENARIO}:baseline")
-        if baseline is None:
-            baseline = self.demos[f"{BASELINE_SCENARIO}:baseline"] = DemoFeed(BASELINE_SCENARIO, BASELINE_SEED,
-                                                                              self.clock)
-        feed = self._demo_feed(scenario, DEMO_SEED)
-        feed.catch_up()
-        return WindowPair(feed.window(minutes * 60), baseline.window(minutes * 60), f"demo · {scenario}")
 
     def scrape(self, url: str, minutes: float, timeout: float) -> WindowPair:
         """Poll ``url`` once per refresh into a bounded ring buffer kept for this session."""

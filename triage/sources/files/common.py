@@ -20,7 +20,8 @@ from triage.errors import TriageError
 from triage.run import REQUEST_COLUMNS, Run
 
 TPOT_RECOMPUTED = "recomputed per request: (e2e − ttft)/(out − 1)"
-NON_NEGATIVE = ("start_s", "prompt_tokens", "output_tokens", "ttft_s", "e2e_s", "itl_s", "queue_s")
+NON_NEGATIVE = ("start_s", "prompt_tokens", "output_tokens", "ttft_s", "e2e_s", "itl_s", "queue_s", "client_wait_s",
+                "tpot_s")
 LATENCIES = ("ttft_s", "e2e_s")
 # Summary keys where the tool's own number is kept even when per-request data exists.
 TOOL_WINS = ("duration_s", "req_per_s", "out_tok_per_s", "total_tok_per_s", "offered_rate", "max_concurrency")
@@ -153,10 +154,11 @@ def ragged(values: Any, key: str, ctx: Ctx, run: str = "") -> tuple[np.ndarray, 
     """A JSON list of lists of numbers as (flat float64 values, per-item lengths)."""
     if not isinstance(values, list):
         raise ctx.fail(f"{key} should be a list of lists, found {type_name(values)}", key=run)
-    lists = [v if isinstance(v, list) else [] if v is None else None for v in values]
-    if any(v is None for v in lists):
-        i = next(i for i, v in enumerate(lists) if v is None)
-        raise ctx.fail(f"{key} item {i} should be a list, found {type_name(values[i])}", key=run)
+    lists: list[list[Any]] = []
+    for i, v in enumerate(values):
+        if v is not None and not isinstance(v, list):
+            raise ctx.fail(f"{key} item {i} should be a list, found {type_name(v)}", key=run)
+        lists.append(v if v is not None else [])
     lengths = np.fromiter((len(v) for v in lists), dtype=np.int64, count=len(lists))
     flat = float_array(list(chain.from_iterable(lists)), key, ctx, run)
     return flat, lengths
@@ -303,8 +305,9 @@ def mark_missing_latencies(df: pd.DataFrame, ctx: Ctx, names: Mapping[str, str],
 
 
 def add_tpot(df: pd.DataFrame) -> bool:
-    """tpot_s = (e2e − ttft)/(out − 1) for out > 1, NaN otherwise. True when computed."""
-    if not {"ttft_s", "e2e_s", "output_tokens"} <= set(df.columns):
+    """tpot_s = (e2e − ttft)/(out − 1) for out > 1, NaN otherwise. True when computed; a tpot_s column the parser
+    took from the tool's own per-request token timestamps is kept (its E2E may include the stream's tail)."""
+    if "tpot_s" in df.columns or not {"ttft_s", "e2e_s", "output_tokens"} <= set(df.columns):
         return False
     out = df["output_tokens"].to_numpy()
     tpot = np.subtract(df["e2e_s"].to_numpy(), df["ttft_s"].to_numpy())

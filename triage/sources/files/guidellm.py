@@ -83,7 +83,8 @@ def _dist(metrics: Any, name: str) -> dict[str, Any]:
 
 
 def json_summary(bench: dict[str, Any]) -> dict[str, Any]:
-    metrics = bench.get("metrics") if isinstance(bench.get("metrics"), dict) else {}
+    raw_metrics = bench.get("metrics")
+    metrics: dict[str, Any] = raw_metrics if isinstance(raw_metrics, dict) else {}
     out: dict[str, Any] = {"duration_s": bench.get("duration")}
     for name, (canon, factor) in DIST_METRICS.items():
         d = _dist(metrics, name)
@@ -140,15 +141,21 @@ def requests_table(bench: dict[str, Any], v4: bool, ctx: Ctx, run: str) -> Any:
     first_token = col("first_token_iteration", *timing, "first_token_iteration") if v4 else col("first_token_time")
     ttft = _first_of(col("time_to_first_token_ms") * 1e-3, first_token - start)
     e2e = _first_of(col("request_latency"), col("request_end_time" if v4 else "end_time") - start)
-    queue = sched_start - col(targeted, *timing, targeted)
+    # request_start − targeted_start: the client's dispatch delay (schemas/base/request_stats.py
+    # request_dispatch_delay), outside TTFT; not the engine's queue.
+    client_wait = sched_start - col(targeted, *timing, targeted)
     cols = {
         "start_s": start - np.nanmin(start) if np.isfinite(start).any() else start,
         "prompt_tokens": col("prompt_tokens"), "output_tokens": col("output_tokens"),
         "ttft_s": ttft, "e2e_s": e2e,
         "ok": np.concatenate([np.ones(len(good), dtype=bool), np.zeros(len(bad), dtype=bool)]),
     }
-    if np.isfinite(queue).any():
-        cols["queue_s"] = np.clip(queue, 0.0, None)
+    if np.isfinite(client_wait).any():
+        cols["client_wait_s"] = np.clip(client_wait, 0.0, None)
+    if v4:  # (last − first token iteration)/(out − 1): TPOT on token timestamps, without the stream's tail
+        tpot = col("inter_token_latency_ms") * 1e-3
+        if np.isfinite(tpot).any():
+            cols["tpot_s"] = tpot
     order = np.argsort(cols["start_s"], kind="stable")
     return frame({k: v[order] for k, v in cols.items()})
 
@@ -208,7 +215,7 @@ def pct_list(cell: Any) -> dict[str, float]:
     items = [num(x) for x in cell.strip().strip("[]").split(",")]
     if len(items) != 11:
         return {}
-    return {p: items[i] for p, i in PCT_LIST_INDEX.items() if items[i] is not None}
+    return {p: x for p, i in PCT_LIST_INDEX.items() if (x := items[i]) is not None}
 
 
 def csv_v2_summary(row: dict[str, str]) -> dict[str, Any]:
