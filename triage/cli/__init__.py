@@ -13,6 +13,7 @@ from triage.cli import diagnose as cli_diagnose
 from triage.cli import gate as cli_gate
 from triage.cli import memory as cli_memory
 from triage.cli import report as cli_report
+from triage.cli import rules as cli_rules
 from triage.cli import simulate as cli_simulate
 from triage.errors import TriageError
 from triage.knowledge.loader import DEFAULT_TREE_DIR, KnowledgeBase, load_knowledge
@@ -58,6 +59,7 @@ def _parser() -> argparse.ArgumentParser:
     cli_diagnose.register(sub)
     cli_memory.register(sub)
     cli_report.register(sub)
+    cli_rules.register(sub)
     cli_simulate.register(sub)
     cli_gate.register(sub)
     cli_gate.register_log(sub)

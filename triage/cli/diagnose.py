@@ -35,7 +35,8 @@ def runs_json(bench: Benchmark, chosen: int) -> list[dict]:
             for i, r in enumerate(bench.runs, start=1)]
 
 
-def _slo(kb, args: argparse.Namespace):
+def slo_from_args(kb, args: argparse.Namespace):
+    """The SLO of --slo / --ttft-slo / --tpot-slo."""
     try:
         return resolve_slo(kb, args.slo, ttft_p99_s=args.ttft_slo, tpot_p99_s=args.tpot_slo)
     except KeyError as exc:
@@ -67,7 +68,7 @@ def live_diagnosis(kb, args: argparse.Namespace):
     from triage.diagnosis.window import diagnose_window
 
     window, label = live_window(args)
-    live = diagnose_window(kb, window, _slo(kb, args))
+    live = diagnose_window(kb, window, slo_from_args(kb, args))
     if live.diagnosis.empty:
         raise TriageError(f"nothing to diagnose: {live.diagnosis.empty}", where=label)
     return live, label
@@ -81,7 +82,7 @@ def check_one_source(args: argparse.Namespace) -> None:
 
 def _file_diagnosis(kb, args: argparse.Namespace):
     """(Benchmark, the chosen run, its Diagnosis) for the FILE argument; a bad --slo fails before the read."""
-    slo = _slo(kb, args)
+    slo = slo_from_args(kb, args)
     bench = read_benchmark(args.file)
     run = pick_run(bench, args.run)
     diag = diagnose_run(kb, run, slo, hardware(args))

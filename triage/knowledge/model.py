@@ -204,13 +204,56 @@ class Guidance(Strict):
 SourceKind = Literal["benchmark", "server", "model"]
 
 
+NeedKindName = Literal["rate", "quantile", "hist_mean", "gauge_mean", "gauge_max", "gauge_last"]
+
+
+class NeedRef(Strict):
+    """One reading of a metric window by canonical metric key (see triage/diagnosis/readings.py Need)."""
+
+    kind: NeedKindName
+    key: str
+    q: float | None = None
+    engine: str = ""  # an add-on engine map (dcgm); "" = the serving engine
+
+
+class FlagRef(Strict):
+    """A boolean read from a label of an info-style metric: ``label`` == "True"."""
+
+    key: str
+    label: str
+
+
+class Recipe(Strict):
+    """How a server signal is computed from window readings, as data: exactly one of the fields.
+
+    need     one reading            signal   another signal's value
+    div      a ÷ b (absent when b is absent or 0)
+    first    the first alternative that has a value   flag   an info label as a boolean
+    """
+
+    need: NeedRef | None = None
+    signal: str | None = None
+    div: list[Recipe] | None = Field(default=None, min_length=2, max_length=2)
+    first: list[Recipe] | None = Field(default=None, min_length=2)
+    flag: FlagRef | None = None
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> Recipe:
+        given = [f for f in ("need", "signal", "div", "first", "flag") if getattr(self, f) is not None]
+        if len(given) != 1:
+            raise ValueError(f"a recipe is exactly one of need, signal, div, first, flag (got {given or 'none'})")
+        return self
+
+
 class SignalDef(Strict):
-    """A number rules may read: its unit, meaning, and how each source kind computes it."""
+    """A number rules may read: its unit, meaning, how each source kind computes it, and for server signals the
+    recipe (as data) the Prometheus rule export compiles to PromQL."""
 
     name: str
     unit: str
     meaning: Text
     sources: dict[SourceKind, str] = Field(min_length=1)
+    recipe: Recipe | None = None
 
 
 class SloPreset(Strict):
