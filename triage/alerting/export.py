@@ -21,8 +21,8 @@ from triage.alerting.promql import (
     Compiler,
     duration_seconds,
     duration_text,
-    record_name,
     recipe_signals,
+    record_name,
     replica_labels,
 )
 from triage.diagnosis.rules import Slo
@@ -196,8 +196,9 @@ def build(kb: KnowledgeBase, slo: Slo, *, window: str | None = None, for_: str |
             primary = [e for c, e in evidence if e is not None and not c.supports_only]
             measured = [e for _, e in evidence if e is not None]
             if not primary or len(measured) < cause.rule.min_agree:
-                why = (f"its evidence needs signals not measurable from server metrics: {_unmeasured(evidence, compiler)}"
-                       + (f" (needs {cause.rule.min_agree} to agree, {len(measured)} measurable)" if primary else ""))
+                why = f"its evidence needs signals not measurable on the server: {_unmeasured(evidence, compiler)}"
+                if primary:
+                    why += f" (needs {cause.rule.min_agree} to agree, {len(measured)} measurable)"
                 skipped.append(Skipped(cause.id, sym.id, why))
                 continue
             expr = f"({_or(primary)})"
