@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
+from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
@@ -15,14 +15,19 @@ import pytest
 import requests
 import yaml
 
-from tests.prom_harness import PROMETHEUS, PROMTOOL, start_prometheus
+from tests.fleet_history import STEP, slo_of
+from tests.prom_harness import PROMTOOL, backfill
 from tests.rules_harness import (
     have_victoria,
+    merge_openmetrics,
     promtool_test_file,
+    replayable,
     run_promtool_test,
+    series_count,
     start_victoria,
     vmalert_replay,
     vmctl_import,
+    with_import_padding,
 )
 from triage.alerting.export import alert_name, build
 from triage.alerting.promql import evaluate_recipe
@@ -33,14 +38,11 @@ from triage.diagnosis.server_signals import NEEDS, server_signals
 from triage.diagnosis.window import diagnose_window
 from triage.sources.metrics.exposition import parse_metrics_text
 from triage.sources.metrics.prometheus_window import PrometheusWindow
-from triage.sources.metrics.simulator import ENGINE, MODEL_NAME, SCENARIOS, Simulator, write_openmetrics
+from triage.sources.metrics.simulator import ENGINE, MODEL_NAME, SCENARIOS, Simulator
 from triage.sources.metrics.snapshot_window import SnapshotWindow
 
 ROOT = Path(__file__).resolve().parent.parent
-SLO_OF = {"low_batch": "batch"}  # scenario → SLO preset (default chat)
-STEP = 15
-HISTORY_MIN = 20  # backfilled history; the rules read the last 15 min
-WINDOW = "15m"
+pytestmark = pytest.mark.timeout(900)  # the session's simulated fleet (tests/fleet_history.py) takes minutes to build
 REPLICA = {"model_name": MODEL_NAME, "engine": ENGINE}
 
 
@@ -177,44 +179,16 @@ def test_signal_recipes_compute_what_the_server_diagnosis_computes(kb, scenario)
 
 
 # ---------------------------------------------------------------- real engines over the scenarios
+# fleet_history (tests/fleet_history.py): every scenario is one replica, instance=<scenario>, of a real Prometheus.
 
 
-@pytest.fixture(scope="module")
-def scenario_history(tmp_path_factory):
-    """Per scenario: the simulator's history as OpenMetrics, a real Prometheus over its promtool-built blocks, and
-    the Python diagnosis of the last 15 minutes (the causes the alerts must match)."""
-    if not (Path(PROMETHEUS).exists() and Path(PROMTOOL).exists()):
-        pytest.fail("prometheus / promtool missing: scripts/test.sh installs the Debian package")
-    from triage.knowledge.loader import load_knowledge
-
-    kb = load_knowledge()
-    end = int(time.time() // 60 * 60) - 120
-    out = {}
-    for scenario in SCENARIOS:
-        folder = tmp_path_factory.mktemp(f"rules-{scenario}")
-        path = folder / "sim.om"
-        write_openmetrics(path, scenario, minutes=HISTORY_MIN, step=STEP, end=end, seed=5)
-        server = start_prometheus(folder, path.read_text(), end)
-        stop = datetime.fromtimestamp(end, UTC)
-        try:
-            window = PrometheusWindow(server.url, stop - timedelta(minutes=15), stop, timeout=10)
-            live = diagnose_window(kb, window, resolve_slo(kb, SLO_OF.get(scenario, "chat")))
-        except Exception:
-            server.stop()
-            raise
-        out[scenario] = {"folder": folder, "om": path, "server": server, "end": end,
-                         "causes": sorted(live.diagnosis.matched_ids)}
-    yield out
-    for item in out.values():
-        item["server"].stop()
-
-
-def _rule_file(folder: Path, scenario: str) -> Path:
-    path = folder / "rules.yml"
-    done = subprocess.run([sys.executable, "-m", "triage", "rules", "--slo", SLO_OF.get(scenario, "chat")],
-                          cwd=ROOT, capture_output=True, text=True, timeout=60)
-    assert done.returncode == 0, done.stderr
-    path.write_text(done.stdout)
+def _rule_file(folder: Path, slo: str) -> Path:
+    path = folder / f"rules-{slo}.yml"
+    if not path.exists():
+        done = subprocess.run([sys.executable, "-m", "triage", "rules", "--slo", slo], cwd=ROOT, capture_output=True,
+                              text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        path.write_text(done.stdout)
     return path
 
 
@@ -222,105 +196,126 @@ def _alert_names(path: Path) -> list[str]:
     return [r["alert"] for r in yaml.safe_load(path.read_text())["groups"][0]["rules"] if "alert" in r]
 
 
-@pytest.mark.prometheus
-@pytest.mark.parametrize("scenario", list(SCENARIOS))
-def test_dry_run_matches_python_diagnosis(scenario_history, scenario):
-    item = scenario_history[scenario]
-    at = datetime.fromtimestamp(item["end"], UTC).isoformat()
-    done = subprocess.run([sys.executable, "-m", "triage", "rules", "--evaluate", "--prometheus",
-                           item["server"].url, "--end", at, "--slo", SLO_OF.get(scenario, "chat"), "--json"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=60)
-    assert done.returncode == 0, done.stderr
-    data = json.loads(done.stdout)
-    assert sorted(a["cause"] for a in data["alerts"]) == item["causes"]
-    assert all(a["labels"] == REPLICA and a["alert"] == alert_name(a["cause"]) for a in data["alerts"])
-    assert data["skipped"] and all({"cause", "symptom", "reason"} <= set(s) for s in data["skipped"])
-    if scenario == "healthy":
-        assert data["alerts"] == []
-
-
-@pytest.mark.prometheus
-def test_dry_run_match_narrows_to_one_replica(scenario_history):
-    item = scenario_history["queueing"]
-    at = datetime.fromtimestamp(item["end"], UTC).isoformat()
-    base = [sys.executable, "-m", "triage", "rules", "--evaluate", "--prometheus", item["server"].url, "--end", at,
-            "--json"]
-    other = subprocess.run([*base, "--match", 'model_name="someone-else"'], cwd=ROOT, capture_output=True,
-                           text=True, timeout=60)
-    assert other.returncode == 0 and json.loads(other.stdout)["alerts"] == []
-    text = subprocess.run(base[:-1] + ["--match", f'engine="{ENGINE}"'], cwd=ROOT, capture_output=True, text=True,
-                          timeout=60)
-    assert text.returncode == 0 and "FIRING TriageTtftQueueing" in text.stdout
-
-
-@pytest.mark.prometheus
-@pytest.mark.parametrize("scenario", list(SCENARIOS))
-def test_promtool_unit_tests_from_scenario(scenario_history, scenario):
-    """promtool test rules over the scenario's samples: at the last sample exactly the Python causes fire."""
-    item = scenario_history[scenario]
-    rules = _rule_file(item["folder"], scenario)
-    firing = [{"alertname": alert_name(c), "alertstate": "firing", "cause": c, "symptom": c.split(".")[0],
-               "severity": _severity(rules, c), **REPLICA} for c in item["causes"]]
-    test = promtool_test_file(rules, item["om"].read_text(), STEP, firing, _alert_names(rules))
-    done = run_promtool_test(item["folder"], test)
-    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
-
-
 def _severity(path: Path, cause: str) -> str:
     rules = yaml.safe_load(path.read_text())["groups"][0]["rules"]
     return next(r["labels"]["severity"] for r in rules if r.get("alert") == alert_name(cause))
+
+
+def test_the_fleet_has_a_cause_per_sick_scenario(fleet_history):
+    assert fleet_history.causes["healthy"] == [] and fleet_history.causes["decode_bound"] == []
+    assert "ttft.queueing" in fleet_history.causes["queueing"]
+    assert "memory.kv_cache" in fleet_history.causes["kv_pressure"]
+    assert "throughput.low_batch_utilization" in fleet_history.causes["low_batch"]
+
+
+@pytest.mark.prometheus
+@pytest.mark.parametrize("scenario", list(SCENARIOS))
+def test_dry_run_matches_python_diagnosis(fleet_history, scenario):
+    done = subprocess.run([sys.executable, "-m", "triage", "rules", "--evaluate", "--prometheus",
+                           fleet_history.server.url, "--end", fleet_history.stop.isoformat(), "--slo",
+                           slo_of(scenario), "--match", f'instance="{scenario}"', "--json"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert sorted(a["cause"] for a in data["alerts"]) == fleet_history.causes[scenario]
+    assert all(a["labels"] == {**REPLICA, "instance": scenario} and a["alert"] == alert_name(a["cause"])
+               for a in data["alerts"])
+    assert data["skipped"] and all({"cause", "symptom", "reason"} <= set(s) for s in data["skipped"])
+
+
+@pytest.mark.prometheus
+def test_dry_run_over_the_whole_fleet_fires_per_replica(fleet_history):
+    """Without --match every replica is evaluated separately, in one query per alert."""
+    done = subprocess.run([sys.executable, "-m", "triage", "rules", "--evaluate", "--prometheus",
+                           fleet_history.server.url, "--end", fleet_history.stop.isoformat()],
+                          cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    for scenario, causes in fleet_history.causes.items():
+        if slo_of(scenario) != "chat":
+            continue
+        fired = sorted(line.split()[1] for line in done.stdout.splitlines()
+                       if line.startswith("FIRING") and f"instance={scenario}," in line)
+        assert fired == sorted(alert_name(c) for c in causes), scenario
+    assert "cause(s) not decidable from server metrics" in done.stderr
+
+
+@pytest.mark.prometheus
+@pytest.mark.parametrize("scenario", list(SCENARIOS))
+def test_promtool_unit_tests_from_scenario(fleet_history, tmp_path, scenario):
+    """promtool test rules over the scenario's samples: at the last sample exactly the Python causes fire."""
+    rules = _rule_file(fleet_history.folder, slo_of(scenario))
+    labels = {**REPLICA, "instance": scenario}
+    firing = [{"alertname": alert_name(c), "alertstate": "firing", "cause": c, "symptom": c.split(".")[0],
+               "severity": _severity(rules, c), **labels} for c in fleet_history.causes[scenario]]
+    om = merge_openmetrics({scenario: fleet_history.texts[scenario]})
+    test = promtool_test_file(rules, om, STEP, firing, _alert_names(rules))
+    done = run_promtool_test(tmp_path, test)
+    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
 
 
 # ---------------------------------------------------------------- VictoriaMetrics: the second backend
 
 
 @pytest.fixture(scope="module")
-def victoria_per_scenario(scenario_history, tmp_path_factory):
-    """Per scenario: a VictoriaMetrics single-node with the same promtool-built blocks imported by vmctl."""
+def fleet_blocks(fleet_history, tmp_path_factory):
+    """The fleet as promtool-built blocks (plus vmctl padding), and how many real series they hold."""
     if not have_victoria():
         pytest.fail("victoria-metrics / vmctl / vmalert missing: scripts/test.sh installs the Debian package")
-    servers = {}
+    merged = merge_openmetrics(fleet_history.texts)
+    return backfill(with_import_padding(merged), tmp_path_factory.mktemp("blocks")), series_count(merged)
+
+
+@contextmanager
+def victoria_with_fleet(fleet_blocks, folder: Path):
+    """A VictoriaMetrics single-node holding the fleet, imported by vmctl from the promtool-built blocks."""
+    blocks, expected = fleet_blocks
+    server = start_victoria(folder)
     try:
-        for scenario, item in scenario_history.items():
-            folder = tmp_path_factory.mktemp(f"vm-{scenario}")
-            servers[scenario] = start_victoria(folder)
-            vmctl_import(item["folder"] / "data", servers[scenario])
-        yield servers
+        vmctl_import(blocks, server, expected=expected)
+        yield server
     finally:
-        for server in servers.values():
-            server.stop()
+        server.stop()
 
 
-def _firing_after_replay(server, end: int) -> list[dict[str, str]]:
-    server.flush()
-    got = requests.get(server.url + "/api/v1/query", params={"query": 'ALERTS{alertstate="firing"}', "time": end,
-                                                            "step": "1m"}, timeout=10).json()
-    return [s["metric"] for s in got["data"]["result"]]
+@pytest.fixture(scope="module")
+def victoria(fleet_blocks, tmp_path_factory):
+    with victoria_with_fleet(fleet_blocks, tmp_path_factory.mktemp("victoria")) as server:
+        yield server
 
 
 @pytest.mark.prometheus
-@pytest.mark.parametrize("scenario", list(SCENARIOS))
-def test_vmalert_replay_fires_the_python_causes(scenario_history, victoria_per_scenario, scenario):
-    item = scenario_history[scenario]
-    server = victoria_per_scenario[scenario]
-    rules = _rule_file(server.folder, scenario)
-    end = item["end"]
-    start = end - 10 * 60  # 15-min windows need 15 min of history before the first evaluation
+@pytest.mark.parametrize("slo", ["chat", "batch"])
+def test_vmalert_replay_fires_the_python_causes(fleet_history, fleet_blocks, tmp_path, slo):
+    """vmalert -replay of the rule file over the last 10 minutes, reading and writing a VictoriaMetrics holding the
+    fleet (its recording rules written back for the alerts to read): at the end, per replica, the firing alerts are
+    the causes the Python diagnosis finds; the healthy replica fires none. vmalert adds slo=<preset> to what it
+    writes, as a deployment's external labels would: the alerts must still join their signals per replica."""
+    rules = tmp_path / f"replay-{slo}.yml"
+    rules.write_text(_rule_file(fleet_history.folder, slo).read_text())
+    replayable(rules)
+    end = fleet_history.end
     iso = lambda t: datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")  # noqa: E731
-    done = vmalert_replay(server.folder, rules, server, iso(start), iso(end))
-    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
-    firing = _firing_after_replay(server, end)
-    assert sorted(m["cause"] for m in firing) == item["causes"], (done.stdout + done.stderr)[-2000:]
-    assert all(m["model_name"] == MODEL_NAME and m["engine"] == ENGINE for m in firing)
+    with victoria_with_fleet(fleet_blocks, tmp_path) as victoria:
+        done = vmalert_replay(tmp_path, rules, victoria, iso(end - 600), iso(end), extra_label=f"slo={slo}")
+        assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+        victoria.flush()
+        got = requests.get(victoria.url + "/api/v1/query", timeout=10,
+                           params={"query": f'ALERTS{{alertstate="firing",slo="{slo}"}}', "time": end}).json()
+    firing = [s["metric"] for s in got["data"]["result"]]
+    for scenario, causes in fleet_history.causes.items():
+        if slo_of(scenario) == slo:
+            fired = sorted(m["cause"] for m in firing if m["instance"] == scenario)
+            assert fired == causes, (scenario, (done.stdout + done.stderr)[-1500:])
+    assert not [m for m in firing if m["instance"] == "healthy"]
 
 
 @pytest.mark.prometheus
 @pytest.mark.parametrize("scenario", list(SCENARIOS))
-def test_victoria_window_diagnoses_like_prometheus(kb, scenario_history, victoria_per_scenario, scenario):
+def test_victoria_window_diagnoses_like_prometheus(kb, fleet_history, victoria, scenario):
     """The Prometheus-window diagnosis pointed at VictoriaMetrics finds the same causes."""
-    item = scenario_history[scenario]
-    stop = datetime.fromtimestamp(item["end"], UTC)
-    window = PrometheusWindow(victoria_per_scenario[scenario].url, stop - timedelta(minutes=15), stop, timeout=10)
-    live = diagnose_window(kb, window, resolve_slo(kb, SLO_OF.get(scenario, "chat")))
+    stop = fleet_history.stop
+    window = PrometheusWindow(victoria.url, stop - timedelta(minutes=15), stop, match={"instance": scenario},
+                              timeout=10)
+    live = diagnose_window(kb, window, resolve_slo(kb, slo_of(scenario)))
     assert live.engine == "vllm" and not live.readings.errors
-    assert sorted(live.diagnosis.matched_ids) == item["causes"]
+    assert sorted(live.diagnosis.matched_ids) == fleet_history.causes[scenario]

@@ -131,7 +131,8 @@ class _Builder:
             if req.only_if is not None and not self.slo.values.get(req.only_if):
                 continue
             if self.measurable(req.signal):
-                expr = f"({expr}) unless ({self.compiler.ref(req.signal)} {NEGATE[req.op]} {_num(self.threshold(req))})"
+                block = f"{self.compiler.ref(req.signal)} {NEGATE[req.op]} {_num(self.threshold(req))}"
+                expr = f"({expr}) unless {self.compiler.on()} ({block})"
         return expr
 
     def active(self, conds: list[Condition]) -> list[tuple[Condition, str | None]]:
@@ -143,8 +144,8 @@ def _num(value: float) -> str:
     return repr(float(value)) if value != int(value) else str(int(value))
 
 
-def _or(parts: list[str]) -> str:
-    return " or ".join(f"({p})" for p in parts) if len(parts) > 1 else parts[0]
+def _or(parts: list[str], on: str) -> str:
+    return f" or {on} ".join(f"({p})" for p in parts) if len(parts) > 1 else parts[0]
 
 
 def _signals_in(conds: list[tuple[Condition, str | None]]) -> list[str]:
@@ -201,11 +202,12 @@ def build(kb: KnowledgeBase, slo: Slo, *, window: str | None = None, for_: str |
                     why += f" (needs {cause.rule.min_agree} to agree, {len(measured)} measurable)"
                 skipped.append(Skipped(cause.id, sym.id, why))
                 continue
-            expr = f"({_or(primary)})"
+            on = compiler.on()
+            expr = f"({_or(primary, on)})"
             if cause.rule.min_agree > 1:
                 tagged = [f'label_replace({e}, "{EVIDENCE_LABEL}", "{i}", "", "")' for i, e in enumerate(measured)]
-                expr += f" and (count {compiler.by()} ({' or '.join(tagged)}) >= {cause.rule.min_agree})"
-            expr += f" and ({_or(sym_parts)})"
+                expr += f" and {on} (count {compiler.by()} ({' or '.join(tagged)}) >= {cause.rule.min_agree})"
+            expr += f" and {on} ({_or(sym_parts, on)})"
             signals = _signals_in(triggers) + [s for s in _signals_in(evidence) if s not in _signals_in(triggers)]
             severity = config.severity.get(sym.id, "warning")
             rule = _alert_rule(kb, sym.id, cause.id, expr, for_, severity, evidence, triggers, url, group, window,

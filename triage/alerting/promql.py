@@ -73,6 +73,11 @@ class Compiler:
     def by(self, *extra: str) -> str:
         return f"by ({', '.join([*self.group, *extra])})"
 
+    def on(self) -> str:
+        """Matching on the replica labels only, so labels a rule engine adds to the recorded series (vmalert's or a
+        Thanos ruler's external labels) never split a replica."""
+        return f"on ({', '.join(self.group)})"
+
     # ------------------------------------------------------------ signals
 
     def signal(self, name: str) -> str | None:
@@ -93,7 +98,7 @@ class Compiler:
             return self.ref(r.signal)
         if r.div is not None:
             top, bottom = (self.recipe(x) for x in r.div)
-            return None if top is None or bottom is None else f"({top}) / (({bottom}) != 0)"
+            return None if top is None or bottom is None else f"({top}) / {self.on()} (({bottom}) != 0)"
         if r.first is not None:
             parts = [p for p in (self.recipe(x) for x in r.first) if p is not None]
             return " or ".join(f"({p})" for p in parts) if parts else None

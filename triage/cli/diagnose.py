@@ -46,9 +46,7 @@ def slo_from_args(kb, args: argparse.Namespace):
 def _diagnose_live(kb, args: argparse.Namespace) -> int:
     live, label = live_diagnosis(kb, args)
     if args.json:
-        out = diagnosis_json(live.diagnosis, source=label, fmt=f"metrics:{live.engine}", runs=[])
-        out["missing"] = {f"{n.kind}:{n.key}": why for n, why in live.readings.missing.items()}
-        print(json.dumps(out, ensure_ascii=False, indent=2))
+        print(json.dumps(live_json(live, label), ensure_ascii=False, indent=2))
     else:
         header = [f"source: {label} (engine {live.engine}, window {live.readings.window_seconds:g} s)",
                   *live.readings.errors]
@@ -103,9 +101,51 @@ def any_diagnosis(kb, args: argparse.Namespace):
     return diag, f"{bench.source} ({bench.format}) · {run.label}"
 
 
+def live_json(live, label: str) -> dict:
+    """The diagnose --json object of a metric window."""
+    out = diagnosis_json(live.diagnosis, source=label, fmt=f"metrics:{live.engine}", runs=[])
+    out["missing"] = {f"{n.kind}:{n.key}": why for n, why in live.readings.missing.items()}
+    return out
+
+
+def _diagnose_fleet(kb, args: argparse.Namespace) -> int:
+    from triage.cli.live import fleet_window
+    from triage.diagnosis.fleet import diagnose_fleet
+
+    if not args.prometheus:
+        raise TriageError("--by groups a Prometheus window: give --prometheus URL", key="--by")
+    slo = slo_from_args(kb, args)
+    window, label = fleet_window(args)
+    rows = diagnose_fleet(kb, window, slo)
+    if not rows:
+        raise TriageError(f"no {window.engine.title} series in this window to group by {', '.join(window.by)}",
+                          where=label)
+    if args.json:
+        groups = []
+        for row in rows:
+            item = {"labels": row.labels, "diagnosis": live_json(row.live, label)}
+            if row.diagnosis.empty:
+                item["empty"] = row.diagnosis.empty
+            groups.append(item)
+        print(json.dumps({"source": label, "by": list(window.by), "engine": window.engine.id, "groups": groups},
+                         ensure_ascii=False, indent=2))
+        return 0
+    print(f"source: {label} (engine {window.engine.id}, grouped by {', '.join(window.by)}), {len(rows)} group(s)")
+    for row in rows:
+        who = ", ".join(f"{k}={v}" for k, v in row.labels.items())
+        if row.diagnosis.empty:
+            print(f"{who}: nothing to diagnose ({row.diagnosis.empty})")
+            continue
+        causes = ", ".join(f.cause for f in row.diagnosis.findings) or "no finding"
+        print(f"{who}: symptoms {', '.join(row.symptoms) or 'none'}; causes {causes}")
+    return 0
+
+
 def cmd_diagnose(args: argparse.Namespace) -> int:
     kb = load_knowledge(args.tree_dir)
     check_one_source(args)
+    if getattr(args, "by", None):
+        return _diagnose_fleet(kb, args)
     if not args.file:
         return _diagnose_live(kb, args)
     bench, run, diag = _file_diagnosis(kb, args)
@@ -146,5 +186,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("diagnose", help="diagnose a benchmark file, a Prometheus window or a /metrics endpoint")
     add_source_arguments(p)
     p.add_argument("--json", action="store_true", help="print the JSON contract instead of text")
+    p.add_argument("--by", action="append", default=[], metavar="LABEL",
+                   help="with --prometheus: diagnose every group of this label (pod, instance, model_name…) in one "
+                        "pass, each PromQL grouped server-side (repeatable)")
     p.set_defaults(func=cmd_diagnose)
 

@@ -44,6 +44,20 @@ def parse_match(items: list[str]) -> dict[str, str]:
     return match
 
 
+def prometheus_label(args: argparse.Namespace, end: datetime) -> str:
+    return f"prometheus {args.prometheus} {args.window} to {end:%Y-%m-%dT%H:%M:%SZ}"
+
+
+def fleet_window(args: argparse.Namespace):
+    """A FleetWindow grouped by the --by labels over the --prometheus window, and the report label."""
+    from triage.sources.metrics.prometheus_fleet import FleetWindow
+
+    end = parse_end(args.end)
+    start = end - timedelta(seconds=window_seconds(args.window))
+    window = FleetWindow(args.prometheus, start, end, by=args.by, match=parse_match(args.match), timeout=args.timeout)
+    return window, prometheus_label(args, end)
+
+
 def live_window(args: argparse.Namespace) -> tuple[MetricWindow, str]:
     """The window the arguments name, and a label for the report."""
     if args.prometheus:
@@ -52,7 +66,7 @@ def live_window(args: argparse.Namespace) -> tuple[MetricWindow, str]:
         end = parse_end(args.end)
         start = end - timedelta(seconds=window_seconds(args.window))
         window = PrometheusWindow(args.prometheus, start, end, match=parse_match(args.match), timeout=args.timeout)
-        return window, f"prometheus {args.prometheus} {args.window} to {end:%Y-%m-%dT%H:%M:%SZ}"
+        return window, prometheus_label(args, end)
     if args.endpoint:
         from triage.sources.metrics.scrape import two_scrapes
         from triage.sources.metrics.snapshot_window import SnapshotWindow

@@ -1,0 +1,40 @@
+"""Diagnose every replica of a fleet from one grouped read: each group as a single-window diagnosis of it would."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from triage.diagnosis.rules import Diagnosis, Slo, diagnose
+from triage.diagnosis.server_signals import NEEDS, server_signals
+from triage.diagnosis.window import LiveDiagnosis, empty_reason
+from triage.knowledge.loader import KnowledgeBase
+from triage.sources.metrics.prometheus_fleet import FleetWindow
+
+
+@dataclass
+class FleetRow:
+    labels: dict[str, str]
+    live: LiveDiagnosis
+
+    @property
+    def diagnosis(self) -> Diagnosis:
+        return self.live.diagnosis
+
+    @property
+    def symptoms(self) -> list[str]:
+        return [c.symptom for c in self.diagnosis.symptoms if c.present]
+
+    @property
+    def top_cause(self) -> str | None:
+        return self.diagnosis.findings[0].cause if self.diagnosis.findings else None
+
+
+def diagnose_fleet(kb: KnowledgeBase, window: FleetWindow, slo: Slo) -> list[FleetRow]:
+    """One row per group of the window's labels, in label order."""
+    rows = []
+    for key, readings in window.read_groups(NEEDS).items():
+        signals = server_signals(kb, readings)
+        diag = diagnose(kb, signals, slo)
+        diag.empty = empty_reason(signals)
+        rows.append(FleetRow(dict(key), LiveDiagnosis(diag, readings, window.engine.id)))
+    return rows
