@@ -20,7 +20,7 @@ def _sampled(df: pd.DataFrame) -> pd.DataFrame:
 
 def _layout(fig: go.Figure, x: str, y: str) -> go.Figure:
     fig.update_layout(height=HEIGHT, margin=dict(l=10, r=10, t=30, b=10), xaxis_title=x, yaxis_title=y,
-                      legend=dict(orientation="h", y=1.12))
+                      legend=dict(orientation="h", y=1.12), yaxis_rangemode="tozero")  # counts, latencies
     return fig
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pandas as pd
 import streamlit as st
 
 from components import bench_charts, bench_source
@@ -12,6 +13,7 @@ from triage.diagnosis.benchmark import diagnose_run
 from triage.diagnosis.roofline import Hardware
 from triage.diagnosis.rules import Slo
 from triage.diagnosis.sweep import sweep_points
+from triage.report.run_summary import run_summary
 from triage.run import Run
 from triage.sources.files import FORMATS
 
@@ -56,6 +58,38 @@ def run_picker(loaded: bench_source.Loaded) -> Run:
     return bench.runs[chosen]
 
 
+def _ms(value: float | None) -> str:
+    if value is None:
+        return "—"
+    return f"{value:,.0f} ms" if value >= 100 else f"{value:.1f} ms"
+
+
+def summary_table(run: Run) -> None:
+    """The run as the load tools print it: mean, median, p90, p99 per latency, then counts, load and errors."""
+    s = run_summary(run)
+    st.markdown(f"#### {t('bench_summary')}")
+    if s.latencies:
+        st.table(pd.DataFrame(
+            [{t("sum_metric"): row.metric.upper(), t("sum_mean"): _ms(row.mean_ms), t("sum_median"): _ms(row.median_ms),
+              "P90": _ms(row.p90_ms), "P99": _ms(row.p99_ms)} for row in s.latencies]).set_index(t("sum_metric")))
+    load = "—"
+    if s.concurrency is not None:
+        load = t("sum_concurrency_value", n=f"{s.concurrency:,.0f}")
+    elif s.rate is not None:
+        load = t("sum_rate_value", rate=f"{s.rate:,.2f}")
+    total = (s.requests or 0) + (s.failed or 0)
+    errors = "—" if s.failed is None else (
+        f"{s.failed:,} ({s.failed / total:.1%})" if total else f"{s.failed:,}")
+    facts = {
+        t("sum_requests"): "—" if s.requests is None else f"{s.requests:,}",
+        t("sum_duration"): "—" if s.duration_s is None else f"{s.duration_s:,.1f} s",
+        t("sum_load"): load,
+        t("sum_throughput"): "—" if s.req_per_s is None else f"{s.req_per_s:,.2f} req/s",
+        t("sum_errors"): errors,
+    }
+    st.table(pd.DataFrame({t("sum_value"): list(facts.values())}, index=list(facts)))
+
+
 def panels(loaded: bench_source.Loaded, run: Run, slo: Slo) -> None:
     multi = len(loaded.bench.runs) > 1
     names = [t("tab_distributions"), t("tab_prompt"), t("tab_time")] + ([t("tab_sweep")] if multi else [])
@@ -86,5 +120,6 @@ def benchmark_page(slo: Slo, hardware: Hardware | None = None) -> None:
     run = run_picker(loaded)
     diag = diagnose_run(knowledge(), run, slo, hardware)
     kpi_row(diag.signals, slo.values)
+    summary_table(run)
     panels(loaded, run, slo)
     diagnosis_panel(diag, f"{loaded.bench.source} · {run.label}")

@@ -8,7 +8,7 @@ import streamlit as st
 from components.findings import remember
 from components.node_panel import technique_link
 from components.shell import knowledge, lang, t
-from components.tree_chart import NODE_PARAM, tree_chart
+from components.tree_chart import request_scroll, tree_chart
 from triage.diagnosis.rules import Diagnosis, Evidence, Finding
 from triage.report.text import fmt_value
 
@@ -16,18 +16,15 @@ CONFIDENCE_BADGE = {"high": ":red-badge[{}]", "medium": ":orange-badge[{}]", "lo
 
 
 def _rows(evidence: list[Evidence]) -> pd.DataFrame:
+    """Evidence as a table indexed by signal; shown with st.table so long meanings wrap, never clip."""
     return pd.DataFrame([{
         t("ev_signal"): e.signal,
         t("ev_value"): fmt_value(e.value, e.unit),
-        t("ev_threshold"): f"{e.op} {fmt_value(e.threshold, e.unit)}",
-        t("ev_holds"): {True: "✔", False: "✘", None: "—"}[e.holds],
+        t("ev_threshold"): "—" if e.context else f"{e.op} {fmt_value(e.threshold, e.unit)}",
+        t("ev_holds"): "ℹ" if e.context else {True: "✔", False: "✘", None: "—"}[e.holds],
         t("meaning"): e.meaning.get(lang()),
         t("ev_source"): e.source or t("not_measurable_short"),
-    } for e in evidence])
-
-
-def _select(node_id: str) -> None:
-    st.query_params[NODE_PARAM] = node_id
+    } for e in evidence]).set_index(t("ev_signal"))
 
 
 def finding_card(f: Finding, rank: int, select: bool = True) -> None:
@@ -41,7 +38,8 @@ def finding_card(f: Finding, rank: int, select: bool = True) -> None:
             names = ", ".join(kb.causes[c].title.get(lang()) for c in f.explains)
             st.caption(t("explains", names=names))
         measured = [e for e in f.evidence if e.holds is not None]
-        st.dataframe(_rows(measured), hide_index=True, width="stretch")
+        if measured:
+            st.table(_rows(measured))
         if f.not_measurable:
             st.caption(t("not_measurable", names=", ".join(f.not_measurable)))
         st.markdown(f"**{t('techniques')}**")
@@ -49,7 +47,7 @@ def finding_card(f: Finding, rank: int, select: bool = True) -> None:
             technique_link(tid)
         if select:  # only where the tree is on the page; elsewhere the cause's id names it
             st.button(t("show_in_tree", title=cause.short.get(lang())), key=f"select:{f.cause}",
-                      on_click=_select, args=(f.cause,), icon=":material/account_tree:")
+                      on_click=request_scroll, args=(f.cause,), icon=":material/account_tree:")
 
 
 def symptom_summary(diag: Diagnosis) -> None:
@@ -78,9 +76,30 @@ def findings_block(diag: Diagnosis, select: bool = True) -> None:
         st.success(t("no_symptom"))
     for i, f in enumerate(diag.findings, start=1):
         finding_card(f, i, select)
-    if diag.notes:
-        names = ", ".join(knowledge().causes[n.cause].title.get(lang()) for n in diag.notes)
-        st.caption(t("notes_line", names=names))
+    within_slo_but(diag, select)
+
+
+def within_slo_but(diag: Diagnosis, select: bool = True) -> None:
+    """Evidence that matches a cause while no symptom is felt: a warning card each, numbers and techniques."""
+    if not diag.notes:
+        return
+    st.markdown(f"#### {t('within_slo_but')}")
+    st.caption(t("within_slo_but_hint"))
+    kb = knowledge()
+    for f in diag.notes:
+        cause = kb.causes[f.cause]
+        with st.container(border=True):
+            st.warning(f"**{cause.title.get(lang())}** — {kb.symptom_of(f.cause).title.get(lang())} "
+                       f"{t('within_slo_note')}", icon=":material/warning:")
+            measured = [e for e in f.evidence if e.holds is not None]
+            if measured:
+                st.table(_rows(measured))
+            st.markdown(f"**{t('techniques')}**")
+            for tid in f.techniques:
+                technique_link(tid)
+            if select:
+                st.button(t("show_in_tree", title=cause.short.get(lang())), key=f"select-note:{f.cause}",
+                          on_click=request_scroll, args=(f.cause,), icon=":material/account_tree:")
 
 
 def diagnosis_panel(diag: Diagnosis, label: str) -> None:
@@ -94,4 +113,4 @@ def diagnosis_panel(diag: Diagnosis, label: str) -> None:
         symptom_summary(diag)
     with right:
         st.markdown(f"### {t('tree_heading')}")
-        tree_chart(diag.matched_ids)
+        tree_chart(diag.matched_ids, compact=True)

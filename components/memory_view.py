@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
-import dataclasses
+from collections.abc import Callable, Iterable
+from typing import Any
 
+import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
@@ -17,6 +19,7 @@ from triage.memory.calculator import (
     MemoryBreakdown,
     MemoryInput,
     ModelSpec,
+    WhatIf,
     estimate,
 )
 from triage.memory.presets import from_cache_config, load_gpus, load_models, parse_hf_config
@@ -26,12 +29,54 @@ CACHE_CONFIG = Need("info", "cache_config")
 LIVE_KEY = "live_last"
 
 
+# URL parameter → (widget key, parser): the inputs live in the URL so a link reproduces the result.
+URL_FIELDS: dict[str, tuple[str, Callable[[str], Any]]] = {
+    "model": ("mem_model", str), "gpu": ("mem_gpu", str), "weights": ("mem_weights_dtype", str),
+    "kv": ("mem_kv_dtype", str), "util": ("mem_util", float), "tp": ("mem_tp", int), "pp": ("mem_pp", int),
+    "len": ("mem_max_len", int), "conc": ("mem_concurrency", int),
+    "layers": ("mem_layers", int), "kv_heads": ("mem_kv_heads", int), "head_dim": ("mem_head_dim", int),
+    "params": ("mem_params", float),
+}
+
+
+def _seed(key: str, default: Any, allowed: Iterable[Any] | None = None) -> None:
+    """Give widget ``key`` its first value: from the URL when valid, else ``default`` (once per session)."""
+    if key in st.session_state:
+        return
+    param = next(p for p, (k, _) in URL_FIELDS.items() if k == key)
+    raw = st.query_params.get(param)
+    value = default
+    if raw is not None:
+        try:
+            value = URL_FIELDS[param][1](raw)
+        except ValueError:
+            value = default
+        if allowed is not None and value not in allowed:
+            value = default
+    st.session_state[key] = value
+
+
+def _to_url(keys: Iterable[str]) -> None:
+    """Write the inputs in use to the URL (other parameters, such as lang, stay)."""
+    shown = set(keys)
+    for param, (key, _) in URL_FIELDS.items():
+        if key in shown and key in st.session_state:
+            value = st.session_state[key]
+            text = f"{value:g}" if isinstance(value, float) else str(value)
+            if st.query_params.get(param) != text:
+                st.query_params[param] = text
+        elif param in st.query_params:
+            del st.query_params[param]
+
+
 def _custom_model() -> ModelSpec:
     c = st.columns(4)
-    layers = c[0].number_input(t("mem_layers"), 1, 256, 32, key="mem_layers")
-    kv_heads = c[1].number_input(t("mem_kv_heads"), 1, 256, 8, key="mem_kv_heads")
-    head_dim = c[2].number_input(t("mem_head_dim"), 16, 512, 128, key="mem_head_dim")
-    params = c[3].number_input(t("mem_params"), 0.1, 2000.0, 8.0, key="mem_params")
+    for key, default in (("mem_layers", 32), ("mem_kv_heads", 8), ("mem_head_dim", 128), ("mem_params", 8.0)):
+        _seed(key, default)
+    layers = c[0].number_input(t("mem_layers"), 1, 256, key="mem_layers")
+    kv_heads = c[1].number_input(t("mem_kv_heads"), 1, 256, key="mem_kv_heads")
+    head_dim = c[2].number_input(t("mem_head_dim"), 16, 512, key="mem_head_dim")
+    params = c[3].number_input(t("mem_params"), 0.1, 2000.0, key="mem_params")
     heads = max(int(kv_heads), 32 // int(kv_heads) * int(kv_heads))
     return ModelSpec("custom", "custom", float(params), int(layers), int(heads * head_dim), int(heads),
                      int(kv_heads), int(head_dim))
@@ -53,7 +98,8 @@ def model_input() -> ModelSpec | None:
     models = load_models()
     options = [*models, CUSTOM, PASTED]
     names = {**{k: m.title for k, m in models.items()}, CUSTOM: t("mem_custom"), PASTED: t("mem_pasted")}
-    choice = st.selectbox(t("mem_model"), options, format_func=names.get, key="mem_model")
+    _seed("mem_model", options[0], options)
+    choice = st.selectbox(t("mem_model"), options, format_func=names.__getitem__, key="mem_model")
     if choice == CUSTOM:
         return _custom_model()
     if choice == PASTED:
@@ -61,25 +107,51 @@ def model_input() -> ModelSpec | None:
     return models[choice]
 
 
+TP_CHOICES, PP_CHOICES = [1, 2, 4, 8, 16], [1, 2, 4, 8]
+
+
 def deployment(model: ModelSpec) -> MemoryInput:
     gpus = load_gpus()
+    live = _live_cache_config()
+    util_default = round(min(0.98, max(0.5, float(live.get("gpu_memory_utilization", 0.9)))), 2)
+    default_weights = model.checkpoint_dtype if model.checkpoint_dtype in WEIGHT_DTYPES else WEIGHT_DTYPES[0]
+    if st.session_state.get("_mem_model_seen") != model.id:  # a new model starts at its checkpoint's dtype
+        if "_mem_model_seen" in st.session_state:
+            st.session_state["mem_weights_dtype"] = default_weights
+        st.session_state["_mem_model_seen"] = model.id
+    _seed("mem_gpu", next(iter(gpus)), list(gpus))
+    _seed("mem_weights_dtype", default_weights, WEIGHT_DTYPES)
+    _seed("mem_kv_dtype", KV_DTYPES[0], KV_DTYPES)
+    _seed("mem_util", util_default)
+    _seed("mem_tp", 1, TP_CHOICES)
+    _seed("mem_pp", 1, PP_CHOICES)
+    _seed("mem_max_len", 8192)
+    _seed("mem_concurrency", 32)
+    if not 0.5 <= st.session_state["mem_util"] <= 0.98:
+        st.session_state["mem_util"] = util_default
     c = st.columns(4)
     gpu = c[0].selectbox(t("mem_gpu"), list(gpus), format_func=lambda g: gpus[g].title, key="mem_gpu")
-    weights = c[1].selectbox(t("mem_weights"), WEIGHT_DTYPES, index=WEIGHT_DTYPES.index(model.checkpoint_dtype)
-                             if model.checkpoint_dtype in WEIGHT_DTYPES else 0, key="mem_weights_dtype")
+    weights = c[1].selectbox(t("mem_weights"), WEIGHT_DTYPES, key="mem_weights_dtype")
     kv = c[2].selectbox(t("mem_kv_dtype"), KV_DTYPES, key="mem_kv_dtype")
-    live = _live_cache_config()
-    util_default = min(0.98, max(0.5, float(live.get("gpu_memory_utilization", 0.9))))
-    util = c[3].slider("gpu_memory_utilization", 0.5, 0.98, util_default, 0.01, key="mem_util",
+    util = c[3].slider("gpu_memory_utilization", 0.5, 0.98, step=0.01, key="mem_util",
                        help=t("mem_prefilled") if live else None)
     c = st.columns(4)
-    tp = c[0].selectbox("TP", [1, 2, 4, 8, 16], key="mem_tp")
-    pp = c[1].selectbox("PP", [1, 2, 4, 8], key="mem_pp")
-    max_len = c[2].number_input("max_model_len", 256, 1_048_576, 8192, step=1024, key="mem_max_len")
-    conc = c[3].number_input(t("mem_concurrency"), 1, 4096, 32, key="mem_concurrency")
+    tp = c[0].selectbox("TP", TP_CHOICES, key="mem_tp")
+    pp = c[1].selectbox("PP", PP_CHOICES, key="mem_pp")
+    max_len = c[2].number_input("max_model_len", 256, 1_048_576, step=1024, key="mem_max_len")
+    conc = c[3].number_input(t("mem_concurrency"), 1, 4096, key="mem_concurrency")
     block = int(live.get("block_size", 16)) if str(live.get("block_size", "16")).isdigit() else 16
     return MemoryInput(model, gpus[gpu], weights, kv, int(tp), int(pp), int(max_len), int(conc), float(util),
                        block_size=block)
+
+
+PART_KEYS = {"weights": "mem_part_weights", "kv_cache": "mem_part_kv", "activation": "mem_part_activation",
+             "overhead": "mem_part_overhead"}
+
+
+def _part_gib(b: MemoryBreakdown, part: str) -> float:
+    return {"weights": b.weights_gib, "kv_cache": b.kv_needed_gib, "activation": b.activation_gib,
+            "overhead": b.overhead_gib}[part]
 
 
 def breakdown_chart(b: MemoryBreakdown) -> go.Figure:
@@ -87,12 +159,17 @@ def breakdown_chart(b: MemoryBreakdown) -> go.Figure:
              (t("mem_part_kv"), b.kv_needed_gib, "#EF6C00"),
              (t("mem_part_activation"), b.activation_gib, "#6A1B9A"),
              (t("mem_part_overhead"), b.overhead_gib, "#757575")]
-    fig = go.Figure([go.Bar(y=[t("mem_needed")], x=[gib], name=name, orientation="h", marker_color=color,
-                            text=f"{gib:.1f}", textposition="inside") for name, gib, color in parts])
-    fig.add_vline(x=b.usable_gib, line_dash="dash", line_color="#D32F2F",
-                  annotation_text=t("mem_usable", gib=f"{b.usable_gib:.1f}"))
-    fig.update_layout(barmode="stack", height=220, margin=dict(l=10, r=10, t=30, b=10), xaxis_title="GiB / GPU",
-                      legend=dict(orientation="h", y=1.3))
+    fig = go.Figure([go.Bar(y=[t("mem_needed")], x=[gib], name=f"{name} {gib:.1f}", orientation="h",
+                            marker_color=color, text=f"{gib:.1f}", textposition="inside", cliponaxis=False)
+                     for name, gib, color in parts])
+    fig.add_vline(x=b.usable_gib, line_dash="dash", line_color="#D32F2F")
+    # the label sits above the plot area, never on a bar
+    fig.add_annotation(x=b.usable_gib, y=1.0, yref="paper", yanchor="bottom", showarrow=False,
+                       text=t("mem_usable", gib=f"{b.usable_gib:.1f}"), font=dict(color="#D32F2F"))
+    total = b.weights_gib + b.kv_needed_gib + b.activation_gib + b.overhead_gib
+    fig.update_layout(barmode="stack", height=240, margin=dict(l=10, r=10, t=30, b=10),
+                      xaxis=dict(title="GiB / GPU", range=[0, max(total, b.usable_gib) * 1.05]),
+                      legend=dict(orientation="h", yanchor="top", y=-0.45))
     return fig
 
 
@@ -104,21 +181,57 @@ def _verdict(b: MemoryBreakdown) -> None:
     c[3].metric(t("mem_decode_floor"), f"{b.decode_floor_ms:.1f} ms", border=True,
                 help=t("mem_decode_floor_help", lo=f"{b.decode_realistic_ms[0]:.1f}",
                        hi=f"{b.decode_realistic_ms[1]:.1f}"))
-    (st.success if b.fits else st.error)(t("mem_fits") if b.fits else t("mem_not_fits"))
+    if b.fits:
+        part = b.largest_part
+        st.success(t("mem_fits_detail", part=t(PART_KEYS[part]), gib=f"{_part_gib(b, part):.1f}",
+                     usable=f"{b.usable_gib:.1f}", headroom=f"{b.headroom_gib:.1f}"))
+    else:
+        st.error(t("mem_not_fits"))
+
+
+def _steps_table(steps: list[WhatIf]) -> None:
+    """What-if steps as a wrapping table: the step, the exact flag, what it frees and whether it then fits."""
+    rows = [{t("mem_col_step"): w.label.get(lang(), w.label["en"]), t("mem_col_flag"): w.flags,
+             t("mem_col_frees"): f"{w.freed_gib:.1f} GiB", t("mem_col_max_conc"): f"{w.max_concurrency:,}",
+             t("mem_col_change"): f"{w.delta_concurrency:+,}", t("mem_col_gpus"): str(w.gpus),
+             t("mem_col_fits"): t("word_yes") if w.fits else t("word_no")} for w in steps]
+    st.table(pd.DataFrame(rows).set_index(t("mem_col_step")))
 
 
 def _branch(b: MemoryBreakdown) -> None:
     kb = knowledge()
-    st.markdown(f"**{t('mem_branch')}:** {kb.causes[b.branch].title.get(lang())} (`{b.branch}`)")
-    for tid in b.techniques:
-        technique_link(tid)
-    st.markdown(f"**{t('mem_what_if')}**")
-    st.markdown("\n".join(f"- {w.text(lang())}" for w in b.what_if))
+    if b.branch is not None:
+        st.markdown(f"**{t('mem_branch')}:** {kb.causes[b.branch].title.get(lang())} (`{b.branch}`)")
+        for tid in b.techniques:
+            technique_link(tid)
+    if b.what_if:
+        st.markdown(f"**{t('mem_what_if')}**")
+        _steps_table(b.what_if)
     if b.ladder and not b.fits:
         st.markdown(f"**{t('mem_ladder')}**")
-        st.markdown("\n".join(f"{i}. {w.text(lang())}" for i, w in enumerate(b.ladder, start=1)))
+        _steps_table(b.ladder)
     for note in b.notes:
-        st.caption(note)
+        st.caption(note.get(lang(), note["en"]))
+
+
+def numbers_table(inp: MemoryInput, b: MemoryBreakdown) -> pd.DataFrame:
+    """Every number of the breakdown with its unit, rounded for reading."""
+    lo, hi = b.decode_realistic_ms
+    rows = [
+        ("mem_n_usable", f"{b.usable_gib:.2f} GiB"), ("mem_n_total", f"{b.total_gib:.2f} GiB"),
+        ("mem_part_weights", f"{b.weights_gib:.2f} GiB"), ("mem_part_kv", f"{b.kv_needed_gib:.2f} GiB"),
+        ("mem_n_kv_available", f"{b.kv_available_gib:.2f} GiB"),
+        ("mem_part_activation", f"{b.activation_gib:.2f} GiB"), ("mem_part_overhead", f"{b.overhead_gib:.2f} GiB"),
+        ("mem_n_headroom", f"{b.headroom_gib:.2f} GiB"), ("mem_n_weights_share", f"{b.weights_share:.0%}"),
+        ("mem_kv_per_token", f"{b.kv_bytes_per_token / 1024:,.0f} KiB"),
+        ("mem_n_kv_per_token_gpu", f"{b.kv_bytes_per_token_per_gpu / 1024:,.0f} KiB"),
+        ("mem_kv_capacity", f"{b.kv_capacity_tokens:,}"), ("mem_max_concurrency", f"{b.max_concurrency:,}"),
+        ("mem_concurrency", f"{inp.concurrency:,}"), ("mem_n_gpus", str(b.gpus)),
+        ("mem_decode_floor", f"{b.decode_floor_ms:.2f} ms ({b.decode_bound})"),
+        ("mem_n_decode_realistic", f"{lo:.2f}–{hi:.2f} ms"),
+        ("mem_n_decode_weights", f"{b.decode_floor_weights_ms:.2f} ms"),
+    ]
+    return pd.DataFrame({t("mem_col_value"): [v for _, v in rows]}, index=[t(k) for k, _ in rows])
 
 
 def _live_cache_config() -> dict[str, str]:
@@ -147,16 +260,19 @@ def memory_page() -> None:
     st.caption(t("mem_hint"))
     model = model_input()
     if model is None:
+        _to_url(["mem_model"])
         return
     inp = deployment(model)
+    _to_url([k for k, _ in URL_FIELDS.values()] if model.id == "custom" else
+            [k for p, (k, _) in URL_FIELDS.items() if p not in ("layers", "kv_heads", "head_dim", "params")])
     try:
         b = estimate(inp, knowledge())
     except TriageError as exc:
         st.error(exc.line())
         return
-    st.plotly_chart(breakdown_chart(b), width="stretch", key="mem_chart")
+    st.plotly_chart(breakdown_chart(b), width="stretch", key="mem_chart", theme="streamlit")
     _verdict(b)
     _measured(inp, b)
     _branch(b)
     with st.expander(t("mem_details")):
-        st.json({k: v for k, v in dataclasses.asdict(b).items() if k not in ("what_if", "ladder")})
+        st.table(numbers_table(inp, b))

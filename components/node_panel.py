@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from components.shell import knowledge, labels_now, lang, t
-from components.tree_chart import NODE_PARAM
+from components.tree_chart import request_scroll
 from triage.knowledge.loader import ROOT_ID, KnowledgeBase
 
 TECHNIQUE_PAGE = "pages/technique.py"
@@ -13,7 +13,7 @@ JUMP_KEY = "jump"
 
 
 def _select(node_id: str) -> None:
-    st.query_params[NODE_PARAM] = node_id
+    request_scroll(node_id)
 
 
 def _node_button(node_id: str, label: str) -> None:

@@ -25,17 +25,19 @@ def state() -> RetroState:
 
 
 def current_step(s: RetroState) -> int:
-    """The step in the URL wins (a shared link opens the same step), clamped to the walk."""
+    """The step in the URL wins (a shared link opens the same step), clamped to the walk.
+
+    The URL counts from 1, as the text does (``?step=3`` is "3. …"); the state counts from 0."""
     raw = st.query_params.get(STEP_PARAM)
     if raw is not None and raw.isdigit():
-        s.step = min(int(raw), len(load_steps()) - 1)
+        s.step = max(0, min(int(raw) - 1, len(load_steps()) - 1))
     return s.step
 
 
 def _go(delta: int) -> None:
     s = state()
     s.step = max(0, min(s.step + delta, len(load_steps()) - 1))
-    st.query_params[STEP_PARAM] = str(s.step)
+    st.query_params[STEP_PARAM] = str(s.step + 1)
     s.log(load_steps()[s.step].id, f"moved to step {s.step + 1}")
 
 
@@ -113,7 +115,7 @@ def _export(s: RetroState, diag: Diagnosis | None) -> None:
                                                                      "retro_techniques"))]:
             del st.session_state[key]  # widgets would otherwise show the walk that was replaced
         st.session_state["retro_imported"] = upload.file_id
-        st.query_params[STEP_PARAM] = str(st.session_state[STATE_KEY].step)
+        st.query_params[STEP_PARAM] = str(st.session_state[STATE_KEY].step + 1)
         st.rerun()
 
 

@@ -38,9 +38,21 @@ def t(key: str, **fmt: object) -> str:
     return tr(key, lang(), **fmt)
 
 
+def _localize_builtin_text() -> None:
+    """Streamlit's own uploader text ("200MB per file") has no translation; in Chinese, CSS swaps it."""
+    if lang() != "zh":
+        return
+    limit = t("upload_limit", mb=st.get_option("server.maxUploadSize"))
+    st.html(f"""<style>
+[data-testid="stFileUploaderDropzoneInstructions"] * {{ font-size: 0 !important; }}
+[data-testid="stFileUploaderDropzoneInstructions"] > *::after {{ content: "{limit}"; font-size: 0.875rem; }}
+</style>""")
+
+
 def sidebar() -> None:
-    """Language switch and the seed's usage flow as a short guide."""
+    """Language switch and the decision tree's usage flow as a short guide."""
     lang()
+    _localize_builtin_text()
     with st.sidebar:
         st.segmented_control(t("language"), options=list(LANGS), format_func=LANG_LABELS.get,
                              key=LANG_KEY, on_change=_lang_to_url, required=True)

@@ -6,7 +6,8 @@ import pandas as pd
 import streamlit as st
 
 from components.shell import knowledge, lang, t
-from triage.knowledge.model import ENGINES, LEVEL_ORDER, Technique
+from triage.knowledge.knobs import paper_url, versions_line
+from triage.knowledge.model import ENGINES, LEVEL_ORDER, PublishedGain, Technique
 
 DIAGNOSE_PAGE = "pages/diagnose.py"
 ENGINE_LABELS = {"vllm": "vLLM", "sglang": "SGLang", "tgi": "TGI"}
@@ -17,11 +18,20 @@ def _gain(tech: Technique) -> None:
     st.markdown(f"**{t('seed_says')}:** {tech.expected_gain.seed.get(lang())}")
     if tech.expected_gain.published:
         st.markdown(f"**{t('published')}:**")
-        st.markdown("\n".join(f"- {g.claim.get(lang())} — *{g.source}*" for g in tech.expected_gain.published))
+        st.markdown("\n".join(f"- {g.claim.get(lang())} — *{g.source}*{_cite(g)}"
+                               for g in tech.expected_gain.published))
+
+
+def _cite(gain: PublishedGain) -> str:
+    links = [f"[{ref}]({paper_url(ref)})" for ref in gain.papers]
+    if not links and gain.url:
+        links = [f"[{t('source_link')}]({gain.url})"]
+    return " · " + ", ".join(links) if links else ""
 
 
 def _knobs(tech: Technique) -> None:
     st.markdown(f"#### {t('knobs')}")
+    st.caption(t("flags_as_of", versions=versions_line(tech.verified, t("version_sep"))))
     for tab, engine in zip(st.tabs([ENGINE_LABELS[e] for e in ENGINES]), ENGINES):
         knobs = tech.knobs[engine]
         with tab:
@@ -29,7 +39,7 @@ def _knobs(tech: Technique) -> None:
             if knobs.flags:
                 rows = [{t("flag"): f.flag, t("default"): f.default, t("meaning"): f.meaning.get(lang())}
                         for f in knobs.flags]
-                st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
+                st.table(pd.DataFrame(rows).set_index(t("flag")))  # a static table wraps long meanings
             else:
                 st.caption(t("no_flags"))
             if knobs.example.strip():
@@ -82,8 +92,8 @@ def _reached_from(tech: Technique) -> None:
 def technique_view(tech: Technique) -> None:
     """Everything the technique's YAML says, in the same order on every page."""
     st.title(tech.title.get(lang()))
-    st.caption(f"{t('level')}: **{t('level_' + tech.level)}** · {t('seed_chapter')}: {tech.seed_chapter.get(lang())}"
-               f" · `{tech.id}`")
+    # the source's chapter numbers refer to a book the user does not hold, so they are not shown
+    st.caption(f"{t('level')}: **{t('level_' + tech.level)}** · `{tech.id}`")
     st.markdown(f"#### {t('principle')}")
     st.write(tech.principle.get(lang()))
     st.markdown(f"**{t('bottleneck')}:** {tech.bottleneck.get(lang())}")

@@ -8,14 +8,19 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from components.shell import knowledge, lang
-from triage.knowledge.layout import PlacedNode, highlight_keys, layout, selected_keys
+from triage.knowledge.layout import PlacedNode, highlight_keys, layout, selected_keys, wrap_label
 
 CHART_KEY = "tree"
 NODE_PARAM = "node"
 LEVEL_COLORS = {"root": "#37474F", "symptom": "#1565C0", "cause": "#EF6C00", "technique": "#2E7D32"}
 LIT_EDGE, DIM_EDGE = "#D32F2F", "#B0BEC5"
-ROW_PX = 24
+ROW_PX = 30  # a two-line label at 11 px fits in one row
 ELBOW = 0.12
+# Label width in cells per column: the full tree (Diagnose, 3/5 of the page) and the half-width one
+# (Benchmark, Live) both stay legible at a 1024 px window; longer labels wrap to two lines, then "…".
+LABEL_CELLS = {False: {"root": 10, "symptom": 13, "cause": 18, "technique": 15},
+               True: {"root": 9, "symptom": 10, "cause": 14, "technique": 12}}
+SCROLL_KEY = "tree_scroll_to"  # a node id the next draw of the tree scrolls into view (set by "Show in the tree")
 
 
 def _edges(nodes: list[PlacedNode], keys: set[str] | None) -> tuple[list, list]:
@@ -32,8 +37,11 @@ def _edges(nodes: list[PlacedNode], keys: set[str] | None) -> tuple[list, list]:
     return xs, ys
 
 
-def build_figure(nodes: list[PlacedNode], lit: set[str], chosen: set[str]) -> go.Figure:
-    """Three traces: grey edges, red edges of the lit branch, then the nodes (curve 2)."""
+def build_figure(nodes: list[PlacedNode], lit: set[str], chosen: set[str], compact: bool = False,
+                 dark: bool = False) -> go.Figure:
+    """Three traces: grey edges, red edges of the lit branch, then the nodes (curve 2).
+
+    ``compact`` wraps labels narrower (the half-width tree); ``dark`` picks text colours for a dark theme."""
     fig = go.Figure()
     dim_x, dim_y = _edges(nodes, None)
     lit_x, lit_y = _edges(nodes, lit)
@@ -43,24 +51,27 @@ def build_figure(nodes: list[PlacedNode], lit: set[str], chosen: set[str]) -> go
                              line=dict(color=LIT_EDGE, width=4), showlegend=False))
     dim = bool(lit)
     opacity = [1.0 if (not dim or n.key in lit or n.key in chosen) else 0.35 for n in nodes]
+    cells = LABEL_CELLS[compact]
+    ink, faded, ring = ("#EEEEEE", "#757575", "#FFFFFF") if dark else ("#111111", "#9E9E9E", "#000000")
     fig.add_trace(go.Scatter(
         x=[n.x for n in nodes], y=[n.y for n in nodes], mode="markers+text",
-        text=[n.label for n in nodes],
+        text=[wrap_label(n.label, cells[n.kind]) for n in nodes],
+        hovertext=[n.label for n in nodes],
         textposition=["middle right" if n.kind == "technique" else "top right" for n in nodes],
         customdata=[n.id for n in nodes],
-        hovertemplate="%{text}<extra>%{customdata}</extra>", showlegend=False,
-        textfont=dict(size=12, color=["#111" if o == 1.0 else "#9E9E9E" for o in opacity]),
+        hovertemplate="%{hovertext}<extra>%{customdata}</extra>", showlegend=False,
+        textfont=dict(size=11, color=[ink if o == 1.0 else faded for o in opacity]),
         marker=dict(size=[20 if n.key in chosen else 12 for n in nodes],
                     color=[LEVEL_COLORS[n.kind] for n in nodes], opacity=opacity,
                     line=dict(width=[3 if n.key in chosen else 0.5 for n in nodes],
-                              color=["#000" if n.key in chosen else "#FFF" for n in nodes])),
+                              color=[ring if n.key in chosen else "#FFF" for n in nodes])),
         selected=dict(marker=dict(opacity=1)),
         unselected=dict(marker=dict(opacity=1)),
     ))
     rows = max(1, int(-min(n.y for n in nodes)) + 1)
-    fig.update_layout(height=rows * ROW_PX + 40, dragmode=False, clickmode="event+select",
-                      margin=dict(l=5, r=5, t=10, b=10), plot_bgcolor="rgba(0,0,0,0)",
-                      xaxis=dict(visible=False, fixedrange=True, range=[-0.05, 4.45]),
+    fig.update_layout(height=rows * ROW_PX + 50, dragmode=False, clickmode="event+select",
+                      margin=dict(l=5, r=5, t=20, b=10), plot_bgcolor="rgba(0,0,0,0)",
+                      xaxis=dict(visible=False, fixedrange=True, range=[-0.05, 4.5]),
                       yaxis=dict(visible=False, fixedrange=True))
     return fig
 
@@ -89,9 +100,52 @@ def selected_node() -> str | None:
     return wanted if wanted and knowledge().has(wanted) else None
 
 
-def tree_chart(highlight: Iterable[str] = ()) -> None:
-    """Draw the tree with ``highlight`` ids lit and the ``?node=`` selection ringed."""
+def request_scroll(node_id: str) -> None:
+    """Select ``node_id`` and have the next draw of the tree scroll it into view (a button's on_click)."""
+    st.query_params[NODE_PARAM] = node_id
+    st.session_state[SCROLL_KEY] = node_id
+
+
+# Runs in a zero-height component iframe (same origin): waits for the redrawn tree with the node ringed,
+# then scrolls the page's scroll container so the node sits mid-screen.
+_SCROLL_JS = """<script>
+const want = %s, doc = window.parent.document;
+function go(n) {
+  const gd = doc.querySelector('.st-key-%s .js-plotly-plot');
+  const tr = gd && gd._fullLayout && gd.data && gd.data[2];
+  const i = tr ? Array.from(tr.customdata || []).indexOf(want) : -1;
+  const ready = i >= 0 && Array.isArray(tr.marker.size) && tr.marker.size[i] > 12;
+  if (!ready) { if (n < 150) setTimeout(() => go(n + 1), 100); return; }
+  const r = gd.getBoundingClientRect(), fl = gd._fullLayout;
+  const y = r.top + fl._size.t + fl.yaxis.l2p(tr.y[i]);
+  let el = gd.parentElement;
+  while (el && !(el.scrollHeight > el.clientHeight && /(auto|scroll)/.test(getComputedStyle(el).overflowY)))
+    el = el.parentElement;
+  const top = el ? el.getBoundingClientRect().top : 0, h = el ? el.clientHeight : window.parent.innerHeight;
+  (el || doc.scrollingElement).scrollBy({top: y - top - h / 2, behavior: "instant"});
+}
+go(0);
+</script>"""
+
+
+def _scroll_into_view() -> None:
+    node = st.session_state.pop(SCROLL_KEY, None)
+    if node:
+        import json
+
+        from streamlit.components.v1 import html
+
+        html(_SCROLL_JS % (json.dumps(node), CHART_KEY), height=0)
+
+
+def tree_chart(highlight: Iterable[str] = (), compact: bool = False) -> None:
+    """Draw the tree with ``highlight`` ids lit and the ``?node=`` selection ringed.
+
+    ``compact`` is the half-width tree beside findings (narrower labels)."""
     nodes = layout(knowledge(), lang())
-    fig = build_figure(nodes, highlight_keys(nodes, set(highlight)), selected_keys(nodes, selected_node()))
+    dark = st.context.theme.type == "dark"
+    fig = build_figure(nodes, highlight_keys(nodes, set(highlight)), selected_keys(nodes, selected_node()),
+                       compact=compact, dark=dark)
     st.plotly_chart(fig, key=CHART_KEY, on_select=_on_select, selection_mode="points",
                     config={"displayModeBar": False, "scrollZoom": False}, width="stretch")
+    _scroll_into_view()

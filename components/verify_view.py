@@ -76,14 +76,26 @@ def _pick_windows() -> tuple[tuple[str, bytes, Run], tuple[str, bytes, Run]] | N
     return tuple((r.label, r.label.encode(), r) for r in runs)  # type: ignore[return-value]
 
 
+def with_unit(value: float | None, unit: str) -> str:
+    """A compared value with its unit: seconds below one as ms, fractions as %, never scientific notation."""
+    if value is None:
+        return "—"
+    if unit == "s":
+        return f"{value * 1000:,.1f} ms" if abs(value) < 1 else f"{value:,.2f} s"
+    if unit == "fraction":
+        return f"{value:.2%}"
+    digits = 0 if abs(value) >= 100 else 2
+    return f"{value:,.{digits}f} {unit}".strip()
+
+
 def _table(c: Comparison) -> pd.DataFrame:
     def interval(m) -> str:
         unit = "pp" if m.scale == "pp" else "%"
         return f"[{m.interval[0]:+.1f}, {m.interval[1]:+.1f}] {unit}" if m.interval else t("verify_no_interval")
 
     return pd.DataFrame([{
-        t("verify_metric"): m.label or m.metric, t("verify_baseline"): f"{m.baseline:.4g}",
-        t("verify_candidate"): f"{m.candidate:.4g}",
+        t("verify_metric"): m.label or m.metric, t("verify_baseline"): with_unit(m.baseline, m.unit),
+        t("verify_candidate"): with_unit(m.candidate, m.unit),
         t("verify_change"): f"{m.delta:+.1f} {m.scale}" if m.delta is not None else "—",
         t("verify_interval"): interval(m), t("verify_verdict"): f"{VERDICT_ICON.get(m.verdict, '')} {m.verdict}",
     } for m in c.metrics])
@@ -112,7 +124,8 @@ def _distributions(base: Run, cand: Run) -> None:
             if metric in run.requests.columns:
                 fig.add_trace(go.Histogram(x=run.requests[metric] * 1000, name=name, opacity=0.6, nbinsx=60))
         fig.update_layout(barmode="overlay", height=280, margin=dict(l=10, r=10, t=10, b=10),
-                          xaxis_title=f"{metric[:-2].upper()} (ms)", legend=dict(orientation="h", y=1.15))
+                          xaxis_title=f"{metric[:-2].upper()} (ms)", yaxis_title=t("verify_requests_axis"),
+                          legend=dict(orientation="h", y=1.15))
         col.plotly_chart(fig, width="stretch", key=f"verify_dist_{metric}")
 
 
@@ -188,6 +201,9 @@ def verify_page(slo: Slo) -> None:
     st.session_state[VERIFY_KEY] = c.overall
     _verdict(c)
     st.dataframe(_table(c), hide_index=True, width="stretch")
-    st.plotly_chart(_delta_chart(c), width="stretch", key="verify_deltas")
+    if c.overall == "unsound":  # bars coloured as gains would contradict the verdict above
+        st.info(t("verify_no_bars_unsound"), icon=":material/block:")
+    else:
+        st.plotly_chart(_delta_chart(c), width="stretch", key="verify_deltas")
     _distributions(base[2], cand[2])
     _save(c, base, cand)

@@ -14,8 +14,8 @@ if [ ${#need[@]} -gt 0 ]; then
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
 fi
-# The Debian prometheus package starts a system service on :9090; tests start their own, so stop it.
-(systemctl stop prometheus >/dev/null 2>&1 || pkill -x prometheus >/dev/null 2>&1 || true)
+# The Debian prometheus package may start a system service on :9090. It is left alone: tests start their
+# own Prometheus on free ports and stop only the processes they started, by PID (tests/prom_harness.py).
 
 bash scripts/setup.sh requirements-dev.txt
 .venv/bin/ruff check .

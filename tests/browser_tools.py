@@ -52,13 +52,14 @@ def _wait_healthy(url: str, proc: subprocess.Popen, timeout: float = 60.0) -> No
 
 
 @contextmanager
-def streamlit_server(env: dict[str, str] | None = None) -> Iterator[str]:
+def streamlit_server(env: dict[str, str] | None = None, cwd: Path | None = None) -> Iterator[str]:
+    """A fresh ``streamlit run app.py`` (this repo's, or the one in ``cwd``) on a free port; stopped by PID."""
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     log = tempfile.TemporaryFile()
     proc = subprocess.Popen([sys.executable, "-m", "streamlit", "run", "app.py", "--server.headless", "true",
                              "--server.address", "127.0.0.1", "--server.port", str(port)],
-                            cwd=ROOT, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})})
+                            cwd=cwd or ROOT, stdout=log, stderr=subprocess.STDOUT, env={**os.environ, **(env or {})})
     try:
         _wait_healthy(url, proc)
         yield url
@@ -89,3 +90,23 @@ def click_tree_node(page, node_id: str, key: str = "tree") -> None:
     point = page.evaluate(POINT_XY_JS, [key, node_id])
     assert point is not None, f"node {node_id} is not drawn"
     page.mouse.click(point["x"], point["y"])
+
+
+def english_ui_sentences(min_words: int = 3) -> set[str]:
+    """Sentences of the English UI strings (tree/ui.yaml) that a Chinese page must not show.
+
+    Each English value is cut at its {placeholders}; pieces of ``min_words`` words or more are kept, unless
+    the Chinese value says the same (product names, flags)."""
+    import re
+
+    from triage.knowledge.i18n import load_strings
+
+    out: set[str] = set()
+    for text in load_strings().values():
+        if text.en == text.zh:
+            continue
+        for piece in re.split(r"\{[^}]*\}|`[^`]*`|\*\*", text.en):
+            piece = piece.strip(" .,:;—–-()…\n")
+            if len(piece.split()) >= min_words and piece not in text.zh:
+                out.add(piece)
+    return out

@@ -23,7 +23,7 @@ def kb():
 
 @pytest.fixture
 def tiny_tree(tmp_path: Path) -> Path:
-    """A one-symptom, one-cause, one-technique knowledge base copied from the real files."""
+    """A one-symptom, one-cause, one-technique knowledge base; every other file copied from the real tree."""
     real = yaml.safe_load((DEFAULT_TREE_DIR / "tree.yaml").read_text(encoding="utf-8"))
     symptom = real["symptoms"][0]
     cause = dict(symptom["causes"][0])
@@ -31,8 +31,10 @@ def tiny_tree(tmp_path: Path) -> Path:
     symptom = {**symptom, "causes": [cause]}
     (tmp_path / "techniques").mkdir()
     (tmp_path / "tree.yaml").write_text(yaml.safe_dump({"symptoms": [symptom]}, allow_unicode=True), encoding="utf-8")
-    for name in ("guidance.yaml", "signals.yaml", "slo.yaml"):
-        shutil.copy(DEFAULT_TREE_DIR / name, tmp_path / name)
+    for item in DEFAULT_TREE_DIR.iterdir():  # every other part of the knowledge base, unchanged
+        if item.name in ("tree.yaml", "techniques"):
+            continue
+        (shutil.copytree if item.is_dir() else shutil.copy)(item, tmp_path / item.name)
     tid = cause["techniques"][0]["id"]
     shutil.copy(DEFAULT_TREE_DIR / "techniques" / f"{tid}.yaml", tmp_path / "techniques" / f"{tid}.yaml")
     return tmp_path

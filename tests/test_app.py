@@ -81,6 +81,14 @@ def test_technique_page_renders(tid):
     assert kb.techniques[tid].title.en in body
     assert len(at.checkbox) == len(kb.techniques[tid].checklist)
     assert len(at.get("tab")) == 3
+    assert "Flags as of vLLM 0.33.0, SGLang 0.5.23" in body
+
+
+def test_technique_page_names_engine_versions_and_papers_in_chinese():
+    at = open_page("pages/technique.py", id="chunked_prefill", lang="zh")
+    body = texts(at)
+    assert "参数以 vLLM 0.33.0、SGLang 0.5.23、TGI 3.3.7 为准" in body
+    assert "[arXiv:2403.02310](https://arxiv.org/abs/2403.02310)" in body
 
 
 def test_technique_index_without_id():

@@ -107,3 +107,25 @@ def test_slo_picker_offers_the_interactive_preset():
     box.set_value("interactive").run()
     assert not at.exception, at.exception
     assert any("GuideLLM" in c.value for c in at.sidebar.caption)
+
+
+def test_summary_table_like_the_tools_print():
+    at = bench_page()
+    tables = [tb.value for tb in at.table]
+    latency = next(tb for tb in tables if "Median" in tb.columns)
+    assert {"TTFT", "TPOT", "E2E"} <= set(latency.index) and list(latency.columns) == ["Mean", "Median", "P90", "P99"]
+    assert all(str(v).endswith(" ms") or v == "—" for v in latency.to_numpy().ravel())
+    facts = next(tb for tb in tables if "Successful requests" in tb.index)
+    assert {"Duration", "Load", "Errors"} <= set(facts.index)
+    assert "e+" not in facts.to_csv() + latency.to_csv()
+
+
+def test_within_slo_but_is_a_warning_card_and_still_healthy():
+    path = ROOT / "tests" / "fixtures" / "bench" / "guidellm_v05.json"
+    at = upload(bench_page(), path.name, path.read_bytes())
+    picker = next(s for s in at.selectbox if s.label == "Run")
+    assert "concurrency 16" in picker.options[1]
+    picker.set_value(1).run()
+    body = texts(at)
+    assert "No symptom" in body and "Within the SLO, but" in body
+    assert any("Requests queue too long" in w.value for w in at.warning)

@@ -116,3 +116,40 @@ def test_live_demo_refreshes_by_itself():
         expect(page.get_by_text("Requests queue too long").first).to_be_visible()
         page.get_by_role("link", name="Diagnose").click()  # the page still answers a click during refreshes
         expect(page.get_by_text("Decision tree")).to_be_visible(timeout=15000)
+
+
+def test_memory_page_70b_fp8_on_4_h100_names_no_shortage_branch():
+    expect = _expect()
+    with streamlit_server() as url, chromium_page() as page:
+        page.goto(f"{url}/memory?model=llama-3.1-70b&gpu=h100&weights=fp8&tp=4")
+        expect(page.get_by_text("It fits").first).to_be_visible(timeout=60000)
+        expect(page.get_by_text("headroom").first).to_be_visible()
+        body = page.inner_text("body")
+        assert "Branch" not in body and "memory.weights" not in body and "memory.kv_cache" not in body
+        assert "INT4" not in body  # no suggestion to shrink what already fits
+        page.screenshot(path=str(ARTIFACTS / "memory-70b-fp8-tp4.png"), full_page=True)
+
+
+ZH_PAGES = {"/": "h1", "/benchmark": "h1", "/live": ".st-key-tree .js-plotly-plot", "/verify": "h1", "/retro": "h1",
+            "/log": "h1", "/memory": ".st-key-mem_chart .js-plotly-plot", "/technique?id=chunked_prefill": "h1"}
+
+
+def test_every_page_in_chinese_shows_no_english_ui_sentence():
+    from tests.browser_tools import english_ui_sentences
+
+    sentences = english_ui_sentences()
+    assert len(sentences) > 50
+    found = {}
+    with streamlit_server() as url, chromium_page() as page:
+        for path, ready in ZH_PAGES.items():
+            sep = "&" if "?" in path else "?"
+            page.goto(f"{url}{path}{sep}lang=zh")
+            page.wait_for_selector(ready, state="visible", timeout=180000)  # Live simulates its history first
+            page.wait_for_selector("h1", state="visible", timeout=60000)
+            page.wait_for_function("() => document.querySelectorAll('[data-stale=\"true\"]').length === 0",
+                                   timeout=60000)
+            body = page.inner_text("body")
+            hits = sorted(s for s in sentences if s in body)
+            if hits:
+                found[path] = hits
+    assert not found, found

@@ -155,3 +155,19 @@ def test_prometheus_incident_window_against_a_chosen_baseline(tmp_path, monkeypa
         assert not at.error, [e.value for e in at.error]
         assert at.session_state["findings"][0] == "memory.kv_cache"
         assert any(m.proto.delta for m in at.metric)  # KPI deltas against the chosen baseline
+
+
+def test_idle_window_says_nothing_to_diagnose_not_no_symptom():
+    at = live_page()
+    source(at).set_value("snapshots").run()
+    idle = (Path(__file__).parent / "fixtures" / "metrics" / "vllm.txt").read_text()
+    idle = "\n".join(line.rsplit(" ", 1)[0] + " 0.0" if line.startswith(("vllm:num_requests_running",
+                                                                          "vllm:num_requests_waiting")) else line
+                     for line in idle.splitlines()).encode()
+    at.file_uploader(key="snap_before").upload("a.txt", idle, "text/plain")
+    at.file_uploader(key="snap_after").upload("b.txt", idle, "text/plain")
+    at.number_input(key="snap_interval").set_value(60.0).run(timeout=120)
+    assert not at.exception, at.exception
+    errors = " ".join(e.value for e in at.error)
+    assert "Nothing to diagnose: no request finished in the window" in errors
+    assert "No symptom" not in texts(at)

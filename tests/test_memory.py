@@ -20,6 +20,7 @@ from triage.memory.calculator import (
     decode_floor,
     estimate,
     kv_bytes_per_token,
+    pick_branch,
     weight_bytes,
 )
 from triage.memory.presets import from_cache_config, load_gpus, load_models, parse_hf_config, parse_startup_log
@@ -44,17 +45,17 @@ def test_presets_load_and_cover_the_brief():
     assert all(m.source for m in MODELS.values()) and all(g.source for g in GPUS.values())
 
 
-def test_preset_files_refuse_unknown_fields_and_half_mla(tmp_path: Path):
-    bad = tmp_path / "models.yaml"
+def test_preset_files_refuse_unknown_fields_and_half_mla(tiny_tree: Path):
+    bad = tiny_tree / "models.yaml"
     bad.write_text("models:\n  - {id: x, title: X, params_b: 1, layers: 2, hidden: 8, heads: 2, kv_heads: 2,\n"
                    "     head_dim: 4, attention: mla, max_position: 8, source: s}\n", encoding="utf-8")
     with pytest.raises(TriageError) as exc:
-        load_models(bad)
+        load_models(tiny_tree)
     assert "kv_lora_rank" in exc.value.reason
     bad.write_text("models:\n  - {id: x, title: X, params_b: 1, layers: 2, hidden: 8, heads: 2, kv_heads: 2,\n"
                    "     head_dim: 4, attention: mha_gqa, max_position: 8, source: s, colour: red}\n", encoding="utf-8")
     with pytest.raises(TriageError) as exc:
-        load_models(bad)
+        load_models(tiny_tree)
     assert exc.value.key == "models[0].colour" and exc.value.reason == "unknown field"
 
 
@@ -104,7 +105,7 @@ def test_tp_beyond_kv_heads_replicates_kv():
     # 8 KV heads: TP 16 still keeps one KV head per GPU, so per-GPU KV stops shrinking at TP 8
     eight, sixteen = budget(inp(L70, tp=8)), budget(inp(L70, tp=16))
     assert sixteen.kv_bytes_per_token_per_gpu == eight.kv_bytes_per_token_per_gpu == 327680 // 8
-    assert any("replicated" in n for n in estimate(inp(L70, tp=16)).notes)
+    assert any("replicated" in n["en"] for n in estimate(inp(L70, tp=16)).notes)
 
 
 def test_llama_8b_h100_budget_by_hand():
@@ -161,8 +162,10 @@ def test_small_model_with_huge_batches_is_an_activation_problem(kb):
                      vocab_size=151936)
     b = estimate(inp(tiny, max_model_len=2048, concurrency=8, max_num_batched_tokens=131072), kb)
     # activation 131072 × 896 × 14 × 2 B ≈ 3.1 GiB > weights 0.93 GiB > KV 8 × 2048 × 12 KiB = 0.19 GiB
-    assert b.branch == "memory.batch_activation"
-    assert b.techniques == branch_techniques("memory.batch_activation", kb) == ["chunked_prefill", "streaming"]
+    # it fits, so no shortage branch is named; the largest part is still said
+    assert b.fits and b.branch is None and b.largest_part == "activation"
+    assert pick_branch(b.weights_gib, b.kv_needed_gib, b.activation_gib) == "memory.batch_activation"
+    assert branch_techniques("memory.batch_activation", kb) == ["chunked_prefill", "streaming"]
 
 
 def test_fp8_kv_what_if_doubles_concurrency(kb):
@@ -172,7 +175,8 @@ def test_fp8_kv_what_if_doubles_concurrency(kb):
     assert fp8.max_concurrency > b.max_concurrency and fp8.max_concurrency == pytest.approx(2 * b.max_concurrency,
                                                                                            abs=2)
     assert fp8.delta_concurrency == fp8.max_concurrency - b.max_concurrency
-    assert fp8.text().startswith(f"FP8 KV: frees 16.0 GiB/GPU, max concurrency {fp8.max_concurrency} (+")
+    assert fp8.text().startswith(f"FP8 KV [--kv-cache-dtype fp8]: frees 16.0 GiB/GPU, "
+                                 f"max concurrency {fp8.max_concurrency} (+")
     assert [w.step for w in b.what_if] == ["weights_fp8", "weights_int4", "kv_fp8", "tp_x2"]
 
 
@@ -310,7 +314,8 @@ def test_cli_text(capsys):
     code, out = run_cli(["--model", "llama-3.1-8b", "--kv-dtype", "fp8", "--concurrency", "32"], capsys)
     assert code == 0
     assert "KV capacity: 894,944 tokens -> max concurrency 109 at 8,192 tokens" in out
-    assert "fits: yes" in out and "branch: memory.kv_cache -> paged_attention" in out
+    assert "fits: yes" in out and "branch:" not in out
+    assert "no shortage: largest part kv cache, headroom" in out
     assert "decode floor:" in out
 
 
@@ -329,3 +334,25 @@ def test_cli_config_and_errors(capsys, tmp_path: Path):
     with pytest.raises(TriageError) as exc:
         run_cli(["--config", str(tmp_path / "missing.json")], capsys)
     assert "cannot read" in exc.value.reason
+
+
+# ---------------------------------------------------------------- fits and branch agree (issue 11)
+
+
+def test_70b_fp8_on_4_h100_fits_and_names_no_shortage_branch(kb):
+    b = estimate(inp(L70, weights="fp8", tp=4), kb)
+    assert b.fits and b.branch is None and b.techniques == [] and b.try_first is None
+    assert b.largest_part in ("weights", "kv_cache") and b.headroom_gib > 0
+    assert b.headroom_gib == pytest.approx(b.usable_gib - b.weights_gib - b.activation_gib - b.overhead_gib
+                                           - b.kv_needed_gib)
+
+
+def test_what_if_steps_carry_exact_flags(kb):
+    steps = {w.step: w for w in estimate(inp(L70), kb).what_if}
+    assert steps["weights_fp8"].flags == "--quantization fp8"
+    assert steps["weights_int4"].flags == "--quantization awq"
+    assert steps["kv_fp8"].flags == "--kv-cache-dtype fp8"
+    assert steps["tp_x2"].flags == "--tensor-parallel-size 2"
+    assert "[--kv-cache-dtype fp8]" in steps["kv_fp8"].text()
+    last = estimate(inp(L70), kb).ladder[-1]
+    assert last.flags == "--quantization awq --kv-cache-dtype fp8 --tensor-parallel-size 2"

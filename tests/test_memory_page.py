@@ -38,3 +38,29 @@ def test_live_vllm_prefills_and_shows_measured_capacity():
     assert not at.exception, at.exception
     assert any("Measured on the live server" in i.value for i in at.info)
     assert at.slider(key="mem_util").value == 0.9
+
+
+def test_70b_fp8_on_4_h100_fits_and_names_no_shortage_branch():
+    at = memory_page()
+    at.selectbox(key="mem_model").set_value("llama-3.1-70b").run()
+    at.selectbox(key="mem_weights_dtype").set_value("fp8").run()
+    at.selectbox(key="mem_tp").set_value(4).run()
+    body = texts(at)
+    assert not at.exception, at.exception
+    assert "It fits" in body and "headroom" in body and "Branch" not in body
+    assert "memory.weights" not in body and "memory.kv_cache" not in body
+    assert at.query_params["model"] == "llama-3.1-70b" and at.query_params["tp"] == "4"
+
+
+def test_inputs_come_from_the_url_and_steps_show_flags():
+    at = open_page("pages/memory.py", model="llama-3.1-70b", weights="bf16", tp="1", gpu="h100")
+    assert at.selectbox(key="mem_model").value == "llama-3.1-70b"
+    assert "It does not fit" in texts(at)
+    cells = " ".join(str(tb.value.to_dict()) for tb in at.table)
+    assert "--kv-cache-dtype fp8" in cells and "--tensor-parallel-size 2" in cells and "--quantization fp8" in cells
+
+
+def test_all_numbers_is_a_table_with_units():
+    at = memory_page()
+    values = " ".join(str(v) for tb in at.table for v in tb.value.iloc[:, 0])
+    assert "GiB" in values and "KiB" in values and "ms" in values

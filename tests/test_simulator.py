@@ -286,3 +286,17 @@ def test_cli_writes_backfill_and_rejects_unknown_scenario(tmp_path: Path, capsys
     args = _cli(["simulate", "--scenario", "nope", "--openmetrics", str(out)])
     with pytest.raises(TriageError, match="valid: healthy"):
         args.func(args)
+
+
+def test_snapshot_from_families_equals_the_parsed_text():
+    from triage.sources.metrics.exposition import parse_metrics_text, snapshot_from_families
+
+    sim = Simulator("queueing", seed=3, start=1_700_000_000.0)
+    sim.advance(120)
+    parsed = parse_metrics_text(sim.render(), sim.now, "demo")
+    direct = snapshot_from_families(sim.families(), sim.now, "demo")
+    assert direct.series.keys() == parsed.series.keys()
+    for name, samples in parsed.series.items():
+        def norm(pairs):
+            return sorted((sorted(labels.items()), value) for labels, value in pairs)
+        assert norm(direct.series[name]) == norm(samples), name

@@ -66,3 +66,25 @@ def test_knee_of_a_latency_curve():
     y = [0.1, 0.11, 0.12, 0.14, 0.6, 2.0]
     assert knee_index(x, y) == 3
     assert knee_index([1, 2], [1, 2]) is None
+
+
+def test_labels_wrap_to_two_lines_then_ellipsis():
+    from triage.knowledge.layout import wrap_label
+
+    assert wrap_label("Continuous batching", 12) == "Continuous<br>batching"
+    assert wrap_label("Requests queue too long behind others", 14) == "Requests queue<br>too long…"
+    assert all(len(line) <= 7 for line in wrap_label("排队太久导致首字延迟很高", 14).split("<br>"))
+    assert wrap_label("Short", 12) == "Short"
+
+
+def test_compact_tree_wraps_every_label_within_its_column(kb):
+    from components.tree_chart import LABEL_CELLS
+    from triage.knowledge.layout import _width
+
+    for lang in ("en", "zh"):
+        nodes = layout(kb, lang)
+        fig = build_figure(nodes, set(), set(), compact=True)
+        for node, text in zip(nodes, fig.data[2].text):
+            lines = text.split("<br>")
+            assert len(lines) <= 2 and all(_width(x) <= LABEL_CELLS[True][node.kind] for x in lines), text
+        assert list(fig.data[2].hovertext) == [n.label for n in nodes]  # the full label on hover

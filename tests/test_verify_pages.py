@@ -56,6 +56,11 @@ def test_different_workload_is_refused():
     at = upload_pair(page("pages/verify.py"), csv(seed=1), csv(seed=2, prompt_median=2000.0))
     assert at.session_state["verify_result"] == "unsound"
     assert "prompt" in " ".join(e.value for e in at.error).lower()
+    assert not any(c.key == "verify_deltas" for c in at.get("plotly_chart"))  # no gain bars under "unsound"
+    assert any("No change bars" in i.value for i in at.info)
+    table = at.dataframe[0].value
+    assert all(v.endswith(("ms", " s", "%", "req/s", "tok/s", "1/s")) or v == "—"
+               for v in table["Baseline"].astype(str)), table["Baseline"].tolist()
 
 
 def test_waits_for_two_files():

@@ -136,8 +136,10 @@ class _Builder:
         return expr
 
     def active(self, conds: list[Condition]) -> list[tuple[Condition, str | None]]:
-        """Conditions the SLO switches on, each with its filter (None: not measurable from server metrics)."""
-        return [(c, self.condition(c)) for c in conds if c.only_if is None or self.slo.values.get(c.only_if)]
+        """Conditions the SLO switches on, each with its filter (None: not measurable from server metrics); context
+        conditions (shown for their value, never counted for or against) are left out, as rules.py does."""
+        return [(c, self.condition(c)) for c in conds
+                if (c.only_if is None or self.slo.values.get(c.only_if)) and not c.context]
 
 
 def _num(value: float) -> str:
@@ -148,11 +150,12 @@ def _or(parts: list[str], on: str) -> str:
     return f" or {on} ".join(f"({p})" for p in parts) if len(parts) > 1 else parts[0]
 
 
-def _signals_in(conds: list[tuple[Condition, str | None]]) -> list[str]:
+def _signals_in(conds: list[tuple[Condition, str | None]], b: _Builder) -> list[str]:
+    """The recorded signals the filters read: each condition's signal and its measurable requirements'."""
     out: list[str] = []
     for c, expr in conds:
         if expr is not None:
-            out += [s for s in (c.signal, *(r.signal for r in c.requires)) if s not in out]
+            out += [s for s in (c.signal, *(r.signal for r in c.requires)) if s not in out and b.measurable(s)]
     return out
 
 
@@ -208,7 +211,7 @@ def build(kb: KnowledgeBase, slo: Slo, *, window: str | None = None, for_: str |
                 tagged = [f'label_replace({e}, "{EVIDENCE_LABEL}", "{i}", "", "")' for i, e in enumerate(measured)]
                 expr += f" and {on} (count {compiler.by()} ({' or '.join(tagged)}) >= {cause.rule.min_agree})"
             expr += f" and {on} ({_or(sym_parts, on)})"
-            signals = _signals_in(triggers) + [s for s in _signals_in(evidence) if s not in _signals_in(triggers)]
+            signals = list(dict.fromkeys(_signals_in(triggers, b) + _signals_in(evidence, b)))
             severity = config.severity.get(sym.id, "warning")
             rule = _alert_rule(kb, sym.id, cause.id, expr, for_, severity, evidence, triggers, url, group, window,
                                profile, b)

@@ -17,6 +17,9 @@ from triage.sources.metrics.snapshot_window import ADDON_IDS, SERVING_ORDER, gau
 
 SUBQUERY_POINTS = 1000  # as prometheus_window: gauge means sample the aggregated gauge at window/1000 ...
 MIN_SUBQUERY_STEP = 15  # ... but no finer than a typical scrape interval
+# server signals computed from tree/models.yaml and tree/gpus.yaml (model_name / DCGM modelName labels looked up in
+# tables): no PromQL can give them, so the rule export treats them as not measurable
+MODEL_TABLE_SIGNALS = frozenset({"decode_gb_per_step", "tpot_over_roofline"})
 CARRIER_KEY = "running"  # every serving engine exports it with all its replica labels: info labels join onto it
 
 
@@ -65,6 +68,8 @@ class Compiler:
         recipe = self.kb.signals[name].recipe
         if recipe is None:
             kinds = [k for k in self.kb.signals[name].sources if k != "server"]
+            if name in MODEL_TABLE_SIGNALS:
+                return f"{name} (the server diagnosis computes it from the model and GPU tables, not in PromQL)"
             if "server" in self.kb.signals[name].sources:
                 return f"{name} (the server diagnosis does not compute it)"
             return f"{name} ({'/'.join(kinds)} only)"

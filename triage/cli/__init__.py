@@ -1,24 +1,42 @@
-"""Command line: ``python -m triage tree|diagnose …``; errors are one line and exit 2."""
+"""Command line: ``python -m triage tree|diagnose …``; errors are one line and exit 2.
+
+Each command's module is imported only when that command runs (``tree`` and ``--help`` stay free of
+pandas, pyarrow and Streamlit). Every command that reads knowledge takes ``--tree-dir``, which makes that
+directory the knowledge base of the whole run (``use_tree_dir``).
+"""
 
 from __future__ import annotations
 
 import argparse
+import importlib
 import json
 import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from triage.cli import diagnose as cli_diagnose
-from triage.cli import gate as cli_gate
-from triage.cli import memory as cli_memory
-from triage.cli import report as cli_report
-from triage.cli import rules as cli_rules
-from triage.cli import simulate as cli_simulate
 from triage.errors import TriageError
-from triage.knowledge.loader import DEFAULT_TREE_DIR, KnowledgeBase, load_knowledge
+from triage.knowledge.loader import KnowledgeBase, load_knowledge, use_tree_dir
 
 EXIT_BAD_INPUT = 2
+# command → (module, its register function, one-line help shown by ``--help`` without importing the module)
+COMMANDS: dict[str, tuple[str, str, str]] = {
+    "diagnose": ("triage.cli.diagnose", "register",
+                 "diagnose a benchmark file, a Prometheus window or a /metrics endpoint"),
+    "memory": ("triage.cli.memory", "register",
+               "GPU memory calculator: weights + KV + activations per GPU, branch, what-ifs"),
+    "report": ("triage.cli.report", "register",
+               "write a Markdown report: findings, evidence, techniques as task lists"),
+    "rules": ("triage.cli.rules", "register",
+              "write the tree as Prometheus recording + alerting rules (or --evaluate them now)"),
+    "simulate": ("triage.cli.simulate", "register",
+                 "serve simulated vLLM /metrics for a scenario (or write a backfill file)"),
+    "gate": ("triage.cli.gate", "register", "verify a change against its baseline; exit 1 on a regression"),
+    "log": ("triage.cli.gate", "register_log",
+            "the experiment log: list, show or export recorded gate results"),
+}
+NO_KNOWLEDGE = {"log"}  # commands that read no knowledge (no --tree-dir)
+TREE_DIR_HELP = "read the knowledge base (every YAML file) from DIR instead of tree/"
 
 
 def _tree_text(kb: KnowledgeBase, lang: str) -> str:
@@ -48,27 +66,34 @@ def cmd_tree(args: argparse.Namespace) -> int:
     return 0
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser; only ``command``'s module is imported, the others are listed by name and help."""
     parser = argparse.ArgumentParser(prog="python -m triage", description="Inference Triage command line")
     sub = parser.add_subparsers(dest="command", required=True)
-    tree = sub.add_parser("tree", help="print the decision tree (or --json)")
+    tree = sub.add_parser("tree", help="check every file of the knowledge base and print the tree (or --json)")
     tree.add_argument("--json", action="store_true", help="dump the whole knowledge base as JSON")
-    tree.add_argument("--tree-dir", type=Path, default=DEFAULT_TREE_DIR, help="load another knowledge base")
     tree.add_argument("--lang", choices=("en", "zh"), default="en")
     tree.set_defaults(func=cmd_tree)
-    cli_diagnose.register(sub)
-    cli_memory.register(sub)
-    cli_report.register(sub)
-    cli_rules.register(sub)
-    cli_simulate.register(sub)
-    cli_gate.register(sub)
-    cli_gate.register_log(sub)
+    for name, (module, register, text) in COMMANDS.items():
+        if name == command:
+            getattr(importlib.import_module(module), register)(sub)
+        else:
+            sub.add_parser(name, help=text, add_help=False)
+    for name, p in sub.choices.items():
+        if name not in NO_KNOWLEDGE and (name == command or name == "tree"):
+            p.add_argument("--tree-dir", type=Path, default=None, metavar="DIR", help=TREE_DIR_HELP)
     return parser
 
 
+def _command(argv: Sequence[str]) -> str | None:
+    return next((a for a in argv if not a.startswith("-")), None)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    argv = list(sys.argv[1:] if argv is None else argv)
     try:
+        args = _parser(_command(argv)).parse_args(argv)
+        use_tree_dir(getattr(args, "tree_dir", None))
         return args.func(args)
     except TriageError as exc:
         print(f"error: {exc.line()}", file=sys.stderr)

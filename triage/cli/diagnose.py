@@ -6,8 +6,6 @@ import argparse
 import json
 from pathlib import Path
 
-import yaml
-
 from triage.cli.live import add_live_arguments
 from triage.diagnosis.benchmark import diagnose_run, pick_run
 from triage.diagnosis.roofline import Hardware
@@ -66,7 +64,7 @@ def live_diagnosis(kb, args: argparse.Namespace):
     from triage.diagnosis.window import diagnose_window
 
     window, label = live_window(args)
-    live = diagnose_window(kb, window, slo_from_args(kb, args))
+    live = diagnose_window(kb, window, slo_from_args(kb, args), hardware(args))
     if live.diagnosis.empty:
         raise TriageError(f"nothing to diagnose: {live.diagnosis.empty}", where=label)
     return live, label
@@ -116,7 +114,7 @@ def _diagnose_fleet(kb, args: argparse.Namespace) -> int:
         raise TriageError("--by groups a Prometheus window: give --prometheus URL", key="--by")
     slo = slo_from_args(kb, args)
     window, label = fleet_window(args)
-    rows = diagnose_fleet(kb, window, slo)
+    rows = diagnose_fleet(kb, window, slo, hardware(args))
     if not rows:
         raise TriageError(f"no {window.engine.title} series in this window to group by {', '.join(window.by)}",
                           where=label)
@@ -159,13 +157,12 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
     return 0
 
 
-def preset_names(tree_dir: Path = DEFAULT_TREE_DIR) -> str:
-    """The SLO presets of the bundled tree for help texts; the preset itself is checked when the tree is loaded."""
+def preset_names() -> str:
+    """The SLO presets of the repository's tree, for help texts (a broken tree is reported when a command runs)."""
     try:
-        presets = yaml.safe_load((tree_dir / "slo.yaml").read_text(encoding="utf-8"))["presets"]
-    except (OSError, yaml.YAMLError, KeyError, TypeError):
+        return ", ".join(load_knowledge(DEFAULT_TREE_DIR).slo_presets)
+    except TriageError:
         return "see tree/slo.yaml"
-    return ", ".join(str(name) for name in presets)
 
 
 def add_source_arguments(p: argparse.ArgumentParser) -> None:
@@ -175,7 +172,6 @@ def add_source_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--ttft-slo", type=float, default=None, help="TTFT p99 SLO in seconds")
     p.add_argument("--tpot-slo", type=float, default=None, help="TPOT p99 SLO in seconds")
     p.add_argument("--run", type=int, default=None, help="run number in a multi-run file (1-based; default last)")
-    p.add_argument("--tree-dir", type=Path, default=DEFAULT_TREE_DIR, help=argparse.SUPPRESS)
     p.add_argument("--model", default=None, help="served model (tree/models.yaml id) for TPOT vs the decode roofline")
     p.add_argument("--gpu", default=None, help="GPU (tree/gpus.yaml id) for TPOT vs the decode roofline")
     p.add_argument("--tp", type=int, default=1, help="tensor-parallel size for the roofline (default 1)")

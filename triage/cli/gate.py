@@ -11,11 +11,11 @@ from typing import Any
 from triage.cli.diagnose import preset_names
 from triage.diagnosis.rules import Slo, resolve_slo
 from triage.errors import TriageError
-from triage.knowledge.loader import DEFAULT_TREE_DIR, load_knowledge
+from triage.knowledge.loader import load_knowledge
 from triage.run import Benchmark, Run
 from triage.verify.comparison import SPECS, Comparison, MetricDelta, compare, comparison_json
 from triage.verify.experiment_log import Entry, ExperimentLog, entry_from, sha256
-from triage.verify.gate import GATE_PATH, GateResult, apply_gate, load_gate, parse_tolerance
+from triage.verify.gate import GateResult, apply_gate, load_gate, parse_tolerance
 
 EXIT_PASS, EXIT_REGRESSION, EXIT_BAD_INPUT = 0, 1, 2
 
@@ -49,7 +49,7 @@ def read_side(path: Path, run_number: int | None, key: str) -> Loaded:
     return Loaded(path, data, bench, bench.runs[number - 1], number)
 
 
-def tolerances(pairs: list[tuple[str, str]] | None, gate_file: Path, defaults: bool = True) -> dict[str, float]:
+def tolerances(pairs: list[tuple[str, str]] | None, gate_file: Path | None, defaults: bool = True) -> dict[str, float]:
     """The gate's tolerances, overridden (or, without defaults, replaced) by ``--metric M --max-regression X``."""
     out = load_gate(gate_file) if defaults else {}
     pending: str | None = None
@@ -187,8 +187,8 @@ def _gate_line(c: Comparison, gate: GateResult) -> str:
 
 
 def cmd_gate(args: argparse.Namespace) -> int:
-    tol = tolerances(args.pairs, args.gate, defaults=not args.no_defaults)
     kb = load_knowledge(args.tree_dir)
+    tol = tolerances(args.pairs, args.gate, defaults=not args.no_defaults)
     slo = _slo(kb, args)
     technique = _techniques(kb, args.technique)
     base = read_side(args.baseline, args.run_baseline, "--run-baseline")
@@ -225,7 +225,7 @@ def add_gate_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-regression", dest="pairs", action="append", type=_pair("max"), metavar="N%",
                    help="the largest worsening tolerated for the --metric before it (pp for error_rate)")
     p.add_argument("--no-defaults", action="store_true", help="gate only the --metric pairs given")
-    p.add_argument("--gate", type=Path, default=GATE_PATH, help="a gate file to use instead of tree/gate.yaml")
+    p.add_argument("--gate", type=Path, default=None, help="a gate file to use instead of tree/gate.yaml")
     p.add_argument("--slo", default=None, help=f"SLO preset for goodput: {preset_names()} (default chat)")
     p.add_argument("--ttft-slo", type=float, default=None, help="TTFT p99 SLO in seconds")
     p.add_argument("--tpot-slo", type=float, default=None, help="TPOT p99 SLO in seconds")
@@ -239,7 +239,6 @@ def add_gate_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--note", default=None, help="a note for the experiment log (with --save)")
     p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
     p.add_argument("--n-boot", type=int, default=2000, help="bootstrap resamples (at least 1000; default 2000)")
-    p.add_argument("--tree-dir", type=Path, default=DEFAULT_TREE_DIR, help=argparse.SUPPRESS)
 
 
 def register(sub: argparse._SubParsersAction) -> None:

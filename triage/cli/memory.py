@@ -85,7 +85,8 @@ def _summary(inp: MemoryInput, b: MemoryBreakdown) -> list[str]:
         f"at {inp.max_model_len:,} tokens",
         f"fits: {fits} ({inp.concurrency} requested, {b.max_concurrency} fit)"
         + ("" if b.starts else "; vLLM would refuse to start (not one max_model_len sequence fits)"),
-        f"branch: {b.branch} -> {', '.join(b.techniques)}",
+        (f"branch: {b.branch} -> {', '.join(b.techniques)}" if b.branch else
+         f"no shortage: largest part {b.largest_part.replace('_', ' ')}, headroom {b.headroom_gib:.1f} GiB/GPU"),
     ]
     return lines
 
@@ -112,7 +113,7 @@ def _decode(b: MemoryBreakdown) -> list[str]:
 def memory_text(inp: MemoryInput, b: MemoryBreakdown) -> str:
     """The breakdown as the CLI prints it."""
     parts = [_header(inp), _table(inp, b), [""], _summary(inp, b), _steps(b), _decode(b)]
-    notes = [f"note: {n}" for n in b.notes]
+    notes = [f"note: {n['en']}" for n in b.notes]
     return "\n".join([line for part in parts for line in part] + notes)
 
 

@@ -10,7 +10,7 @@ from triage.alerting.export import RuleSet, Skipped, build, dump_yaml, load_conf
 from triage.cli.diagnose import preset_names, slo_from_args
 from triage.cli.live import parse_end, parse_match
 from triage.errors import TriageError
-from triage.knowledge.loader import DEFAULT_TREE_DIR, load_knowledge
+from triage.knowledge.loader import active_tree_dir, load_knowledge
 
 
 def _skipped_json(skipped: list[Skipped]) -> list[dict[str, str]]:
@@ -25,7 +25,7 @@ def _print_skipped(skipped: list[Skipped]) -> None:
 
 
 def _rules(kb, args: argparse.Namespace, inline: bool = False) -> RuleSet:
-    config = load_config(args.tree_dir)
+    config = load_config(args.tree_dir or active_tree_dir())
     return build(kb, slo_from_args(kb, args), window=args.window, for_=args.for_, dashboard_url=args.dashboard_url,
                  profile=args.profile, config=config, inline=inline,
                  match=parse_match(args.match) if inline else None)
@@ -90,5 +90,4 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--match", action="append", default=[], help='label matcher for --evaluate, e.g. model_name="x"')
     p.add_argument("--timeout", type=float, default=10.0, help="per-query timeout in seconds (default 10)")
     p.add_argument("--json", action="store_true", help="print JSON (rules and skipped causes, or the dry run)")
-    p.add_argument("--tree-dir", default=DEFAULT_TREE_DIR, help=argparse.SUPPRESS)
     p.set_defaults(func=cmd_rules)

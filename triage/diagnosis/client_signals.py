@@ -17,9 +17,9 @@ MIN_REQUESTS_FOR_RATE = 50  # below this, start-up and drain dominate the achiev
 # Correlations and slopes are read from a fixed-seed sample: 50k requests pin r to ±0.01, and a
 # million-row upload stays fast. Percentiles always use every request.
 CORRELATION_SAMPLE = 50_000
-QS = (0.5, 0.9, 0.99, 1.0)
+QS = (0.05, 0.5, 0.9, 0.99, 1.0)
 PARALLEL_FROM = 100_000  # rows; below this a thread pool costs more than it saves
-PCTS = {"p50": 0.5, "p90": 0.9, "p99": 0.99}
+PCTS = {"p5": 0.05, "p50": 0.5, "p90": 0.9, "p99": 0.99}
 
 
 def _col(df: pd.DataFrame, name: str) -> np.ndarray | None:
@@ -144,6 +144,23 @@ def _latency(kb: KnowledgeBase, out: SignalSet, table: _Table | None, run: Run) 
         p99, p50 = out.get(f"{metric}_p99_s"), out.get(f"{metric}_p50_s")
         if p99 and p50:
             out.put(kb, f"{metric}_tail_ratio", _ratio(p99.value, p50.value), f"{metric} p99 ÷ p50")
+    _floor(kb, out, table, run)
+
+
+def _floor(kb: KnowledgeBase, out: SignalSet, table: _Table | None, run: Run) -> None:
+    """How flat TTFT is (p99 ÷ p5) and how fast one request's prefill runs (prompt tokens ÷ the TTFT floor)."""
+    p99, p5 = out.get("ttft_p99_s"), out.get("ttft_p5_s")
+    if p99 is None or p5 is None:
+        return
+    out.put(kb, "ttft_spread", _ratio(p99.value, p5.value), "TTFT p99 ÷ p5")
+    p50 = out.get("ttft_p50_s")
+    if p50 is not None:
+        out.put(kb, "ttft_median_over_floor", _ratio(p50.value, p5.value), "TTFT p50 ÷ p5")
+    if table is not None and table["prompt_tokens"] is not None:
+        prompt, how = table.pct("prompt_tokens", 0.5), "median prompt tokens"
+    else:
+        prompt, how = run.summary.get("prompt_tokens_mean"), "mean prompt tokens (tool summary)"
+    out.put(kb, "prefill_tok_per_s", _ratio(prompt, p5.value), f"{how} ÷ TTFT p5")
 
 
 def _shape(kb: KnowledgeBase, out: SignalSet, t: _Table) -> None:
@@ -187,6 +204,7 @@ def _throughput(kb: KnowledgeBase, out: SignalSet, t: _Table | None, run: Run, s
         span = float(np.nanmax(t["start_s"] + t["e2e_s"]) - np.nanmin(t["start_s"]))
         rate = t.n / span if span > 0 else None
     out.put(kb, "req_per_s", rate, "tool summary" if "req_per_s" in s else "completed ÷ run span")
+    _inflight(kb, out, t, s, rate)
     out.put(kb, "out_tok_per_s", s.get("out_tok_per_s"), "tool summary")
     offered = s.get("offered_rate")
     enough = (completed or 0) >= MIN_REQUESTS_FOR_RATE
@@ -198,6 +216,27 @@ def _throughput(kb: KnowledgeBase, out: SignalSet, t: _Table | None, run: Run, s
         tpot_ok = ~(tpot > slo["tpot_p99_s"]) if tpot is not None else np.ones_like(ttft_ok)
         out.put(kb, "slo_attainment", float((ttft_ok & tpot_ok).sum()) / t.all_count,
                 "requests within the TTFT and TPOT SLO ÷ all requests")
+
+
+LITTLE = {"inflight_mean": ("e2e", "E2E"), "awaiting_first_token_mean": ("ttft", "TTFT")}
+
+
+def _inflight(kb: KnowledgeBase, out: SignalSet, t: _Table | None, s: dict, rate: float | None) -> None:
+    """Little's law from the client's side: mean requests in flight, and of those still without a first token."""
+    if t is not None and t["start_s"] is not None and t["e2e_s"] is not None:
+        span = float(np.nanmax(t["start_s"] + t["e2e_s"]) - np.nanmin(t["start_s"]))
+        if span <= 0 or t.n < MIN_REQUESTS_FOR_CORRELATION:
+            return
+        for name, (col, label) in LITTLE.items():
+            if t[f"{col}_s"] is not None:
+                out.put(kb, name, float(np.nansum(t[f"{col}_s"])) / span, f"sum of per-request {label} ÷ run span")
+        return
+    if not rate or (s.get("completed") or 0) < MIN_REQUESTS_FOR_CORRELATION:
+        return
+    for name, (col, label) in LITTLE.items():
+        mean = s.get(f"{col}_mean_s")
+        if mean:
+            out.put(kb, name, rate * mean, f"requests per second × mean {label} (tool summary)")
 
 
 def benchmark_signals(kb: KnowledgeBase, run: Run, slo: dict) -> SignalSet:

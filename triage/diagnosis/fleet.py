@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from triage.diagnosis.roofline import Hardware
 from triage.diagnosis.rules import Diagnosis, Slo, diagnose
 from triage.diagnosis.server_signals import NEEDS, server_signals
 from triage.diagnosis.window import LiveDiagnosis, empty_reason
@@ -29,11 +30,12 @@ class FleetRow:
         return self.diagnosis.findings[0].cause if self.diagnosis.findings else None
 
 
-def diagnose_fleet(kb: KnowledgeBase, window: FleetWindow, slo: Slo) -> list[FleetRow]:
+def diagnose_fleet(kb: KnowledgeBase, window: FleetWindow, slo: Slo,
+                   hardware: Hardware | None = None) -> list[FleetRow]:
     """One row per group of the window's labels, in label order."""
     rows = []
     for key, readings in window.read_groups(NEEDS).items():
-        signals = server_signals(kb, readings)
+        signals = server_signals(kb, readings, hardware)
         diag = diagnose(kb, signals, slo)
         diag.empty = empty_reason(signals)
         rows.append(FleetRow(dict(key), LiveDiagnosis(diag, readings, window.engine.id)))

@@ -1,13 +1,27 @@
-"""TPOT against the decode roofline floor, when the user names the model and GPU a run was served on."""
+"""TPOT and TTFT against the roofline floors, when the model and GPU a run was served on are known.
+
+For a benchmark file the user names them; from a server's metrics the model comes from the ``model_name``
+label (matched to tree/models.yaml) and the GPU from the user or DCGM's ``modelName`` label (tree/gpus.yaml).
+"""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from triage.diagnosis.signals import SignalSet
 from triage.errors import TriageError
 from triage.knowledge.loader import KnowledgeBase
-from triage.memory.calculator import MemoryInput, decode_floor
+from triage.memory.calculator import (
+    GpuSpec,
+    MemoryInput,
+    ModelSpec,
+    decode_floor,
+    kv_bytes_per_token,
+    kv_shards,
+    prefill_floor_ms,
+    weight_bytes,
+)
 from triage.memory.presets import load_gpus, load_models, pick
 
 
@@ -31,19 +45,91 @@ def _mean_batch_and_context(signals: SignalSet, summary: dict[str, float]) -> tu
     return max(1, round(float(rate.value) * float(e2e.value))), int(prompt + output / 2)
 
 
-def add_roofline(kb: KnowledgeBase, signals: SignalSet, summary: dict[str, float], hw: Hardware) -> None:
-    """Put ``tpot_over_roofline`` (measured TPOT p50 ÷ the floor for the run's mean batch) into ``signals``."""
-    tpot = signals.get("tpot_p50_s")
-    shape = _mean_batch_and_context(signals, summary)
-    if tpot is None or shape is None:
-        return
+def _input(hw: Hardware) -> MemoryInput:
     model = pick(load_models(), hw.model, "--model")
     gpu = pick(load_gpus(), hw.gpu, "--gpu")
     if hw.tp < 1:
         raise TriageError("tensor parallelism must be at least 1", key="--tp")
-    inp = MemoryInput(model, gpu, hw.weights or model.checkpoint_dtype, hw.kv_dtype, tp=hw.tp)
-    batch, context = shape
-    floor = decode_floor(inp, batch=batch, context=context)
-    signals.put(kb, "tpot_over_roofline", float(tpot.value) * 1000 / floor.ms,
-                f"TPOT p50 ÷ {floor.ms:.2f} ms floor ({model.title} on {hw.tp}× {gpu.title}, batch ≈ {batch}, "
-                f"context ≈ {context:,} tokens, {floor.bound}-bound)")
+    return MemoryInput(model, gpu, hw.weights or model.checkpoint_dtype, hw.kv_dtype, tp=hw.tp)
+
+
+def add_roofline(kb: KnowledgeBase, signals: SignalSet, summary: dict[str, float], hw: Hardware) -> None:
+    """``tpot_over_roofline`` (TPOT p50 ÷ the decode floor for the run's mean batch) and ``prefill_over_roofline``
+    (TTFT p5 ÷ the prefill floor of the mean prompt) into ``signals``."""
+    inp = _input(hw)
+    where = f"{inp.model.title} on {hw.tp}× {inp.gpu.title}"
+    tpot, shape = signals.get("tpot_p50_s"), _mean_batch_and_context(signals, summary)
+    if tpot is not None and shape is not None:
+        batch, context = shape
+        floor = decode_floor(inp, batch=batch, context=context)
+        signals.put(kb, "tpot_over_roofline", float(tpot.value) * 1000 / floor.ms,
+                    f"TPOT p50 ÷ {floor.ms:.2f} ms floor ({where}, batch ≈ {batch}, "
+                    f"context ≈ {context:,} tokens, {floor.bound}-bound)")
+    ttft, prompt = signals.get("ttft_p5_s"), summary.get("prompt_tokens_mean")
+    if ttft is not None and prompt:
+        ms = prefill_floor_ms(inp, int(prompt))
+        signals.put(kb, "prefill_over_roofline", float(ttft.value) * 1000 / ms,
+                    f"TTFT p5 ÷ {ms:.2f} ms prefill floor ({where}, one {int(prompt):,}-token prompt)")
+
+
+# ---------------------------------------------------------------- from a server's labels
+
+
+def _norm(text: str) -> str:
+    return re.sub(r"[^a-z0-9.]+", "-", text.lower()).strip("-")
+
+
+def served_model(name: str, models: dict[str, ModelSpec] | None = None) -> ModelSpec | None:
+    """The tree/models.yaml preset a served name (e.g. ``meta-llama/Llama-3.1-8B-Instruct``) is a variant of:
+    the longest preset id the name's last path part starts with, followed by a separator or nothing."""
+    base = _norm(name.rsplit("/", 1)[-1])
+    found = [m for m in (models or load_models()).values()
+             if base == m.id or (base.startswith(m.id) and base[len(m.id)] in "-_")]
+    return max(found, key=lambda m: len(m.id), default=None)
+
+
+def dcgm_gpu(name: str, gpus: dict[str, GpuSpec] | None = None) -> GpuSpec | None:
+    """The tree/gpus.yaml preset of a DCGM ``modelName`` (e.g. ``NVIDIA H100 80GB HBM3``): its chip name must
+    appear, and a memory size in the name must match the preset's."""
+    words = set(_norm(name).split("-"))
+    sizes = {w for w in words if re.fullmatch(r"\d+gb", w)}
+    for gpu in (gpus or load_gpus()).values():
+        chip = next((w for w in _norm(gpu.title).split("-") if re.search(r"\d", w) and not w.endswith("gb")), "")
+        if chip in words and (not sizes or f"{gpu.memory_gb:g}gb" in sizes):
+            return gpu
+    return None
+
+
+def _kv_dtype(cache_dtype: str | None) -> str:
+    return "fp8" if cache_dtype and cache_dtype.startswith("fp8") else "auto"
+
+
+def add_server_roofline(kb: KnowledgeBase, signals: SignalSet, model_name: str | None, cache_config: dict[str, str],
+                        gpu_name: str | None, hw: Hardware | None = None) -> None:
+    """``decode_gb_per_step`` (weights ÷ TP + the KV in use, per GPU) and, with a known GPU, ``tpot_over_roofline``
+    (TPOT p50 ÷ those bytes over the GPU's bandwidth)."""
+    model = pick(load_models(), hw.model, "--model") if hw else served_model(model_name) if model_name else None
+    if model is None:
+        return
+    tp = hw.tp if hw else 1
+    batch = signals.get("running_mean")
+    share = min(1.0, model.active_b * max(float(batch.value) if batch else 1.0, 1.0) / model.params_b)
+    weights = weight_bytes(model, (hw.weights if hw else None) or model.checkpoint_dtype) * share / tp
+    usage = signals.get("kv_usage_mean")
+    try:
+        tokens = float(usage.value) * int(cache_config["num_gpu_blocks"]) * int(cache_config["block_size"]) \
+            if usage is not None else 0.0
+    except (KeyError, ValueError):
+        tokens = 0.0
+    kv_dtype = hw.kv_dtype if hw and hw.kv_dtype != "auto" else _kv_dtype(cache_config.get("cache_dtype"))
+    kv = tokens * kv_bytes_per_token(model, kv_dtype) / kv_shards(model, tp)
+    how = (f"{model.title} weights ÷ TP {tp} + {tokens:,.0f} KV tokens in use (kv usage × num_gpu_blocks × "
+           f"block_size)" if tokens else f"{model.title} weights ÷ TP {tp} (KV in use unknown)")
+    signals.put(kb, "decode_gb_per_step", (weights + kv) / 1e9, how)
+    gpu = pick(load_gpus(), hw.gpu, "--gpu") if hw else dcgm_gpu(gpu_name) if gpu_name else None
+    tpot = signals.get("tpot_p50_s")
+    if gpu is not None and tpot is not None:
+        floor_ms = (weights + kv) / (gpu.bandwidth_gbs * 1e9) * 1e3
+        signals.put(kb, "tpot_over_roofline", float(tpot.value) * 1000 / floor_ms,
+                    f"TPOT p50 ÷ {floor_ms:.2f} ms ({(weights + kv) / 1e9:.1f} GB per step ÷ {gpu.title} "
+                    f"{gpu.bandwidth_gbs:,.0f} GB/s)")

@@ -33,6 +33,7 @@ class Evidence:
     holds: bool | None
     meaning: Text
     source: str = ""
+    context: bool = False  # shown for its value only; it neither matches nor contradicts the cause
 
 
 @dataclass
@@ -86,9 +87,10 @@ def check(cond: Condition, signals: SignalSet, slo: Slo) -> Evidence | None:
     threshold = cond.value if cond.slo is None else float(slo.values[cond.slo]) * cond.factor
     sig = signals.get(cond.signal)
     if sig is None:
-        return Evidence(cond.signal, cond.op, threshold, None, "", None, cond.meaning)
+        return Evidence(cond.signal, cond.op, threshold, None, "", None, cond.meaning, context=cond.context)
     holds = bool(OPS[cond.op](sig.value, threshold)) and not _blocked(cond, signals, slo)
-    return Evidence(cond.signal, cond.op, threshold, sig.value, sig.unit, holds, cond.meaning, sig.source)
+    return Evidence(cond.signal, cond.op, threshold, sig.value, sig.unit, holds, cond.meaning, sig.source,
+                    cond.context)
 
 
 def _blocked(cond: Condition, signals: SignalSet, slo: Slo) -> bool:
@@ -119,11 +121,12 @@ def _evaluate_cause(kb: KnowledgeBase, cause_id: str, signals: SignalSet, slo: S
         return None
     pairs = [(c, e) for c in rule.evidence if (e := check(c, signals, slo)) is not None]
     evidence = [e for _, e in pairs]
-    agree = sum(e.holds is True for e in evidence)
-    primary = any(e.holds for c, e in pairs if not c.supports_only)
+    counted = [e for c, e in pairs if not c.context]
+    agree = sum(e.holds is True for e in counted)
+    primary = any(e.holds for c, e in pairs if not c.supports_only and not c.context)
     if agree < rule.min_agree or not primary:
         return None
-    contradict = sum(e.holds is False for e in evidence)
+    contradict = sum(e.holds is False for c, e in pairs if not c.context and not c.one_way)
     return Finding(cause_id, kb.parent[cause_id], _confidence(agree, contradict), evidence,
                    [e.signal for e in evidence if e.holds is None], _ordered_techniques(kb, cause_id))
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from triage.diagnosis.readings import Need, Readings
+from triage.diagnosis.roofline import Hardware, add_server_roofline
 from triage.diagnosis.signals import SignalSet
 from triage.knowledge.loader import KnowledgeBase
 
@@ -15,7 +16,7 @@ def _q(key: str, q: float) -> Need:
 
 
 NEEDS: list[Need] = [
-    *[_q(k, q) for k in ("ttft", "tpot_req", "itl") for q in PCT.values()],
+    *[_q(k, q) for k in ("ttft", "tpot_req", "itl") for q in PCT.values()], _q("ttft", 0.05),
     _q("e2e", 0.5), _q("e2e", 0.99), _q("prompt_len", 0.5), _q("prompt_len", 0.99),
     Need("hist_mean", "ttft"), Need("hist_mean", "queue_time"), Need("hist_mean", "prefill_time"),
     Need("gauge_mean", "running"), Need("gauge_mean", "waiting"),
@@ -23,8 +24,9 @@ NEEDS: list[Need] = [
     Need("rate", "preemptions"), Need("rate", "prefix_queries"), Need("rate", "prefix_hits"),
     Need("gauge_mean", "prefix_hit_rate"), Need("rate", "prompt_tokens"), Need("rate", "generation_tokens"),
     Need("rate", "spec_draft_tokens"), Need("rate", "spec_accepted_tokens"), Need("gauge_mean", "spec_accept_rate"),
-    Need("rate", "request_success"), Need("info", "cache_config"),
+    Need("rate", "request_success"), Need("info", "cache_config"), Need("info", "served_model"),
     Need("gauge_mean", "dram_active", engine=DCGM), Need("gauge_mean", "tensor_active", engine=DCGM),
+    Need("info", "gpu_info", engine=DCGM),
 ]
 
 
@@ -38,8 +40,8 @@ class _Reader:
         value = self.r.get(Need(kind, key, q, engine))  # type: ignore[arg-type]
         return float(value) if isinstance(value, (int, float)) else None
 
-    def info(self, key: str) -> dict[str, str]:
-        value = self.r.get(Need("info", key))
+    def info(self, key: str, engine: str = "") -> dict[str, str]:
+        value = self.r.get(Need("info", key, engine=engine))
         return value if isinstance(value, dict) else {}
 
 
@@ -59,6 +61,13 @@ def _latency(kb: KnowledgeBase, out: SignalSet, r: _Reader) -> None:
         top, bottom = out.get(f"{metric}_p99_s"), out.get(f"{metric}_p50_s")
         if top and bottom:
             out.put(kb, f"{metric}_tail_ratio", _div(top.value, bottom.value), f"{metric} p99 ÷ p50")
+    out.put(kb, "ttft_p5_s", r.num("quantile", "ttft", 0.05), "p5 of the TTFT histogram (bucket deltas)")
+    top, floor = out.get("ttft_p99_s"), out.get("ttft_p5_s")
+    if top and floor:
+        out.put(kb, "ttft_spread", _div(top.value, floor.value), "TTFT p99 ÷ p5 (histogram buckets)")
+    mid = out.get("ttft_p50_s")
+    if mid and floor:
+        out.put(kb, "ttft_median_over_floor", _div(mid.value, floor.value), "TTFT p50 ÷ p5 (histogram buckets)")
     ttft_mean = r.num("hist_mean", "ttft")
     out.put(kb, "queue_share_of_ttft", _div(r.num("hist_mean", "queue_time"), ttft_mean), "mean queue time ÷ mean TTFT")
     out.put(kb, "prefill_share_of_ttft", _div(r.num("hist_mean", "prefill_time"), ttft_mean),
@@ -98,11 +107,13 @@ def _rates(kb: KnowledgeBase, out: SignalSet, r: _Reader) -> None:
             "mean DCGM_FI_PROF_PIPE_TENSOR_ACTIVE")
 
 
-def server_signals(kb: KnowledgeBase, readings: Readings) -> SignalSet:
+def server_signals(kb: KnowledgeBase, readings: Readings, hardware: Hardware | None = None) -> SignalSet:
     """Every server-side signal the window could answer; the rest stay absent (not measurable)."""
     out = SignalSet("server")
     r = _Reader(readings)
     _latency(kb, out, r)
     _capacity(kb, out, r)
     _rates(kb, out, r)
+    add_server_roofline(kb, out, r.info("served_model").get("model_name"), r.info("cache_config"),
+                        r.info("gpu_info", engine=DCGM).get("modelName"), hardware)
     return out

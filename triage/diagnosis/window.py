@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from triage.diagnosis.readings import MetricWindow, Readings
+from triage.diagnosis.roofline import Hardware
 from triage.diagnosis.rules import Diagnosis, Slo, diagnose
 from triage.diagnosis.server_signals import NEEDS, server_signals
 from triage.diagnosis.signals import SignalSet
@@ -18,10 +19,11 @@ class LiveDiagnosis:
     engine: str
 
 
-def window_signals(kb: KnowledgeBase, window: MetricWindow) -> tuple[SignalSet, Readings]:
+def window_signals(kb: KnowledgeBase, window: MetricWindow,
+                   hardware: Hardware | None = None) -> tuple[SignalSet, Readings]:
     """Every need read at once, then the server signals they give."""
     readings = window.read(NEEDS)
-    return server_signals(kb, readings), readings
+    return server_signals(kb, readings, hardware), readings
 
 
 ACTIVITY = ("running_mean", "waiting_mean", "req_per_s")
@@ -38,8 +40,9 @@ def empty_reason(signals: SignalSet) -> str:
     return "no request finished in the window and none was running or waiting: there is no traffic to judge"
 
 
-def diagnose_window(kb: KnowledgeBase, window: MetricWindow, slo: Slo) -> LiveDiagnosis:
-    signals, readings = window_signals(kb, window)
+def diagnose_window(kb: KnowledgeBase, window: MetricWindow, slo: Slo,
+                    hardware: Hardware | None = None) -> LiveDiagnosis:
+    signals, readings = window_signals(kb, window, hardware)
     diag = diagnose(kb, signals, slo)
     diag.empty = empty_reason(signals)
     return LiveDiagnosis(diag, readings, window.engine.id)

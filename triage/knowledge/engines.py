@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-from functools import lru_cache
 from pathlib import Path
 from typing import Literal
 
 from pydantic import Field
 
-from triage.errors import TriageError
-from triage.knowledge.loader import DEFAULT_TREE_DIR, _parse, _read_yaml
 from triage.knowledge.model import Strict, Text
 
 MetricType = Literal["counter", "gauge", "histogram", "info"]
@@ -55,23 +52,11 @@ class EngineSpec(Strict):
         return any(p + d in present for d in self.detect for p in self.prefixes)
 
 
-@lru_cache(maxsize=4)
-def load_engines(tree_dir: Path = DEFAULT_TREE_DIR) -> dict[str, EngineSpec]:
-    folder = Path(tree_dir) / "engines"
-    engines: dict[str, EngineSpec] = {}
-    for path in sorted(folder.glob("*.yaml")):
-        spec = _parse(EngineSpec, _read_yaml(path), path)
-        if spec.id in engines or spec.id != path.stem:
-            raise TriageError(f"engine id '{spec.id}' must be unique and match the file name", where=str(path),
-                              key="id")
-        keys = [m.key for m in spec.metrics]
-        dup = next((k for k in keys if keys.count(k) > 1), None)
-        if dup:
-            raise TriageError(f"duplicate metric key '{dup}'", where=str(path), key="metrics")
-        engines[spec.id] = spec
-    if not engines:
-        raise TriageError("no engine files (*.yaml)", where=str(folder))
-    return engines
+def load_engines(tree_dir: Path | None = None) -> dict[str, EngineSpec]:
+    """The engine maps of tree/engines/*.yaml (validated with the rest of the tree)."""
+    from triage.knowledge.loader import load_knowledge  # the loader imports this module's schema
+
+    return load_knowledge(tree_dir).engines
 
 
 def detect_engines(present: set[str], engines: dict[str, EngineSpec] | None = None) -> list[EngineSpec]:

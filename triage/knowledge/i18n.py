@@ -2,30 +2,15 @@
 
 from __future__ import annotations
 
-from functools import lru_cache
 from pathlib import Path
 
-import yaml
-
-from triage.errors import TriageError
-from triage.knowledge.loader import DEFAULT_TREE_DIR
-from triage.knowledge.model import LANGS, Text
+from triage.knowledge.loader import load_knowledge
+from triage.knowledge.model import Text
 
 
-@lru_cache(maxsize=4)
-def load_strings(tree_dir: Path = DEFAULT_TREE_DIR) -> dict[str, Text]:
-    """All UI strings, each checked to have both languages."""
-    path = Path(tree_dir) / "ui.yaml"
-    raw = yaml.safe_load(path.read_text(encoding="utf-8"))
-    if not isinstance(raw, dict):
-        raise TriageError("expected a mapping of key → {en, zh}", where=str(path))
-    strings: dict[str, Text] = {}
-    for key, value in raw.items():
-        try:
-            strings[key] = Text.model_validate(value)
-        except Exception as exc:  # pydantic's message is long; one line is enough here
-            raise TriageError(f"needs non-blank {' and '.join(LANGS)}", where=str(path), key=key) from exc
-    return strings
+def load_strings(tree_dir: Path | None = None) -> dict[str, Text]:
+    """All UI strings, each checked to have both languages (validated with the rest of the tree)."""
+    return load_knowledge(tree_dir).strings
 
 
 def tr(key: str, lang: str, **fmt: object) -> str:

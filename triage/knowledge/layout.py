@@ -57,6 +57,69 @@ def layout(kb: KnowledgeBase, lang: str = "en") -> list[PlacedNode]:
     return nodes
 
 
+def _cells(ch: str) -> int:
+    """Display width of a character: CJK and full-width forms take two cells."""
+    return 2 if ord(ch) >= 0x2E80 else 1
+
+
+def _tokens(text: str) -> list[str]:
+    """Words split at spaces; a word with CJK characters splits into single characters (CJK wraps anywhere)."""
+    out: list[str] = []
+    for word in text.split():
+        if all(_cells(c) == 1 for c in word):
+            out.append(word)
+            continue
+        run = ""
+        for c in word:
+            if _cells(c) == 2:
+                out += [run] if run else []
+                out.append(c)
+                run = ""
+            else:
+                run += c
+        out += [run] if run else []
+    return out
+
+
+def _width(text: str) -> int:
+    return sum(_cells(c) for c in text)
+
+
+def wrap_label(text: str, width: int, max_lines: int = 2) -> str:
+    """``text`` broken into lines of at most ``width`` cells (at spaces; CJK anywhere), joined with <br>.
+
+    Beyond ``max_lines`` the last line ends in "…" (the full label stays in the hover)."""
+    lines: list[str] = []
+    line = ""
+    for tok in _tokens(text):
+        while _width(tok) > width:  # one word wider than a line: cut it
+            if line:
+                lines.append(line)
+                line = ""
+            cut = ""
+            for c in tok:
+                if _width(cut + c) > width - 1:
+                    break
+                cut += c
+            lines.append(cut + "-")
+            tok = tok[len(cut):]
+        ascii_join = line and _cells(line[-1]) == 1 and _cells(tok[0]) == 1
+        joined = f"{line} {tok}" if ascii_join else line + tok
+        if line and _width(joined) > width:
+            lines.append(line)
+            line = tok
+        else:
+            line = joined
+    if line:
+        lines.append(line)
+    if len(lines) > max_lines:
+        last = lines[max_lines - 1]
+        while last and _width(last) + 1 > width:
+            last = last[:-1]
+        lines = lines[:max_lines - 1] + [last.rstrip(" -") + "…"]
+    return "<br>".join(lines)
+
+
 def highlight_keys(nodes: list[PlacedNode], matched_ids: set[str]) -> set[str]:
     """Keys of every node on a path from the root to a matched node, plus a matched cause's techniques.
 

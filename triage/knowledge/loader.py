@@ -1,7 +1,15 @@
-"""Load and validate the knowledge base in tree/ into one typed, cross-checked object."""
+"""The one tree loader: every YAML file under tree/ read once, validated, cross-checked and cached.
+
+``load_knowledge(tree_dir)`` reads the decision tree, techniques, guidance, signals, SLO presets, engines,
+panels, gate, retro steps, model and GPU presets, interface strings and simulator scenarios, and raises one
+``TriageError`` naming the file (and key) on the first problem. The result is cached per directory until a
+file in it changes. ``use_tree_dir`` makes another directory the default for the whole process (the CLI's
+``--tree-dir``), so every reader of knowledge follows it.
+"""
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -10,10 +18,28 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from triage.errors import TriageError
-from triage.knowledge.model import Cause, Condition, Guidance, SignalDef, SloPreset, Symptom, Technique
+from triage.knowledge.engines import EngineSpec
+from triage.knowledge.hardware import GpuEntry, ModelEntry
+from triage.knowledge.model import (
+    LANGS,
+    Cause,
+    Condition,
+    GateRule,
+    GateSpec,
+    Guidance,
+    RetroStep,
+    SignalDef,
+    SloPreset,
+    Symptom,
+    Technique,
+    Text,
+)
+from triage.knowledge.panels import Panel
+from triage.knowledge.scenarios import Scenario
 
 DEFAULT_TREE_DIR = Path(__file__).resolve().parents[2] / "tree"
 ROOT_ID = "root"
+_SafeLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when present: same rules, faster
 
 
 @dataclass(frozen=True)
@@ -29,6 +55,14 @@ class KnowledgeBase:
     default_slo: str = "chat"
     causes: dict[str, Cause] = field(default_factory=dict)
     parent: dict[str, str] = field(default_factory=dict)
+    engines: dict[str, EngineSpec] = field(default_factory=dict)
+    panels: tuple[Panel, ...] = ()
+    gate: tuple[GateRule, ...] = ()
+    retro: tuple[RetroStep, ...] = ()
+    models: dict[str, ModelEntry] = field(default_factory=dict)
+    gpus: dict[str, GpuEntry] = field(default_factory=dict)
+    strings: dict[str, Text] = field(default_factory=dict)
+    scenarios: dict[str, Scenario] = field(default_factory=dict)
 
     def kind(self, node_id: str) -> str:
         """``root``, ``symptom``, ``cause`` or ``technique`` (KeyError for an unknown id)."""
@@ -78,7 +112,7 @@ def _read_yaml(path: Path) -> Any:
     except (OSError, UnicodeDecodeError) as exc:
         raise TriageError(f"cannot read: {exc}", where=str(path)) from exc
     try:
-        return yaml.safe_load(text)
+        return yaml.load(text, Loader=_SafeLoader)  # noqa: S506 - a safe loader
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         key = f"line {mark.line + 1}" if mark else ""
@@ -163,11 +197,9 @@ def _cross_check(causes: dict[str, Cause], techniques: dict[str, Technique], tre
 
 
 def _load_signals(path: Path) -> dict[str, SignalDef]:
-    data = _read_yaml(path)
-    if not isinstance(data, dict) or not isinstance(data.get("signals"), list):
-        raise TriageError("expected a mapping with a 'signals' list", where=str(path), key="signals")
+    _, items = _mapping_with_list(path, "signals")
     signals: dict[str, SignalDef] = {}
-    for i, raw in enumerate(data["signals"]):
+    for i, raw in enumerate(items):
         sig = _parse(SignalDef, raw, path, f"signals[{i}]")
         if sig.name in signals:
             raise TriageError(f"duplicate signal '{sig.name}'", where=str(path), key=f"signals[{i}].name")
@@ -179,6 +211,9 @@ def _load_slo(path: Path) -> tuple[dict[str, SloPreset], str]:
     data = _read_yaml(path)
     if not isinstance(data, dict) or not isinstance(data.get("presets"), dict):
         raise TriageError("expected a mapping with 'presets'", where=str(path), key="presets")
+    unknown = set(data) - {"presets", "default"}
+    if unknown:
+        raise TriageError("unknown field", where=str(path), key=sorted(unknown)[0])
     presets = {name: _parse(SloPreset, raw, path, f"presets.{name}") for name, raw in data["presets"].items()}
     keys = [set(p.values) for p in presets.values()]
     for name, preset in presets.items():
@@ -217,11 +252,103 @@ def _check_rules(symptoms, causes, signals, presets, tree_path: Path) -> None:
                 raise TriageError(f"explains unknown cause '{target}'", where=str(tree_path), key=f"{cause.id}.rule")
 
 
-def load_knowledge(tree_dir: Path | str = DEFAULT_TREE_DIR) -> KnowledgeBase:
-    """Read tree, guidance, techniques, signals and SLO presets; raise TriageError on the first problem."""
-    root = Path(tree_dir)
-    if not root.is_dir():
-        raise TriageError("not a directory", where=str(root))
+def _mapping_with_list(path: Path, key: str, extra: tuple[str, ...] = ()) -> tuple[dict, list]:
+    data = _read_yaml(path)
+    if not isinstance(data, dict) or not isinstance(data.get(key), list):
+        raise TriageError(f"expected a mapping with a '{key}' list", where=str(path), key=key)
+    unknown = set(data) - {key, *extra}
+    if unknown:
+        raise TriageError("unknown field", where=str(path), key=sorted(unknown)[0])
+    return data, data[key]
+
+
+def _by_id(items: list[Any], path: Path, key: str, what: str = "id") -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for i, item in enumerate(items):
+        if item.id in out:
+            raise TriageError(f"duplicate {what} '{item.id}'", where=str(path), key=f"{key}[{i}].id")
+        out[item.id] = item
+    return out
+
+
+def _load_engines(folder: Path) -> dict[str, EngineSpec]:
+    engines: dict[str, EngineSpec] = {}
+    for path in sorted(folder.glob("*.yaml")):
+        spec = _parse(EngineSpec, _read_yaml(path), path)
+        if spec.id != path.stem:
+            raise TriageError(f"engine id '{spec.id}' must match the file name '{path.stem}'", where=str(path),
+                              key="id")
+        keys = [m.key for m in spec.metrics]
+        dup = next((k for k in keys if keys.count(k) > 1), None)
+        if dup:
+            raise TriageError(f"duplicate metric key '{dup}'", where=str(path), key="metrics")
+        engines[spec.id] = spec
+    if not engines:
+        raise TriageError("no engine files (*.yaml)", where=str(folder))
+    return engines
+
+
+def _load_list(path: Path, key: str, model: type[BaseModel]) -> list[Any]:
+    _, items = _mapping_with_list(path, key)
+    return [_parse(model, raw, path, f"{key}[{i}]") for i, raw in enumerate(items)]
+
+
+def read_gate_file(path: Path) -> tuple[GateRule, ...]:
+    spec: GateSpec = _parse(GateSpec, _read_yaml(path), path)
+    seen: set[str] = set()
+    for i, rule in enumerate(spec.metrics):
+        if rule.metric in seen:
+            raise TriageError(f"metric '{rule.metric}' is gated twice", where=str(path), key=f"metrics[{i}]")
+        seen.add(rule.metric)
+    return tuple(spec.metrics)
+
+
+def _load_strings(path: Path) -> dict[str, Text]:
+    raw = _read_yaml(path)
+    if not isinstance(raw, dict):
+        raise TriageError("expected a mapping of key → {en, zh}", where=str(path))
+    strings: dict[str, Text] = {}
+    for key, value in raw.items():
+        try:
+            strings[key] = Text.model_validate(value)
+        except ValidationError as exc:  # pydantic's message is long; one line is enough here
+            raise TriageError(f"needs non-blank {' and '.join(LANGS)}", where=str(path), key=key) from exc
+    return strings
+
+
+def _load_scenarios(path: Path) -> dict[str, Scenario]:
+    """Scenarios by id; each scenario's params are the file's ``defaults`` overridden by its own."""
+    data, items = _mapping_with_list(path, "scenarios", extra=("defaults",))
+    defaults = data.get("defaults") or {}
+    if not isinstance(defaults, dict):
+        raise TriageError("expected a mapping", where=str(path), key="defaults")
+    out: dict[str, Scenario] = {}
+    for i, raw in enumerate(items):
+        merged = {**raw, "params": {**defaults, **(raw.get("params") or {})}} if isinstance(raw, dict) else raw
+        sc = _parse(Scenario, merged, path, prefix=f"scenarios[{i}]")
+        if sc.id in out:
+            raise TriageError(f"duplicate scenario id '{sc.id}'", where=str(path), key=f"scenarios[{i}].id")
+        out[sc.id] = sc
+    return out
+
+
+# Every file the loader knows, relative to the tree directory (a folder name covers its *.yaml files).
+KNOWN_FILES = ("tree.yaml", "guidance.yaml", "techniques", "signals.yaml", "slo.yaml", "engines", "panels.yaml",
+               "gate.yaml", "retro.yaml", "models.yaml", "gpus.yaml", "ui.yaml", "scenarios.yaml")
+
+
+def yaml_files(root: Path) -> list[Path]:
+    """Every YAML file under the tree directory, sorted."""
+    return sorted(p for p in root.rglob("*") if p.suffix in (".yaml", ".yml") and p.is_file())
+
+
+def unknown_yaml_files(root: Path) -> list[Path]:
+    """YAML files no part of the loader reads (syntax-checked only); a test keeps this list empty."""
+    known = {root / k for k in KNOWN_FILES}
+    return [p for p in yaml_files(root) if p not in known and p.parent not in known]
+
+
+def _read(root: Path) -> KnowledgeBase:
     tree_path, tech_dir = root / "tree.yaml", root / "techniques"
     symptoms = _load_symptoms(tree_path)
     guidance = _parse(Guidance, _read_yaml(root / "guidance.yaml"), root / "guidance.yaml")
@@ -231,6 +358,58 @@ def load_knowledge(tree_dir: Path | str = DEFAULT_TREE_DIR) -> KnowledgeBase:
     signals = _load_signals(root / "signals.yaml")
     presets, default_slo = _load_slo(root / "slo.yaml")
     _check_rules(symptoms, causes, signals, presets, tree_path)
-    return KnowledgeBase(symptoms=symptoms, techniques=techniques, guidance=guidance, source_dir=root,
-                         signals=signals, slo_presets=presets, default_slo=default_slo,
-                         causes=causes, parent=parent)
+    panels = root / "panels.yaml"
+    panels_list = _load_list(panels, "panels", Panel)
+    _by_id(panels_list, panels, "panels")
+    models, gpus = root / "models.yaml", root / "gpus.yaml"
+    retro = root / "retro.yaml"
+    retro_steps = _load_list(retro, "steps", RetroStep)
+    _by_id(retro_steps, retro, "steps")
+    kb = KnowledgeBase(
+        symptoms=symptoms, techniques=techniques, guidance=guidance, source_dir=root, signals=signals,
+        slo_presets=presets, default_slo=default_slo, causes=causes, parent=parent,
+        engines=_load_engines(root / "engines"), panels=tuple(panels_list), gate=read_gate_file(root / "gate.yaml"),
+        retro=tuple(retro_steps), models=_by_id(_load_list(models, "models", ModelEntry), models, "models"),
+        gpus=_by_id(_load_list(gpus, "gpus", GpuEntry), gpus, "gpus"), strings=_load_strings(root / "ui.yaml"),
+        scenarios=_load_scenarios(root / "scenarios.yaml"))
+    for path in unknown_yaml_files(root):
+        _read_yaml(path)  # data another part adds: at least it must parse
+    return kb
+
+
+_active_dir: Path = DEFAULT_TREE_DIR
+_cache: dict[Path, tuple[tuple, KnowledgeBase]] = {}
+
+
+def use_tree_dir(tree_dir: Path | str | None) -> None:
+    """Make ``tree_dir`` the default knowledge base of this process (None: the repository's tree/)."""
+    global _active_dir
+    _active_dir = Path(tree_dir) if tree_dir is not None else DEFAULT_TREE_DIR
+
+
+def active_tree_dir() -> Path:
+    return _active_dir
+
+
+def _signature(root: Path) -> tuple:
+    """Path, size and modification time of every file: the cache is rebuilt when any of them changes."""
+    out = []
+    for dirpath, _dirs, files in os.walk(root):
+        for name in files:
+            st = os.stat(os.path.join(dirpath, name))
+            out.append((dirpath, name, st.st_size, st.st_mtime_ns))
+    return tuple(sorted(out))
+
+
+def load_knowledge(tree_dir: Path | str | None = None) -> KnowledgeBase:
+    """The whole knowledge base of ``tree_dir`` (default: the active one); TriageError on the first problem."""
+    root = Path(tree_dir) if tree_dir is not None else _active_dir
+    if not root.is_dir():
+        raise TriageError("not a directory", where=str(root))
+    sig = _signature(root)
+    hit = _cache.get(root)
+    if hit is not None and hit[0] == sig:
+        return hit[1]
+    kb = _read(root)
+    _cache[root] = (sig, kb)
+    return kb

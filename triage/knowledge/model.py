@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -12,6 +12,8 @@ Level = Literal["config", "model", "architecture"]
 LEVEL_ORDER: dict[str, int] = {"config": 0, "model": 1, "architecture": 2}
 Engine = Literal["vllm", "sglang", "tgi"]
 ENGINES: tuple[Engine, ...] = ("vllm", "sglang", "tgi")
+# tools whose flags a technique quotes: the engines and their routers; a version of each is named in `verified`
+Tool = Literal["vllm", "sglang", "sglang-router", "vllm-router", "tgi"]
 
 
 class Strict(BaseModel):
@@ -57,6 +59,8 @@ class Condition(Strict):
     factor: float = 1.0
     only_if: str | None = None  # an SLO flag that must be true for the condition to count
     supports_only: bool = False  # raises confidence but cannot match a cause on its own
+    context: bool = False  # a number shown with the finding (e.g. prefill speed); never counted for or against
+    one_way: bool = False  # one sufficient pattern among others: counts when it holds, never against the cause
     requires: list[Condition] = Field(default_factory=list)  # all must hold too (unmeasurable ones do not block)
     meaning: Text
 
@@ -118,9 +122,23 @@ class EngineKnobs(Strict):
     example: str = ""
 
 
+ARXIV_OR_DOI = r"^(arXiv:(\d{4}\.\d{4,5}|[a-z-]+(\.[A-Z]{2})?/\d{7})(v\d+)?|10\.\d{4,9}/[-._;()/:A-Za-z0-9]+)$"
+
+
 class PublishedGain(Strict):
+    """A published result: the paper(s) by arXiv id (``arXiv:2403.02310``, ``v3`` if the figure is version-specific)
+    or DOI; a claim that is not from a paper (docs, a blog, a vendor) gives its ``url`` instead."""
+
     claim: Text
     source: str = Field(min_length=1)
+    papers: list[Annotated[str, Field(pattern=ARXIV_OR_DOI)]] = Field(default_factory=list)
+    url: str = ""
+
+    @model_validator(mode="after")
+    def _cited(self) -> PublishedGain:
+        if not self.papers and not self.url.startswith("https://"):
+            raise ValueError("give the paper's arXiv id or DOI in 'papers', or an https 'url' for a non-paper source")
+        return self
 
 
 class ExpectedGain(Strict):
@@ -164,6 +182,16 @@ class Technique(Strict):
     side_effects: list[Text] = Field(min_length=1)
     when_not_to_use: list[Text] = Field(min_length=1)
     sources: list[Source] = Field(min_length=1)
+    # the release each tool's flags, defaults and examples were checked against (tree/engines/flags/<tool>-<v>.json)
+    verified: dict[Tool, Annotated[str, Field(pattern=r"^\d+(\.\d+)+$")]]
+
+    @field_validator("verified")
+    @classmethod
+    def _engines_verified(cls, value: dict) -> dict:
+        missing = [e for e in ENGINES if e not in value]
+        if missing:
+            raise ValueError(f"no verified version for: {', '.join(missing)}")
+        return value
 
     @field_validator("knobs")
     @classmethod
@@ -270,3 +298,24 @@ class SloPreset(Strict):
         if numbers != set(self.cite) or not all(c.strip() for c in self.cite.values()):
             raise ValueError(f"cite must give one non-blank citation per number: {sorted(numbers)}")
         return self
+
+
+class RetroStep(Strict):
+    """One step of the retro walk (tree/retro.yaml)."""
+
+    id: str
+    title: Text
+    question: Text
+    checklist: list[Text] = Field(min_length=1)
+
+
+class GateRule(Strict):
+    """One gated metric of tree/gate.yaml: the largest worsening tolerated, and why."""
+
+    metric: str
+    max_regression: str
+    reason: Text
+
+
+class GateSpec(Strict):
+    metrics: list[GateRule] = Field(min_length=1)

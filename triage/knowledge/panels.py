@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from functools import lru_cache
 from pathlib import Path
 
 from pydantic import Field, model_validator
 
 from triage.diagnosis.readings import Need, NeedKind, SeriesPoint
-from triage.knowledge.loader import DEFAULT_TREE_DIR, _parse, _read_yaml
 from triage.knowledge.model import Strict, Text
 
 
@@ -52,11 +50,11 @@ class Panel(Strict):
         return [n for line in self.lines for n in line.needs()]
 
 
-@lru_cache(maxsize=2)
-def load_panels(tree_dir: Path = DEFAULT_TREE_DIR) -> list[Panel]:
-    path = Path(tree_dir) / "panels.yaml"
-    data = _read_yaml(path)
-    return [_parse(Panel, p, path, f"panels[{i}]") for i, p in enumerate(data["panels"])]
+def load_panels(tree_dir: Path | None = None) -> tuple[Panel, ...]:
+    """The live panels of tree/panels.yaml (validated with the rest of the tree)."""
+    from triage.knowledge.loader import load_knowledge  # the loader imports this module's schema
+
+    return load_knowledge(tree_dir).panels
 
 
 def line_points(line: Line, series: dict[Need, list[SeriesPoint]]) -> list[SeriesPoint]:

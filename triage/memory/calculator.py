@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field, replace
-from functools import lru_cache
-from pathlib import Path
 from typing import Any
 
 from triage.errors import TriageError
-from triage.knowledge.loader import DEFAULT_TREE_DIR, KnowledgeBase, load_knowledge
+from triage.knowledge.loader import KnowledgeBase, load_knowledge
 
 GIB = 1024**3
 
@@ -239,14 +237,18 @@ def pick_branch(weights_gib: float, kv_needed_gib: float, activation_gib: float)
     return BRANCHES[parts.index(max(parts))]
 
 
-@lru_cache(maxsize=4)
-def _default_kb(tree_dir: Path = DEFAULT_TREE_DIR) -> KnowledgeBase:
-    return load_knowledge(tree_dir)
+PARTS = ("weights", "kv_cache", "activation", "overhead")
+
+
+def largest_part(b: Budget) -> str:
+    """Which of the four parts per GPU is the biggest (ties go in PARTS order)."""
+    sizes = (b.weights_gib, b.kv_needed_gib, b.activation_gib, b.overhead_gib)
+    return PARTS[sizes.index(max(sizes))]
 
 
 def branch_techniques(branch: str, kb: KnowledgeBase | None = None) -> list[str]:
     """The cause's technique ids in the seed's order, read from tree.yaml."""
-    kb = kb or _default_kb()
+    kb = kb or load_knowledge()  # the active tree (the CLI's --tree-dir), cached by the loader
     return [t.id for t in kb.causes[branch].techniques]
 
 
@@ -291,6 +293,16 @@ def decode_floor(inp: MemoryInput, batch: int | None = None, context: int | None
     return DecodeFloor(max(memory_ms, compute_ms), bound, memory_ms, compute_ms, w_bytes / bw * 1e3)
 
 
+def prefill_floor_ms(inp: MemoryInput, prompt: int) -> float:
+    """Roofline floor of one prefill of ``prompt`` tokens alone: dense FLOPs (2 × active params per token plus
+    causal attention, 2 × layers × prompt² × heads × head_dim) ÷ peak, or the weight read ÷ bandwidth."""
+    m = inp.model
+    flops = 2 * m.active_b * 1e9 * prompt + 2 * m.layers * prompt * prompt * m.heads * m.head_dim
+    compute_ms = flops / (inp.tp * _peak_tflops(inp.gpu, inp.weights) * 1e12) * 1e3
+    memory_ms = weight_bytes(m, inp.weights) / inp.tp / (inp.gpu.bandwidth_gbs * 1e9) * 1e3
+    return max(compute_ms, memory_ms)
+
+
 # ---------------------------------------------------------------- what-if ladder
 
 
@@ -307,14 +319,17 @@ class WhatIf:
     fits: bool
     gpus: int
     decode_floor_ms: float
+    flags: str = ""  # the vLLM flags that apply the step (all steps so far, for a ladder entry)
 
     def text(self, lang: str = "en") -> str:
         sign = "+" if self.delta_concurrency >= 0 else ""
+        flags = f" [{self.flags}]" if self.flags else ""
         if lang == "zh":
-            return (f"{self.label['zh']}：每卡腾出 {self.freed_gib:.1f} GiB，最大并发 {self.max_concurrency}"
+            return (f"{self.label['zh']}{flags}：每卡腾出 {self.freed_gib:.1f} GiB，最大并发 {self.max_concurrency}"
                     f"（{sign}{self.delta_concurrency} 条序列），{'放得下' if self.fits else '仍放不下'}")
-        return (f"{self.label['en']}: frees {self.freed_gib:.1f} GiB/GPU, max concurrency {self.max_concurrency} "
-                f"({sign}{self.delta_concurrency} sequences), {'fits' if self.fits else 'still does not fit'}")
+        return (f"{self.label['en']}{flags}: frees {self.freed_gib:.1f} GiB/GPU, max concurrency "
+                f"{self.max_concurrency} ({sign}{self.delta_concurrency} sequences), "
+                f"{'fits' if self.fits else 'still does not fit'}")
 
 
 _STEPS: tuple[tuple[str, str, dict[str, str], dict[str, Any]], ...] = (
@@ -323,6 +338,22 @@ _STEPS: tuple[tuple[str, str, dict[str, str], dict[str, Any]], ...] = (
     ("kv_fp8", "kv_cache_quantization", {"en": "FP8 KV", "zh": "FP8 KV"}, {"kv_dtype": "fp8"}),
     ("tp_x2", "parallelism", {"en": "TP ×2", "zh": "TP ×2"}, {}),
 )
+
+
+def step_flags(inp: MemoryInput, cur: MemoryInput) -> str:
+    """The vLLM serve flags that turn deployment ``inp`` into ``cur`` (weights, KV dtype, TP), in that order.
+
+    FP8 weights quantize a BF16 checkpoint online; INT4 needs a pre-quantized AWQ/GPTQ checkpoint, whose
+    method vLLM reads from its config (``--quantization awq`` names the common one)."""
+    flags = []
+    if cur.weights != inp.weights:
+        flags.append({"fp8": "--quantization fp8", "int8": "--quantization int8",
+                      "int4": "--quantization awq"}.get(cur.weights, f"--quantization {cur.weights}"))
+    if cur.kv_dtype != inp.kv_dtype:
+        flags.append(f"--kv-cache-dtype {cur.kv_dtype}")
+    if cur.tp != inp.tp:
+        flags.append(f"--tensor-parallel-size {cur.tp}")
+    return " ".join(flags)
 
 
 def _applicable(step: str, inp: MemoryInput) -> bool:
@@ -356,18 +387,21 @@ def running_floor(inp: MemoryInput, b: Budget) -> DecodeFloor:
     return decode_floor(inp, batch=min(inp.concurrency, max(b.max_concurrency, 1)))
 
 
-def _what_if(step: str, new: MemoryInput, base: Budget, label: dict[str, str] | None = None) -> WhatIf:
+def _what_if(step: str, inp: MemoryInput, new: MemoryInput, base: Budget,
+             label: dict[str, str] | None = None) -> WhatIf:
     _, technique, own_label, _ = _step(step)
     b = budget(new)
+    if step == "tp_x2" and label is None:
+        own_label = {"en": f"TP {new.tp}", "zh": f"TP {new.tp}"}
     return WhatIf(step, technique, label or own_label, round(_freed(base, b), 3), b.max_concurrency,
                   b.max_concurrency - base.max_concurrency, b.fits, new.tp * new.pp,
-                  round(running_floor(new, b).ms, 3))
+                  round(running_floor(new, b).ms, 3), step_flags(inp, new))
 
 
 def what_ifs(inp: MemoryInput, base: Budget | None = None) -> list[WhatIf]:
-    """Each applicable step applied alone to ``inp``, in the seed's order (weights → KV → TP)."""
+    """Each applicable step applied alone to ``inp``, in the usual order (weights → KV → TP)."""
     base = base or budget(inp)
-    return [_what_if(step, _apply(step, inp), base) for step, *_ in _STEPS if _applicable(step, inp)]
+    return [_what_if(step, inp, _apply(step, inp), base) for step, *_ in _STEPS if _applicable(step, inp)]
 
 
 def _describe(inp: MemoryInput, cur: MemoryInput) -> dict[str, str]:
@@ -395,7 +429,7 @@ def ladder(inp: MemoryInput, base: Budget | None = None) -> list[WhatIf]:
         if base.fits or (out and out[-1].fits) or not _applicable(step, cur):
             continue
         cur = _apply(step, cur)
-        out.append(_what_if(step, cur, base, _describe(inp, cur)))
+        out.append(_what_if(step, inp, cur, base, _describe(inp, cur)))
     return out
 
 
@@ -424,7 +458,7 @@ class MemoryBreakdown:
     max_concurrency: int
     fits: bool
     starts: bool
-    branch: str
+    branch: str | None  # the shortage branch; None when the workload fits (nothing is short)
     techniques: list[str]
     what_if: list[WhatIf]
     ladder: list[WhatIf]
@@ -434,28 +468,39 @@ class MemoryBreakdown:
     decode_realistic_ms: tuple[float, float]
     decode_floor_weights_ms: float
     gpus: int
-    notes: list[str] = field(default_factory=list)
+    notes: list[dict[str, str]] = field(default_factory=list)  # {lang: text}
+    largest_part: str = "weights"  # one of PARTS: the biggest part per GPU (said when it fits)
+    headroom_gib: float = 0.0  # usable − everything needed, per GPU; negative when it does not fit
 
 
-def _notes(inp: MemoryInput) -> list[str]:
-    m, notes = inp.model, ["Activation and overhead are estimates; the vLLM startup log is authoritative."]
+def _notes(inp: MemoryInput) -> list[dict[str, str]]:
+    """Caveats for this deployment, each in every UI language."""
+    m = inp.model
+    notes = [{"en": "Activation and overhead are estimates; the vLLM startup log is authoritative.",
+              "zh": "激活与开销为估算值；以 vLLM 启动日志为准。"}]
     if m.attention == "mla" and inp.tp > 1:
-        notes.append("MLA's latent KV is replicated on every TP rank (UNSURE); DP-attention avoids it.")
+        notes.append({"en": "MLA's latent KV is replicated on every TP rank (unverified); DP-attention avoids it.",
+                      "zh": "MLA 的潜在 KV 在每个 TP rank 上都有一份（未经验证）；DP-attention 可避免。"})
     elif inp.tp > m.kv_heads:
-        notes.append(f"TP {inp.tp} > {m.kv_heads} KV heads: KV heads are replicated, per-GPU KV stops shrinking.")
+        notes.append({"en": f"TP {inp.tp} > {m.kv_heads} KV heads: KV heads are replicated, per-GPU KV stops "
+                            "shrinking.",
+                      "zh": f"TP {inp.tp} > {m.kv_heads} 个 KV 头：KV 头被复制，每卡 KV 不再减少。"})
     if inp.tp > 1 and not inp.gpu.nvlink:
-        notes.append(f"{inp.gpu.title} has no NVLink: TP all-reduces go over PCIe; prefer replicas or PP.")
+        notes.append({"en": f"{inp.gpu.title} has no NVLink: TP all-reduces go over PCIe; prefer replicas or PP.",
+                      "zh": f"{inp.gpu.title} 没有 NVLink：TP 的 all-reduce 走 PCIe；优先多副本或 PP。"})
     if m.max_position and inp.max_model_len > m.max_position:
-        notes.append(f"max_model_len {inp.max_model_len} exceeds the model's {m.max_position} positions.")
+        notes.append({"en": f"max_model_len {inp.max_model_len} exceeds the model's {m.max_position} positions.",
+                      "zh": f"max_model_len {inp.max_model_len} 超过模型的 {m.max_position} 个位置。"})
     if inp.weights == "fp8" and not inp.gpu.fp8_tflops:
-        notes.append(f"{inp.gpu.title} has no FP8 tensor cores: FP8 weights run as W8A16 (Marlin).")
+        notes.append({"en": f"{inp.gpu.title} has no FP8 tensor cores: FP8 weights run as W8A16 (Marlin).",
+                      "zh": f"{inp.gpu.title} 没有 FP8 张量核心：FP8 权重以 W8A16（Marlin）方式运行。"})
     return notes
 
 
 def estimate(inp: MemoryInput, kb: KnowledgeBase | None = None) -> MemoryBreakdown:
     """The whole calculation for one deployment (per GPU), with branch, techniques and what-ifs."""
     b = budget(inp)
-    branch = pick_branch(b.weights_gib, b.kv_needed_gib, b.activation_gib)
+    branch = None if b.fits else pick_branch(b.weights_gib, b.kv_needed_gib, b.activation_gib)
     steps = what_ifs(inp, b)
     first = None if b.fits else next((w.step for w in steps if w.fits), None)
     floor = running_floor(inp, b)
@@ -466,10 +511,13 @@ def estimate(inp: MemoryInput, kb: KnowledgeBase | None = None) -> MemoryBreakdo
         kv_bytes_per_token=kv_bytes_per_token(inp.model, inp.kv_dtype),
         kv_bytes_per_token_per_gpu=b.kv_bytes_per_token_per_gpu, kv_capacity_tokens=b.kv_capacity_tokens,
         max_concurrency=b.max_concurrency, fits=b.fits, starts=b.kv_capacity_tokens >= inp.max_model_len,
-        branch=branch, techniques=branch_techniques(branch, kb), what_if=steps, ladder=ladder(inp, b),
+        branch=branch, techniques=branch_techniques(branch, kb) if branch else [], what_if=steps,
+        ladder=ladder(inp, b),
         try_first=first,
         decode_floor_ms=floor.ms, decode_bound=floor.bound, decode_realistic_ms=floor.realistic_ms,
-        decode_floor_weights_ms=decode_floor(inp, batch=1, context=0).ms, gpus=inp.tp * inp.pp, notes=_notes(inp))
+        decode_floor_weights_ms=decode_floor(inp, batch=1, context=0).ms, gpus=inp.tp * inp.pp, notes=_notes(inp),
+        largest_part=largest_part(b),
+        headroom_gib=b.usable_gib - b.weights_gib - b.activation_gib - b.overhead_gib - b.kv_needed_gib)
 
 
 def _rounded(value: Any) -> Any:
@@ -485,6 +533,7 @@ def _rounded(value: Any) -> Any:
 def breakdown_dict(b: MemoryBreakdown) -> dict[str, Any]:
     """JSON-ready breakdown (GiB rounded to 3 decimals); what_if entries also carry their English text."""
     out = _rounded(asdict(b))
+    out["notes"] = [n["en"] for n in b.notes]
     for key in ("what_if", "ladder"):
         out[key] = [{**_rounded(asdict(w)), "text": w.text()} for w in getattr(b, key)]
     return out

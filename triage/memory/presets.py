@@ -5,111 +5,24 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, replace
-from functools import lru_cache
 from pathlib import Path
-from typing import Any, Literal
-
-import yaml
-from pydantic import Field, ValidationError, model_validator
+from typing import Any
 
 from triage.errors import TriageError
-from triage.knowledge.loader import DEFAULT_TREE_DIR
-from triage.knowledge.model import Strict
+from triage.knowledge.loader import load_knowledge
 from triage.memory.calculator import GIB, GpuSpec, MemoryInput, ModelSpec, embedding_params, kv_bytes_per_token_per_gpu
-
-MODELS_FILE = DEFAULT_TREE_DIR / "models.yaml"
-GPUS_FILE = DEFAULT_TREE_DIR / "gpus.yaml"
-
 
 # ---------------------------------------------------------------- presets
 
 
-class ModelEntry(Strict):
-    """One entry of tree/models.yaml."""
-
-    id: str = Field(min_length=1)
-    title: str = Field(min_length=1)
-    params_b: float = Field(gt=0)
-    active_params_b: float | None = Field(default=None, gt=0)
-    layers: int = Field(gt=0)
-    hidden: int = Field(gt=0)
-    heads: int = Field(gt=0)
-    kv_heads: int = Field(gt=0)
-    head_dim: int = Field(gt=0)
-    attention: Literal["mha_gqa", "mla"]
-    kv_lora_rank: int | None = Field(default=None, gt=0)
-    qk_rope_head_dim: int | None = Field(default=None, gt=0)
-    max_position: int = Field(gt=0)
-    vocab_size: int | None = Field(default=None, gt=0)
-    tie_word_embeddings: bool = False
-    checkpoint_dtype: Literal["bf16", "fp8", "int8", "int4"] = "bf16"
-    source: str = Field(min_length=1)
-
-    @model_validator(mode="after")
-    def _shapes(self) -> ModelEntry:
-        if self.attention == "mla" and (self.kv_lora_rank is None or self.qk_rope_head_dim is None):
-            raise ValueError("attention 'mla' needs kv_lora_rank and qk_rope_head_dim")
-        if self.heads % self.kv_heads:
-            raise ValueError("heads must be a multiple of kv_heads")
-        if self.active_params_b is not None and self.active_params_b > self.params_b:
-            raise ValueError("active_params_b exceeds params_b")
-        return self
+def load_models(tree_dir: Path | None = None) -> dict[str, ModelSpec]:
+    """Model presets from tree/models.yaml (validated with the rest of the tree, unknown fields refused)."""
+    return {k: ModelSpec(**v.model_dump()) for k, v in load_knowledge(tree_dir).models.items()}
 
 
-class GpuEntry(Strict):
-    """One entry of tree/gpus.yaml."""
-
-    id: str = Field(min_length=1)
-    title: str = Field(min_length=1)
-    memory_gb: float = Field(gt=0)
-    memory_gib: float = Field(gt=0)
-    bandwidth_gbs: float = Field(gt=0)
-    bf16_tflops: float = Field(gt=0)
-    fp8_tflops: float | None = Field(default=None, gt=0)
-    nvlink: bool
-    source: str = Field(min_length=1)
-
-
-def _read_list(path: Path, key: str) -> list:
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-        raise TriageError(f"cannot read: {exc}", where=str(path)) from exc
-    if not isinstance(data, dict) or set(data) != {key} or not isinstance(data[key], list):
-        raise TriageError(f"expected a mapping with only a '{key}' list", where=str(path), key=key)
-    return data[key]
-
-
-def _validated(entry_type: type[Strict], raw: Any, path: Path, key: str) -> Any:
-    try:
-        return entry_type.model_validate(raw)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        loc = ".".join(str(p) for p in err["loc"])
-        reason = "unknown field" if err["type"] == "extra_forbidden" else err["msg"]
-        raise TriageError(reason, where=str(path), key=".".join(p for p in (key, loc) if p)) from exc
-
-
-def _load_entries(path: Path, key: str, entry_type: type[Strict]) -> dict[str, dict]:
-    found: dict[str, dict] = {}
-    for i, raw in enumerate(_read_list(path, key)):
-        entry = _validated(entry_type, raw, path, f"{key}[{i}]")
-        if entry.id in found:
-            raise TriageError(f"duplicate id '{entry.id}'", where=str(path), key=f"{key}[{i}].id")
-        found[entry.id] = entry.model_dump()
-    return found
-
-
-@lru_cache(maxsize=8)
-def load_models(path: Path = MODELS_FILE) -> dict[str, ModelSpec]:
-    """Model presets from tree/models.yaml, validated (unknown fields refused)."""
-    return {k: ModelSpec(**v) for k, v in _load_entries(Path(path), "models", ModelEntry).items()}
-
-
-@lru_cache(maxsize=8)
-def load_gpus(path: Path = GPUS_FILE) -> dict[str, GpuSpec]:
-    """GPU presets from tree/gpus.yaml, validated (unknown fields refused)."""
-    return {k: GpuSpec(**v) for k, v in _load_entries(Path(path), "gpus", GpuEntry).items()}
+def load_gpus(tree_dir: Path | None = None) -> dict[str, GpuSpec]:
+    """GPU presets from tree/gpus.yaml (validated with the rest of the tree, unknown fields refused)."""
+    return {k: GpuSpec(**v.model_dump()) for k, v in load_knowledge(tree_dir).gpus.items()}
 
 
 def pick(presets: dict[str, Any], name: str, flag: str) -> Any:

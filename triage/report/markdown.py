@@ -33,8 +33,10 @@ def _evidence_table(evidence: list[Evidence], lang: str) -> list[str]:
     for e in evidence:
         if e.holds is None:
             continue
-        rows.append(f"| `{e.signal}` | {fmt_value(e.value, e.unit)} | {e.op} {fmt_value(e.threshold, e.unit)} | "
-                    f"{'yes' if e.holds else 'no'} | {_cell(e.meaning.get(lang))} | {_cell(e.source)} |")
+        rule, met = ("—", "context") if e.context else (f"{e.op} {fmt_value(e.threshold, e.unit)}",
+                                                         "yes" if e.holds else "no")
+        rows.append(f"| `{e.signal}` | {fmt_value(e.value, e.unit)} | {rule} | {met} | {_cell(e.meaning.get(lang))} | "
+                    f"{_cell(e.source)} |")
     return rows
 
 

@@ -4,29 +4,17 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
-from functools import lru_cache
 from pathlib import Path
-
-from pydantic import Field
 
 from triage.diagnosis.rules import Diagnosis
 from triage.errors import TriageError
-from triage.knowledge.loader import DEFAULT_TREE_DIR, KnowledgeBase, _parse, _read_yaml
-from triage.knowledge.model import Strict, Text
+from triage.knowledge.loader import KnowledgeBase, load_knowledge
+from triage.knowledge.model import RetroStep
 
 
-class RetroStep(Strict):
-    id: str
-    title: Text
-    question: Text
-    checklist: list[Text] = Field(min_length=1)
-
-
-@lru_cache(maxsize=2)
-def load_steps(tree_dir: Path = DEFAULT_TREE_DIR) -> tuple[RetroStep, ...]:
-    path = Path(tree_dir) / "retro.yaml"
-    data = _read_yaml(path)
-    return tuple(_parse(RetroStep, s, path, f"steps[{i}]") for i, s in enumerate(data["steps"]))
+def load_steps(tree_dir: Path | None = None) -> tuple[RetroStep, ...]:
+    """The retro steps of tree/retro.yaml (validated with the rest of the tree)."""
+    return load_knowledge(tree_dir).retro
 
 
 @dataclass

@@ -20,6 +20,8 @@ def fmt_value(value: float | bool | None, unit: str = "") -> str:
 def evidence_line(e: Evidence, lang: str) -> str:
     if e.holds is None:
         return f"{e.signal}: not measurable from this source — {e.meaning.get(lang)}"
+    if e.context:
+        return f"{e.signal} = {fmt_value(e.value, e.unit)} — {e.meaning.get(lang)}"
     verdict = "met" if e.holds else "not met"
     return (f"{e.signal} = {fmt_value(e.value, e.unit)} [rule {e.op} {fmt_value(e.threshold, e.unit)}: {verdict}] "
             f"— {e.meaning.get(lang)}")
@@ -46,7 +48,7 @@ def _findings(kb: KnowledgeBase, diag: Diagnosis, lang: str) -> list[str]:
         lines.append(f" {i}. {kb.causes[f.cause].title.get(lang)} [{f.cause}] — confidence {f.confidence}")
         if f.explains:
             lines.append(f"    explains: {', '.join(f.explains)}")
-        lines += [f"    {'●' if e.holds else '○'} {evidence_line(e, lang)}"
+        lines += [f"    {'·' if e.context else '●' if e.holds else '○'} {evidence_line(e, lang)}"
                   for e in f.evidence if e.holds is not None]
         if f.not_measurable:
             lines.append(f"    not measurable from this source: {', '.join(f.not_measurable)}")

@@ -6,15 +6,10 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from pydantic import Field, field_validator
-
 from triage.errors import TriageError
-from triage.knowledge.loader import DEFAULT_TREE_DIR, _parse, _read_yaml
-from triage.knowledge.model import Strict, Text
+from triage.knowledge.loader import load_knowledge, read_gate_file
+from triage.knowledge.model import GateRule
 from triage.verify.comparison import METRIC_IDS, NOT_COMPARABLE, REGRESSION, SPECS, Comparison, MetricDelta
-
-GATE_PATH = DEFAULT_TREE_DIR / "gate.yaml"
-
 
 _TOL_RE = re.compile(r"^\s*(\d+(?:\.\d+)?|\.\d+)\s*(%|pp)?\s*$", re.IGNORECASE)
 
@@ -31,43 +26,36 @@ def parse_tolerance(text: str | float, metric: str, key: str = "--max-regression
     return float(m.group(1))
 
 
-class GateRule(Strict):
-    """One gated metric: the largest worsening tolerated, and why."""
-
-    metric: str
-    max_regression: str
-    reason: Text
-
-    @field_validator("metric")
-    @classmethod
-    def _known(cls, value: str) -> str:
-        if value not in SPECS:
-            raise ValueError(f"unknown metric; choose one of {', '.join(METRIC_IDS)}")
-        return value
-
-
-class GateSpec(Strict):
-    metrics: list[GateRule] = Field(min_length=1)
-
-
-def load_gate(path: Path | str = GATE_PATH) -> dict[str, float]:
-    """The gate file as ``{metric: tolerance}`` (% of baseline, pp for error_rate); TriageError if invalid."""
-    spec: GateSpec = _parse(GateSpec, _read_yaml(Path(path)), Path(path))
+def _tolerances(rules: tuple[GateRule, ...] | list[GateRule], where: str) -> dict[str, float]:
     out: dict[str, float] = {}
-    for i, rule in enumerate(spec.metrics):
-        if rule.metric in out:
-            raise TriageError(f"metric '{rule.metric}' is gated twice", where=str(path), key=f"metrics[{i}]")
+    for i, rule in enumerate(rules):
+        if rule.metric not in SPECS:
+            raise TriageError(f"unknown metric '{rule.metric}'; choose one of {', '.join(METRIC_IDS)}", where=where,
+                              key=f"metrics[{i}].metric")
         try:
             out[rule.metric] = parse_tolerance(rule.max_regression, rule.metric)
         except TriageError as exc:
-            raise TriageError(exc.reason, where=str(path), key=f"metrics[{i}].max_regression") from exc
+            raise TriageError(exc.reason, where=where, key=f"metrics[{i}].max_regression") from exc
     return out
 
 
-def load_gate_rules(path: Path | str = GATE_PATH) -> list[GateRule]:
-    """The gate file's rules with their reasons, for display."""
-    load_gate(path)
-    return _parse(GateSpec, _read_yaml(Path(path)), Path(path)).metrics
+def load_gate_rules(path: Path | str | None = None) -> tuple[GateRule, ...]:
+    """The gate rules with their reasons: a gate file, or (None) the active tree's gate.yaml."""
+    if path is None:
+        kb = load_knowledge()
+        rules, where = kb.gate, str(kb.source_dir / "gate.yaml")
+    else:
+        rules, where = read_gate_file(Path(path)), str(path)
+    _tolerances(rules, where)
+    return rules
+
+
+def load_gate(path: Path | str | None = None) -> dict[str, float]:
+    """The gate as ``{metric: tolerance}`` (% of baseline, pp for error_rate); TriageError if invalid."""
+    if path is None:
+        kb = load_knowledge()
+        return _tolerances(kb.gate, str(kb.source_dir / "gate.yaml"))
+    return _tolerances(read_gate_file(Path(path)), str(path))
 
 
 @dataclass

@@ -34,7 +34,8 @@ DIST_METRICS = {
 RATE_METRICS = {"requests_per_second": "req_per_s", "output_tokens_per_second": "out_tok_per_s",
                 "tokens_per_second": "total_tok_per_s"}
 TOKEN_METRICS = {"prompt_token_count": "prompt_tokens_mean", "output_token_count": "output_tokens_mean"}
-PCT_LIST_INDEX = {"p90": 7, "p99": 9}  # "[min, p0.1, p1, p5, p10, p25, p75, p90, p95, p99, max]"
+# "[min, p0.1, p1, p5, p10, p25, p75, p90, p95, p99, max]" (guidellm benchmark/outputs/csv.py, 0.4–0.8)
+PCT_LIST_INDEX = {"p5": 3, "p90": 7, "p99": 9}
 
 
 def fmt_epoch(value: Any) -> str | None:
@@ -90,8 +91,8 @@ def json_summary(bench: dict[str, Any]) -> dict[str, Any]:
             x = num(d.get(src))
             if x is not None:
                 out[f"{canon}_{dst}_s"] = x * factor
-        for p in ("p90", "p99"):
-            x = num(deep_get(d, "percentiles", p))
+        for p, key in (("p5", "p05"), ("p90", "p90"), ("p99", "p99")):
+            x = num(deep_get(d, "percentiles", key))
             if x is not None:
                 out[f"{canon}_{p}_s"] = x * factor
     for name, key in {**RATE_METRICS, **TOKEN_METRICS}.items():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from prometheus_client.parser import text_string_to_metric_families
@@ -30,6 +31,16 @@ def parse_metrics_text(text: str, taken_at: float, where: str) -> Snapshot:
         families = list(text_string_to_metric_families(text))
     except (ValueError, TypeError, IndexError, KeyError) as exc:
         raise _syntax_error(text, where, exc) from None
+    snap = Snapshot(taken_at=taken_at, where=where)
+    for family in families:
+        _add_family(snap, family)
+    _drop_created(snap)
+    return snap
+
+
+def snapshot_from_families(families: Iterable, taken_at: float, where: str) -> Snapshot:
+    """The Snapshot ``parse_metrics_text`` would give for these families rendered as text, without the
+    text round trip (an in-process simulator's history is built from its families directly)."""
     snap = Snapshot(taken_at=taken_at, where=where)
     for family in families:
         _add_family(snap, family)

@@ -16,13 +16,11 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.exposition import generate_latest
 from prometheus_client.utils import floatToGoString
-from pydantic import Field, model_validator
 
 from triage.errors import TriageError
-from triage.knowledge.loader import DEFAULT_TREE_DIR, _parse, _read_yaml
-from triage.knowledge.model import Strict, Text
+from triage.knowledge.loader import DEFAULT_TREE_DIR, load_knowledge
+from triage.knowledge.scenarios import Params, Scenario
 
-SCENARIOS_PATH = DEFAULT_TREE_DIR / "scenarios.yaml"
 MODEL_NAME = "meta-llama/Llama-3.1-8B-Instruct"
 ENGINE = "0"
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
@@ -39,78 +37,20 @@ LATENCY_BUCKETS = (0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.
                    240.0, 480.0, 960.0, 1920.0, 7680.0)
 
 
-class Params(Strict):
-    """One scenario's traffic, cache, engine and step-time parameters (see tree/scenarios.yaml)."""
-
-    rate: float = Field(gt=0)
-    max_concurrency: int = Field(ge=1)
-    prompt_median: float = Field(gt=0)
-    prompt_sigma: float = Field(ge=0)
-    long_frac: float = Field(ge=0, le=1)
-    long_prompt_median: float = Field(gt=0)
-    long_prompt_sigma: float = Field(ge=0)
-    output_median: float = Field(gt=0)
-    output_sigma: float = Field(ge=0)
-    max_tokens: int = Field(ge=1)
-    abort_frac: float = Field(ge=0, le=1)
-    prefix_caching: bool
-    prefix_hit: float = Field(ge=0, lt=1)
-    max_model_len: int = Field(ge=16)
-    num_gpu_blocks: int = Field(ge=1)
-    block_size: int = Field(ge=1)
-    max_num_seqs: int = Field(ge=1)
-    max_num_batched_tokens: int = Field(ge=1)
-    admit_reserve: float = Field(ge=0, lt=1)
-    step_base_s: float = Field(gt=0)
-    step_per_seq_s: float = Field(ge=0)
-    step_per_kv_token_s: float = Field(ge=0)
-    prefill_per_token_s: float = Field(gt=0)
-    step_jitter: float = Field(ge=0)
-    spec_tokens: int = Field(ge=0)
-    spec_acceptance: float = Field(ge=0, le=1)
-    spec_overhead: float = Field(ge=0)
-
-    @model_validator(mode="after")
-    def _fits(self) -> Params:
-        if self.num_gpu_blocks * self.block_size < self.max_model_len:
-            raise ValueError("num_gpu_blocks × block_size must hold max_model_len tokens (vLLM refuses to start)")
-        return self
-
-    @property
-    def kv_max_concurrency(self) -> float:
-        return self.num_gpu_blocks * self.block_size / self.max_model_len
+def load_scenarios(tree_dir: Path | None = None) -> dict[str, Scenario]:
+    """Scenarios by id from tree/scenarios.yaml (validated with the rest of the tree)."""
+    return load_knowledge(tree_dir).scenarios
 
 
-class Scenario(Strict):
-    id: str
-    title: Text
-    description: Text
-    params: Params
-
-
-def load_scenarios(path: Path = SCENARIOS_PATH) -> dict[str, Scenario]:
-    """Scenarios by id; each scenario's params are the file's ``defaults`` overridden by its own."""
-    data = _read_yaml(path)
-    if not isinstance(data, dict) or not isinstance(data.get("scenarios"), list):
-        raise TriageError("expected 'defaults' and a 'scenarios' list", where=str(path))
-    defaults = data.get("defaults") or {}
-    out: dict[str, Scenario] = {}
-    for i, raw in enumerate(data["scenarios"]):
-        merged = {**raw, "params": {**defaults, **(raw.get("params") or {})}} if isinstance(raw, dict) else raw
-        sc = _parse(Scenario, merged, path, prefix=f"scenarios.{i}")
-        if sc.id in out:
-            raise TriageError(f"duplicate scenario id '{sc.id}'", where=str(path), key=f"scenarios.{i}.id")
-        out[sc.id] = sc
-    return out
-
-
-SCENARIOS: dict[str, Scenario] = load_scenarios()
+SCENARIOS: dict[str, Scenario] = load_scenarios(DEFAULT_TREE_DIR)  # the repository's scenarios, for listings
 
 
 def get_scenario(name: str) -> Scenario:
-    if name not in SCENARIOS:
-        raise TriageError(f"unknown scenario '{name}'; valid: {', '.join(SCENARIOS)}", key="--scenario")
-    return SCENARIOS[name]
+    """A scenario of the active tree by id; TriageError naming the valid ones."""
+    scenarios = load_scenarios()
+    if name not in scenarios:
+        raise TriageError(f"unknown scenario '{name}'; valid: {', '.join(scenarios)}", key="--scenario")
+    return scenarios[name]
 
 
 def build_1_2_5_buckets(max_value: int) -> list[float]:
