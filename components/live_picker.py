@@ -11,6 +11,7 @@ import streamlit as st
 
 from components import live_source
 from components.shell import labels_now, lang, t
+from triage.report.links import parse_live_link
 from triage.sources.metrics.profiles import Profile, list_profiles
 from triage.sources.metrics.simulator import SCENARIOS
 
@@ -47,10 +48,43 @@ def _snapshots() -> Callable | None:
                    interval)
 
 
+MATCH_LABELS = ("model_name", "namespace", "pod", "instance")
+EXTRA_LABELS_KEY = "live_link_labels"  # labels a deep link filters on beyond MATCH_LABELS (engine, job …)
+LINK_KEY = "live_link_applied"
+
+
+def apply_live_link() -> None:
+    """Open the Live page as a deep link says (an alert's runbook URL or a Fleet row): the Prometheus source and
+    profile, the window ending at the alert, the replica's labels as filters. Applied once per distinct link."""
+    link = parse_live_link(st.query_params.to_dict())
+    if link is None:
+        return
+    signature = repr(link)
+    if st.session_state.get(LINK_KEY) == signature:
+        return
+    st.session_state[LINK_KEY] = signature
+    st.session_state["live_kind"] = "prometheus"
+    if link.profile and link.profile in list_profiles():
+        st.session_state["prom_profile"] = link.profile
+    if link.window in WINDOWS_MIN:
+        st.session_state["prom_window"] = link.window
+    if link.end is not None:
+        st.session_state["prom_absolute"] = True
+        st.session_state["prom_end_date"] = link.end.date()
+        st.session_state["prom_end_time"] = time(link.end.hour, link.end.minute)
+    for label in (*MATCH_LABELS, *st.session_state.get(EXTRA_LABELS_KEY, [])):
+        st.session_state[f"match:{label}"] = ""
+    st.session_state[EXTRA_LABELS_KEY] = [label for label in link.match if label not in MATCH_LABELS]
+    for label, value in link.match.items():
+        st.session_state[f"match:{label}"] = value
+
+
 def _match_filters() -> dict[str, str]:
+    labels = (*MATCH_LABELS, *st.session_state.get(EXTRA_LABELS_KEY, []))
     cols = st.columns(4)
     match = {}
-    for col, label in zip(cols, ("model_name", "namespace", "pod", "instance")):
+    for i, label in enumerate(labels):
+        col = cols[i % 4]
         value = col.text_input(label, key=f"match:{label}")
         if value:
             match[label] = value

@@ -2,7 +2,7 @@
 
 import streamlit as st
 
-from components.live_picker import source_picker
+from components.live_picker import apply_live_link, source_picker
 from components.live_view import refresh_and_render
 from components.shell import adopt_navigation, t
 from components.slo_picker import slo_sidebar
@@ -10,6 +10,7 @@ from components.slo_picker import slo_sidebar
 adopt_navigation()
 
 st.title(t("live_title"))
+apply_live_link()
 slo = slo_sidebar()
 source_key, make_pair = source_picker()
 refresh_s = st.sidebar.select_slider(t("live_refresh"), options=[5, 10, 15, 30, 60], value=15, key="live_refresh")

@@ -122,11 +122,13 @@ class VictoriaServer:
         raise RuntimeError(f"no {selector} in VictoriaMetrics after {deadline} s: {self.log.read_text()[-2000:]}")
 
 
-def start_victoria(folder: Path) -> VictoriaServer:
+def start_victoria(folder: Path, auth: tuple[str, str] | None = None) -> VictoriaServer:
     port = free_port()
     log = folder / "victoria.log"
     flags = [f"-storageDataPath={folder / 'vmdata'}", f"-httpListenAddr=127.0.0.1:{port}", "-retentionPeriod=100y",
              "-search.latencyOffset=0s", "-search.disableCache", "-loggerLevel=ERROR"]
+    if auth:
+        flags += [f"-httpAuth.username={auth[0]}", f"-httpAuth.password={auth[1]}"]
     with log.open("w") as sink:
         process = subprocess.Popen([VICTORIA, *flags], stdout=sink, stderr=subprocess.STDOUT, cwd=folder)
     server = VictoriaServer(f"http://127.0.0.1:{port}", process, folder, log)
@@ -135,7 +137,7 @@ def start_victoria(folder: Path) -> VictoriaServer:
         if process.poll() is not None:
             raise RuntimeError(f"victoria-metrics exited: {log.read_text(errors='replace')[-2000:]}")
         try:
-            if requests.get(server.url + "/health", timeout=1).ok:
+            if requests.get(server.url + "/health", timeout=1, auth=auth).ok:
                 return server
         except requests.RequestException:
             pass
