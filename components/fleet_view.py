@@ -74,7 +74,7 @@ def render(records: list[dict[str, object]], at: datetime) -> None:
     wanted = c2.multiselect(t("fleet_symptom_filter"), symptoms, key="fleet_symptom_filter")
     shown = [r for r in records
              if (not text or text.lower() in f"{r['replica']} {r['top_cause']}".lower())
-             and (not wanted or set(wanted) & set(r["symptoms"]))]  # type: ignore[arg-type]
+             and (not wanted or set(wanted) & set(r["symptoms"]))]  # type: ignore[call-overload]
     sick = sum(1 for r in records if r["findings"])
     st.caption(t("fleet_summary", total=len(records), sick=sick, shown=len(shown),
                  at=at.astimezone().strftime("%H:%M:%S")))

@@ -45,8 +45,7 @@ def test_fleet_rows_filter_refresh_and_link_to_live(two_replicas):
         page.goto(f"{url}/fleet")
         summary = page.get_by_text(re.compile(r"2 replicas, 1 with a finding; 2 shown · refreshed \d\d:\d\d:\d\d"))
         expect(summary).to_be_visible(timeout=90000)
-        expect(page.locator(".st-key-fleet_table")).to_be_visible()
-        page.screenshot(path=str(ARTIFACTS / "fleet.png"), full_page=True)
+        expect(page.locator("[data-testid=stDataFrame]").first).to_be_visible(timeout=30000)
         first = summary.inner_text()
         expect(summary).not_to_have_text(first, timeout=40000)  # refreshes on its timer (default 15 s), like Live
         page.get_by_label("Filter (replica or cause)").fill("queueing")
@@ -57,4 +56,4 @@ def test_fleet_rows_filter_refresh_and_link_to_live(two_replicas):
         page.goto(f"{url}/{link}")
         expect(page.get_by_label("instance")).to_have_value("queueing", timeout=60000)
         expect(page.get_by_text("Requests queue too long").first).to_be_visible(timeout=90000)
-        page.screenshot(path=str(ARTIFACTS / "fleet-live-link.png"), full_page=True)
+        page.screenshot(path=str(ARTIFACTS / "fleet-live-link.png"), full_page=True, timeout=120000)

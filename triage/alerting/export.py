@@ -116,6 +116,7 @@ class _Builder:
 
     def threshold(self, cond: Condition) -> float:
         value = cond.value if cond.slo is None else float(self.slo.values[cond.slo]) * cond.factor
+        assert value is not None  # the model requires a value or an SLO key
         return float(value)  # a bool compares as 1 / 0
 
     def measurable(self, signal: str) -> bool:

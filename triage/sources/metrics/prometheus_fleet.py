@@ -4,8 +4,9 @@ per need answers every replica (a per-group answer equals what a PrometheusWindo
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 from triage.diagnosis.readings import Need, Readings, SeriesPoint
@@ -97,8 +98,8 @@ class FleetWindow(PrometheusWindow):
             if q.need.kind == "quantile":
                 hists.setdefault(self.grouped_promql(q), []).append(q)
         at = self.end.timestamp()
-        calls = [lambda q=q: self._instant(self.grouped_promql(q), at) for q in plain]
-        calls += [lambda b=b: self._instant(b, at) for b in hists]
+        texts = [self.grouped_promql(q) for q in plain] + list(hists)
+        calls: list[Callable[[], Any]] = [partial(self._instant, text, at) for text in texts]
         results = self._run(calls)
         self._raise_if_all_fatal(results)
         answers: list[tuple[Query, Any]] = list(zip(plain, results))
