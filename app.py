@@ -3,7 +3,19 @@
 import pandas  # noqa: F401  # imported first: a lazy import racing plotly across sessions breaks it
 import streamlit as st
 
+from components.boundary import error_boundary
 from components.shell import sidebar, t
+from triage.sources.metrics import demo_feed
+
+
+@st.cache_resource(show_spinner=False)
+def _warm_once() -> bool:
+    """Once per server process: the Live demo's default engines start simulating their history now."""
+    demo_feed.warm()
+    return True
+
+
+_warm_once()
 
 st.set_page_config(page_title="Inference Triage", page_icon=":material/troubleshoot:", layout="wide")
 
@@ -24,4 +36,5 @@ pages = {
 }
 navigation = st.navigation(pages)
 sidebar()
-navigation.run()
+with error_boundary(navigation.url_path or "home"):  # no traceback ever reaches a visitor
+    navigation.run()

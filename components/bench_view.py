@@ -5,7 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
-from components import bench_charts, bench_source
+from components import bench_charts, bench_source, findings
 from components.evidence import diagnosis_panel
 from components.kpi import kpi_row
 from components.shell import knowledge, t
@@ -15,29 +15,50 @@ from triage.diagnosis.rules import Slo
 from triage.diagnosis.sweep import sweep_points
 from triage.report.run_summary import run_summary
 from triage.run import Run
+from triage.safe_text import md_escape
 from triage.sources.files import FORMATS
 
 UPLOAD_KEY = "bench_upload"
 
 
-def upload_area() -> None:
+def upload_area() -> list[tuple[str, str]]:
+    """The uploader; returns (name, message) of each file in it that could not be read."""
     files = st.file_uploader(t("upload"), accept_multiple_files=True, key=UPLOAD_KEY,
                              type=["json", "jsonl", "yaml", "yml", "csv", "parquet", "txt"])
-    fresh = [f for f in files or [] if f.file_id not in st.session_state.get(bench_source.SEEN_KEY, {})]
+    fresh = [f for f in files or [] if f.file_id not in st.session_state.get(bench_source.SEEN_KEY, {})
+             and f.file_id not in st.session_state.get(bench_source.ERRORS_KEY, {})]
     if fresh:
         with st.status(t("parsing"), expanded=False) as status:
-            bench_source.ingest(fresh, status)
-            status.update(label=t("parsed"), state="complete")
-    for name, reason in st.session_state.get(bench_source.ERRORS_KEY, {}).items():
-        st.error(t("upload_failed", name=name, reason=reason) + " " + t("kept_previous"))
+            good, bad = bench_source.ingest(fresh, status)
+            if bad:  # the status says what happened, never "parsed" for a file that was refused
+                status.update(label=t("upload_refused", names=", ".join(bad)), state="error", expanded=False)
+            else:
+                status.update(label=t("parsed_files", names=", ".join(good)), state="complete")
+    if bench_source.dropped():
+        st.caption(t("bench_dropped", n=bench_source.dropped()))
+    return bench_source.refused({f.file_id for f in files or []})
 
 
-def file_picker() -> bench_source.Loaded:
+def _on_pick() -> None:
+    bench_source.view(st.session_state[bench_source.CHOICE_KEY])
+
+
+def file_picker(failed: list[tuple[str, str]]) -> bench_source.Loaded | None:
+    """The file viewed (kept across pages); None when the user's upload was refused and nothing of theirs
+    loaded: then the page shows the error alone, not the sample's findings under the user's file name."""
     store = bench_source.loaded()
     if store:
         options = [bench_source.SAMPLE_ID, *store]
         label = {bench_source.SAMPLE_ID: t("sample_label"), **{d: b.source for d, b in store.items()}}
-        st.selectbox(t("file_picker"), options, key=bench_source.CHOICE_KEY, format_func=label.get)
+        viewed = bench_source.viewed()
+        st.session_state[bench_source.CHOICE_KEY] = viewed if viewed in options else options[-1]
+        st.selectbox(t("file_picker"), options, key=bench_source.CHOICE_KEY, format_func=label.__getitem__,
+                     on_change=_on_pick)
+    for name, reason in failed:
+        st.error(t("upload_failed", name=name, reason=reason) + " "
+                 + (t("kept_previous") if store else t("nothing_shown")))
+    if failed and not store:
+        return None
     loaded = bench_source.current()
     if loaded.is_sample:
         st.info(t("showing_sample"), icon=":material/science:")
@@ -48,8 +69,8 @@ def run_picker(loaded: bench_source.Loaded) -> Run:
     bench = loaded.bench
     st.markdown(t("detected", fmt=FORMATS.get(bench.format, bench.format), runs=len(bench.runs),
                   secs=bench.parse_seconds))
-    for note in bench.notes:
-        st.caption(note)
+    for note in bench.notes:  # notes quote column names and values of the file
+        st.caption(md_escape(note))
     if len(bench.runs) == 1:
         return bench.runs[0]
     labels = [f"{i}. {r.label}" for i, r in enumerate(bench.runs, start=1)]
@@ -109,14 +130,16 @@ def panels(loaded: bench_source.Loaded, run: Run, slo: Slo) -> None:
             bench_charts.sweep_curve(sweep_points(knowledge(), loaded.bench, slo.values), slo.values)
     if run.definitions:
         with st.expander(t("definitions")):
-            st.markdown("\n".join(f"- **{k}**: {v}" for k, v in run.definitions.items()))
+            st.markdown("\n".join(f"- **{md_escape(k)}**: {md_escape(v)}" for k, v in run.definitions.items()))
 
 
 def benchmark_page(slo: Slo, hardware: Hardware | None = None) -> None:
     st.title(t("bench_title"))
     st.caption(t("bench_hint"))
-    upload_area()
-    loaded = file_picker()
+    loaded = file_picker(upload_area())
+    if loaded is None:
+        findings.forget()
+        return
     run = run_picker(loaded)
     diag = diagnose_run(knowledge(), run, slo, hardware)
     kpi_row(diag.signals, slo.values)

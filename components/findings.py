@@ -19,6 +19,12 @@ def remember(label: str, diag: Diagnosis) -> None:
     st.session_state[DIAGNOSIS_KEY] = (label, diag)
 
 
+def forget() -> None:
+    """Nothing of the user's loaded: the tree and the retro go back to the labelled sample."""
+    st.session_state.pop(FINDINGS_KEY, None)
+    st.session_state.pop(DIAGNOSIS_KEY, None)
+
+
 @st.cache_resource(show_spinner=False)
 def _sample_diagnosis() -> Diagnosis:
     kb = knowledge()

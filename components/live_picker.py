@@ -18,25 +18,79 @@ from triage.sources.metrics.simulator import SCENARIOS
 SOURCES = ("demo", "scrape", "snapshots", "prometheus")
 WINDOWS_MIN = {"5m": 5, "15m": 15, "1h": 60, "6h": 360}
 QUERY_TIMEOUT_S = 5.0
+RANGES = {"15m": 15, "1h": 60, "6h": 360, "custom": None}  # the time-range picker; "custom" names its end
+RANGE_LABELS = {"15m": "15 min", "1h": "1 h", "6h": "6 h"}
 
 
-def _demo() -> Callable:
+def _from_url(key: str, param: str, parse: Callable[[str], object], allowed: object = None) -> None:
+    """Seed widget ``key`` from ``?param=`` once per session (an incident link reopens the same view)."""
+    if key in st.session_state or param not in st.query_params:
+        return
+    try:
+        value = parse(st.query_params[param])
+    except ValueError:
+        return
+    if allowed is None or value in allowed:  # type: ignore[operator]
+        st.session_state[key] = value
+
+
+def _to_url(values: dict[str, str | None]) -> None:
+    for param, value in values.items():
+        if value is None:
+            st.query_params.pop(param, None)
+        elif st.query_params.get(param) != value:
+            st.query_params[param] = value
+
+
+def time_range() -> tuple[float, datetime | None]:
+    """(minutes, end or None for now) from the range picker: last 15 m / 1 h / 6 h, or a custom span and end."""
+    _from_url("live_range", "window", str, RANGES)
+    choice = st.segmented_control(t("live_range"), list(RANGES), default="15m", key="live_range", required=True,
+                                  format_func=labels_now(list(RANGES), lambda r: t("live_range_custom")
+                                                         if r == "custom" else RANGE_LABELS[r]))
+    if choice != "custom":
+        _to_url({"window": choice, "minutes": None, "end": None})
+        return float(RANGES[choice] or 15), None
+    _from_url("live_custom_min", "minutes", float)
+    if "end" in st.query_params and "live_custom_end_date" not in st.session_state:
+        try:
+            end = datetime.fromisoformat(st.query_params["end"]).astimezone(UTC)
+            st.session_state["live_custom_end_date"] = end.date()
+            st.session_state["live_custom_end_time"] = end.time().replace(tzinfo=None)
+        except ValueError:
+            pass
+    st.session_state.setdefault("live_custom_min", 30.0)
+    c = st.columns(3)
+    minutes = c[0].number_input(t("live_custom_minutes"), min_value=1.0, max_value=7 * 24 * 60.0, step=5.0,
+                                key="live_custom_min")
+    day = c[1].date_input(t("live_end_date"), key="live_custom_end_date")
+    at = c[2].time_input(t("live_end_time"), value=time(0, 0), key="live_custom_end_time", step=300)
+    end = datetime.combine(day, at, tzinfo=UTC)
+    _to_url({"window": "custom", "minutes": f"{minutes:g}", "end": end.strftime("%Y-%m-%dT%H:%MZ")})
+    return float(minutes), end
+
+
+def _demo(minutes: float, end: datetime | None) -> Callable:
     ids = list(SCENARIOS)
-    scenario = st.selectbox(t("live_scenario"), ids, index=ids.index("queueing"), key="live_scenario",
+    _from_url("live_scenario", "scenario", str, ids)
+    if "live_scenario" not in st.session_state:
+        st.session_state["live_scenario"] = "queueing"
+    scenario = st.selectbox(t("live_scenario"), ids, key="live_scenario",
                             format_func=labels_now(ids, lambda s: SCENARIOS[s].title.get(lang())))
-    st.caption(SCENARIOS[scenario].description.get(lang()))
-    return partial(live_source.demo_windows, scenario, 10)
+    _to_url({"scenario": scenario})
+    st.caption(SCENARIOS[scenario].description.get(lang()) + " " + t("live_demo_now"))
+    return partial(live_source.demo_windows, scenario, minutes)
 
 
-def _scrape() -> Callable | None:
+def _scrape(minutes: float, end: datetime | None) -> Callable | None:
     url = st.text_input(t("live_url"), placeholder="http://127.0.0.1:8000/metrics", key="live_url")
     if not url:
         st.info(t("live_url_hint"))
         return None
-    return partial(live_source.scrape_windows, url, 15, QUERY_TIMEOUT_S)
+    return partial(live_source.scrape_windows, url, minutes, QUERY_TIMEOUT_S)
 
 
-def _snapshots() -> Callable | None:
+def _snapshots(minutes: float, end: datetime | None) -> Callable | None:
     cols = st.columns([2, 2, 1])
     before = cols[0].file_uploader(t("live_before"), key="snap_before")
     after = cols[1].file_uploader(t("live_after"), key="snap_after")
@@ -131,23 +185,25 @@ def prometheus_profile() -> Profile | None:
     return profiles[name]
 
 
-def _prometheus() -> Callable | None:
-    cols = st.columns([2, 1])
-    with cols[0]:
-        profile = prometheus_profile()
+def _prometheus(minutes: float, end: datetime | None) -> Callable | None:
+    profile = prometheus_profile()
     if profile is None:
         return None
-    window = cols[1].selectbox(t("live_window"), list(WINDOWS_MIN), index=1, key="prom_window")
-    end = end_time("prom")
     baseline = _baseline_offset(end)
-    return partial(live_source.prometheus_windows, profile, end, WINDOWS_MIN[window], _match_filters(),
+    return partial(live_source.prometheus_windows, profile, end, minutes, _match_filters(),
                    baseline, profile.timeout or QUERY_TIMEOUT_S)
 
 
 def source_picker() -> tuple[str, Callable | None]:
     """(a key naming the chosen source and its settings, a function building its windows)."""
+    _from_url("live_kind", "source", str, SOURCES)
     kind = st.segmented_control(t("live_source"), SOURCES, default="demo", key="live_kind", required=True,
                                 format_func=labels_now(SOURCES, lambda k: t(f"live_kind_{k}")))
-    make = {"demo": _demo, "scrape": _scrape, "snapshots": _snapshots, "prometheus": _prometheus}[kind]()
+    _to_url({"source": kind})
+    if kind != "demo":
+        _to_url({"scenario": None})
+    minutes, end = time_range() if kind != "snapshots" else (15.0, None)
+    pick = {"demo": _demo, "scrape": _scrape, "snapshots": _snapshots, "prometheus": _prometheus}[kind]
+    make = pick(minutes, end)
     settings = (make.args, tuple(sorted(make.keywords.items()))) if make is not None else ()
     return f"{kind}:{hashlib.sha1(repr(settings).encode()).hexdigest()[:12]}", make

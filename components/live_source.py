@@ -10,15 +10,13 @@ import streamlit as st
 
 from triage.diagnosis.readings import MetricWindow
 from triage.errors import TriageError
+from triage.safe_text import redact_url
+from triage.sources.metrics.demo_feed import shared_feed
 from triage.sources.metrics.exposition import parse_metrics_text
 from triage.sources.metrics.scrape import scrape
-from triage.sources.metrics.simulator import Simulator
 from triage.sources.metrics.snapshot_window import ScrapeBuffer, SnapshotWindow
 
 BUFFER_CAPACITY = 240          # scrapes kept per source: 1 h at 15 s
-DEMO_HISTORY_S = 15 * 60       # the demo starts with 15 minutes of history so panels have a shape
-DEMO_STEP_S = 15.0
-DEMO_BASELINE_KEY = "demo:healthy:baseline"  # one healthy run per session serves every scenario as baseline
 
 
 @dataclass(frozen=True)
@@ -30,36 +28,21 @@ class WindowPair:
     label: str
 
 
-def _demo_buffer(scenario: str, seed: int) -> tuple[Simulator, ScrapeBuffer]:
-    sim = Simulator(scenario, seed=seed, start=time.time() - DEMO_HISTORY_S)
-    buf = ScrapeBuffer(BUFFER_CAPACITY)
-    while sim.now < time.time():
-        sim.advance(DEMO_STEP_S)
-        buf.add(parse_metrics_text(sim.render(), sim.now, f"demo:{scenario}"))
-    return sim, buf
+def demo_windows(scenario: str, minutes: float) -> WindowPair:
+    """The process's simulated engine for the scenario, advanced to wall-clock time (shared by every
+    session, like a real server); a healthy engine of its own is the baseline."""
+    feed = shared_feed(scenario, 1)
+    base = shared_feed("healthy", 2)
+    feed.catch_up()
+    return WindowPair(feed.window(minutes * 60), base.window(minutes * 60), f"demo · {scenario}")
 
 
-def demo_windows(scenario: str, minutes: int) -> WindowPair:
-    """The in-process simulator, advanced to wall-clock time; the healthy scenario is the baseline."""
-    key = f"demo:{scenario}"
-    if key not in st.session_state:
-        st.session_state[key] = _demo_buffer(scenario, seed=1)
-    if DEMO_BASELINE_KEY not in st.session_state:
-        st.session_state[DEMO_BASELINE_KEY] = _demo_buffer("healthy", seed=2)
-    sim, buf = st.session_state[key]
-    if time.time() - sim.now >= 1:
-        sim.advance(time.time() - sim.now)
-        buf.add(parse_metrics_text(sim.render(), sim.now, key))
-    _, base_buf = st.session_state[DEMO_BASELINE_KEY]
-    return WindowPair(buf.window(minutes * 60), base_buf.window(minutes * 60), f"demo · {scenario}")
-
-
-def scrape_windows(url: str, minutes: int, timeout: float) -> WindowPair:
+def scrape_windows(url: str, minutes: float, timeout: float) -> WindowPair:
     """Poll ``url`` once per refresh into a bounded ring buffer kept for this session."""
     key = f"scrape:{url}"
     buf: ScrapeBuffer = st.session_state.setdefault(key, ScrapeBuffer(BUFFER_CAPACITY))
-    buf.add(scrape(url, timeout=timeout))
-    return WindowPair(buf.window(minutes * 60), None, url)
+    buf.add(scrape(url, timeout=timeout))  # bounded, no redirects, metadata refused, TRIAGE_SCRAPE_ALLOW honoured
+    return WindowPair(buf.window(minutes * 60), None, redact_url(url))
 
 
 def snapshot_windows(before: bytes, after: bytes, names: tuple[str, str], interval: float) -> WindowPair:
@@ -77,7 +60,7 @@ def snapshot_windows(before: bytes, after: bytes, names: tuple[str, str], interv
     return WindowPair(SnapshotWindow(snaps), None, f"{names[0]} → {names[1]}")
 
 
-def prometheus_windows(profile, end: datetime | None, minutes: int, match: dict[str, str],
+def prometheus_windows(profile, end: datetime | None, minutes: float, match: dict[str, str],
                        baseline_offset_h: float | None, timeout: float) -> WindowPair:
     from triage.sources.metrics.prometheus_window import PrometheusWindow
 

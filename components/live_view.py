@@ -6,6 +6,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import datetime
+from functools import lru_cache
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -19,8 +20,11 @@ from triage.diagnosis.readings import Need, SeriesPoint
 from triage.diagnosis.rules import Slo
 from triage.diagnosis.window import LiveDiagnosis, diagnose_window, window_signals
 from triage.errors import TriageError
+from triage.knowledge.engines import load_engines
+from triage.knowledge.model import Text
 from triage.knowledge.panels import Panel, line_points, load_panels
 from triage.report.text import fmt_value
+from triage.safe_text import md_escape
 
 LAST_KEY = "live_last"      # the last good refresh of any source (the memory page reads its cache config)
 STALE_KEY = "live_by_source"  # source → its last good refresh, shown under a banner when a refresh fails
@@ -111,13 +115,24 @@ def _panel_figure(panel: Panel, result: LiveResult) -> go.Figure | None:
                                      mode="lines", name=line.label))
     if not fig.data:
         return None
+    # plotly picks distinct time ticks for the span (a fixed "%H:%M" repeated one minute under 20 s ticks);
+    # counts, rates, latencies and usage are drawn from zero so a small wobble does not look like a cliff
     fig.update_layout(height=240, margin=dict(l=10, r=10, t=10, b=10), yaxis_title=panel.unit,
-                      legend=dict(orientation="h", y=1.15), xaxis=dict(tickformat="%H:%M"))
+                      legend=dict(orientation="h", y=1.15), xaxis=dict(nticks=6),
+                      yaxis=dict(rangemode="tozero"))
     return fig
 
 
+@lru_cache(maxsize=1)
+def _missing_texts() -> dict[str, Text]:
+    """Each engine metric's "why it is missing" text by its English wording (the core reports English)."""
+    return {m.missing.en: m.missing for engine in load_engines().values() for m in engine.metrics}
+
+
 def _why_missing(panel: Panel, result: LiveResult) -> str:
-    reasons = {result.missing[n] for n in panel.needs() if n in result.missing}
+    known = _missing_texts()
+    reasons = {known[r].get(lang()) if r in known else r
+               for r in (result.missing[n] for n in panel.needs() if n in result.missing)}
     return " ".join(sorted(reasons)) or t("panel_no_data")
 
 
@@ -136,8 +151,8 @@ def panels(result: LiveResult) -> None:
 def render(result: LiveResult) -> None:
     st.caption(t("live_source_line", label=result.label, engine=result.live.engine,
                  at=datetime.fromtimestamp(result.at).strftime("%H:%M:%S")))
-    for err in result.live.readings.errors:
-        st.warning(err)
+    for err in result.live.readings.errors:  # may quote a server's error text
+        st.warning(md_escape(err))
     kpi_deltas(result)
     all_deltas(result)
     panels(result)

@@ -8,6 +8,7 @@ import streamlit as st
 from components.shell import knowledge, labels_now, lang, t
 from components.verify_view import log
 from triage.errors import TriageError
+from triage.safe_text import md_escape
 
 VERDICTS = ("gain confirmed", "no effect", "regression", "unsound")
 
@@ -18,7 +19,7 @@ def log_page() -> None:
     try:
         store = log()
     except TriageError as exc:
-        st.error(exc.line())
+        st.error(md_escape(exc.line()))
         return
     c1, c2 = st.columns(2)
     techs, verdicts = [None, *kb.techniques], [None, *VERDICTS]
@@ -37,9 +38,10 @@ def log_page() -> None:
     chosen = st.selectbox(t("log_open"), [e.id for e in entries], key="log_open")
     entry = store.get(chosen)
     with st.container(border=True):
-        st.markdown(f"**#{entry.id} · {entry.overall}** · {entry.technique or '—'} · {entry.created_at}")
-        st.caption(f"{entry.baseline_name} ({entry.baseline_sha256[:12]}) → "
-                   f"{entry.candidate_name} ({entry.candidate_sha256[:12]})")
+        st.markdown(f"**#{entry.id} · {md_escape(entry.overall)}** · {md_escape(entry.technique or '—')} · "
+                    f"{md_escape(entry.created_at)}")
+        st.caption(f"{md_escape(entry.baseline_name)} ({md_escape(entry.baseline_sha256[:12])}) → "
+                   f"{md_escape(entry.candidate_name)} ({md_escape(entry.candidate_sha256[:12])})")
         st.dataframe(pd.DataFrame(entry.metrics), hide_index=True, width="stretch")
         st.page_link("pages/verify.py", label=t("log_verify_again", id=entry.id), icon=":material/compare_arrows:",
                      query_params={"experiment": str(entry.id)})

@@ -23,6 +23,7 @@ from triage.memory.calculator import (
     estimate,
 )
 from triage.memory.presets import from_cache_config, load_gpus, load_models, parse_hf_config
+from triage.safe_text import md_escape
 
 CUSTOM, PASTED = "__custom__", "__config__"
 CACHE_CONFIG = Need("info", "cache_config")
@@ -90,7 +91,7 @@ def _pasted_model() -> ModelSpec | None:
     try:
         return parse_hf_config(text, where="config.json")
     except TriageError as exc:
-        st.error(exc.line())
+        st.error(md_escape(exc.line()))
         return None
 
 
@@ -249,7 +250,7 @@ def _measured(inp: MemoryInput, b: MemoryBreakdown) -> None:
     try:
         measured = from_cache_config(labels, inp)
     except TriageError as exc:
-        st.caption(exc.line())
+        st.caption(md_escape(exc.line()))
         return
     st.info(t("mem_measured", tokens=f"{measured.kv_capacity_tokens:,}", conc=measured.max_concurrency,
               est=f"{b.kv_capacity_tokens:,}", source=measured.source))
@@ -268,7 +269,7 @@ def memory_page() -> None:
     try:
         b = estimate(inp, knowledge())
     except TriageError as exc:
-        st.error(exc.line())
+        st.error(md_escape(exc.line()))
         return
     st.plotly_chart(breakdown_chart(b), width="stretch", key="mem_chart", theme="streamlit")
     _verdict(b)

@@ -10,6 +10,7 @@ from components.node_panel import technique_link
 from components.shell import knowledge, labels_now, lang, t
 from triage.diagnosis.rules import Diagnosis
 from triage.errors import TriageError
+from triage.params import int_param
 from triage.report.markdown import WRONG_TEXT, report_markdown, restore_walk
 from triage.report.retro import RetroState, RetroStep, load_steps, suggested, wrong_usages
 
@@ -28,9 +29,10 @@ def current_step(s: RetroState) -> int:
     """The step in the URL wins (a shared link opens the same step), clamped to the walk.
 
     The URL counts from 1, as the text does (``?step=3`` is "3. …"); the state counts from 0."""
-    raw = st.query_params.get(STEP_PARAM)
-    if raw is not None and raw.isdigit():
-        s.step = max(0, min(int(raw) - 1, len(load_steps()) - 1))
+    wanted = int_param(st.query_params.get(STEP_PARAM), 1, len(load_steps()))
+    if wanted is not None:
+        s.step = wanted - 1
+    s.step = max(0, min(int(s.step), len(load_steps()) - 1))
     return s.step
 
 
@@ -106,7 +108,8 @@ def _export(s: RetroState, diag: Diagnosis | None) -> None:
     upload = st.file_uploader(t("retro_import"), type=["md", "markdown", "txt"], key="retro_import")
     if upload is not None and st.session_state.get("retro_imported") != upload.file_id:
         try:
-            st.session_state[STATE_KEY] = restore_walk(upload.getvalue().decode("utf-8", errors="replace"))
+            st.session_state[STATE_KEY] = restore_walk(upload.getvalue().decode("utf-8", errors="replace"),
+                                                       knowledge())
         except TriageError as exc:
             st.error(t("retro_import_failed", name=upload.name, reason=exc.line()))
             return

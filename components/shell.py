@@ -10,6 +10,7 @@ import streamlit as st
 from triage.knowledge.i18n import tr
 from triage.knowledge.loader import KnowledgeBase, load_knowledge
 from triage.knowledge.model import LANGS
+from triage.safe_text import md_escape
 
 LANG_KEY = "lang"
 LANG_LABELS = {"en": "English", "zh": "中文"}
@@ -35,7 +36,9 @@ def _lang_to_url() -> None:
 
 
 def t(key: str, **fmt: object) -> str:
-    return tr(key, lang(), **fmt)
+    """The UI string in the session's language; text filled into it is Markdown-escaped (a file name, a URL,
+    an error sentence, an id from the URL can never become a link, an image or emphasis)."""
+    return tr(key, lang(), **{k: md_escape(v) if isinstance(v, str) else v for k, v in fmt.items()})
 
 
 def _localize_builtin_text() -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
+from functools import lru_cache
 
 import plotly.graph_objects as go
 import streamlit as st
@@ -138,14 +139,26 @@ def _scroll_into_view() -> None:
         html(_SCROLL_JS % (json.dumps(node), CHART_KEY), height=0)
 
 
+@lru_cache(maxsize=8)
+def _nodes(language: str) -> tuple[PlacedNode, ...]:
+    return tuple(layout(knowledge(), language))
+
+
+@lru_cache(maxsize=256)
+def _figure(language: str, highlight: frozenset[str], selected: str | None, compact: bool, dark: bool) -> go.Figure:
+    """One figure per look, built once per process: plotly's validation of ~200 styled points is the
+    slowest part of drawing the tree. Streamlit copies the figure (to_dict) before sending it."""
+    nodes = list(_nodes(language))
+    return build_figure(nodes, highlight_keys(nodes, set(highlight)), selected_keys(nodes, selected),
+                        compact=compact, dark=dark)
+
+
 def tree_chart(highlight: Iterable[str] = (), compact: bool = False) -> None:
     """Draw the tree with ``highlight`` ids lit and the ``?node=`` selection ringed.
 
     ``compact`` is the half-width tree beside findings (narrower labels)."""
-    nodes = layout(knowledge(), lang())
     dark = st.context.theme.type == "dark"
-    fig = build_figure(nodes, highlight_keys(nodes, set(highlight)), selected_keys(nodes, selected_node()),
-                       compact=compact, dark=dark)
+    fig = _figure(lang(), frozenset(highlight), selected_node(), compact, dark)
     st.plotly_chart(fig, key=CHART_KEY, on_select=_on_select, selection_mode="points",
                     config={"displayModeBar": False, "scrollZoom": False}, width="stretch")
     _scroll_into_view()

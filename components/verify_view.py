@@ -14,7 +14,9 @@ from components.shell import knowledge, labels_now, lang, t
 from triage.diagnosis.rules import Slo
 from triage.diagnosis.window import window_signals
 from triage.errors import TriageError
+from triage.params import SQLITE_MAX_ID, int_param, shown_param
 from triage.run import Run
+from triage.safe_text import md_escape
 from triage.verify.comparison import Comparison, compare, comparison_json
 from triage.verify.experiment_log import ExperimentLog, entry_from
 from triage.verify.windows import run_from_signals
@@ -34,7 +36,7 @@ def _pick(side: str) -> tuple[str, bytes, Run] | None:
         return None
     data = upload.getvalue()
     try:
-        bench = parse(upload.file_id, upload.name, data)
+        _, bench = parse(upload.name, data)
     except TriageError as exc:
         st.error(t("upload_failed", name=upload.name, reason=exc.line()))
         return None
@@ -71,7 +73,7 @@ def _pick_windows() -> tuple[tuple[str, bytes, Run], tuple[str, bytes, Run]] | N
         runs = [_window_run(profile, end, minutes, f"{profile.name} {window} to {end:%Y-%m-%d %H:%M}Z")
                 for end in (base_end, cand_end)]
     except TriageError as exc:
-        st.error(exc.line())
+        st.error(md_escape(exc.line()))
         return None
     return tuple((r.label, r.label.encode(), r) for r in runs)  # type: ignore[return-value]
 
@@ -131,13 +133,13 @@ def _distributions(base: Run, cand: Run) -> None:
 
 def _verdict(c: Comparison) -> None:
     box = {"gain confirmed": st.success, "regression": st.error, "unsound": st.error}.get(c.overall, st.info)
-    box(f"**{t('verify_overall')}: {c.overall}** — {c.headline}" if c.headline else f"**{c.overall}**")
+    box(f"**{t('verify_overall')}: {c.overall}** — {md_escape(c.headline)}" if c.headline else f"**{c.overall}**")
     if c.expected_gain_text:
         st.caption(t("verify_expected", text=c.expected_gain_text))
-    for reason in c.refused:
-        st.error(reason, icon=":material/block:")
+    for reason in c.refused:  # these sentences quote model names and labels from the files
+        st.error(md_escape(reason), icon=":material/block:")
     for warning in c.warnings:
-        st.warning(warning)
+        st.warning(md_escape(warning))
     st.caption(c.basis)
 
 
@@ -149,25 +151,29 @@ def _save(c: Comparison, base: tuple[str, bytes, Run], cand: tuple[str, bytes, R
             try:
                 entry_id = log().save(entry_from(comparison_json(c), base[:2], cand[:2], who or None, note))
             except TriageError as exc:
-                st.error(exc.line())
+                st.error(md_escape(exc.line()))
                 return
             st.success(t("verify_saved", id=entry_id))
 
 
-def stored_experiment(entry_id: str) -> None:
+def stored_experiment(raw_id: str) -> None:
     """An experiment from the log, opened by ``?experiment=ID``: its recorded comparison, as saved."""
+    entry_id = int_param(raw_id, 1, SQLITE_MAX_ID)
     try:
-        entry = log().get(int(entry_id))
-    except (TriageError, ValueError, KeyError) as exc:
-        st.error(t("verify_no_experiment", id=entry_id, reason=str(exc)))
+        if entry_id is None:
+            raise TriageError("not an experiment id (a whole number from 1)")
+        entry = log().get(entry_id)
+    except TriageError as exc:
+        st.error(t("verify_no_experiment", id=shown_param(raw_id), reason=exc.line()))
         return
     box = {"gain confirmed": st.success, "regression": st.error, "unsound": st.error}.get(entry.overall, st.info)
-    box(f"**#{entry.id} · {t('verify_overall')}: {entry.overall}** · {entry.technique or '—'} · {entry.created_at}")
+    box(f"**#{entry.id} · {t('verify_overall')}: {md_escape(entry.overall)}** · {md_escape(entry.technique or '—')}"
+        f" · {md_escape(entry.created_at)}")
     st.caption(t("verify_stored", base=entry.baseline_name, bd=entry.baseline_sha256[:12], cand=entry.candidate_name,
                  cd=entry.candidate_sha256[:12]))
     st.dataframe(pd.DataFrame(entry.metrics), hide_index=True, width="stretch")
     if entry.note:
-        st.markdown(f"**{t('verify_note')}:** {entry.note}")
+        st.markdown(f"**{t('verify_note')}:** {md_escape(entry.note)}")
     st.json(entry.workload, expanded=False)
     st.divider()
 

@@ -2,30 +2,38 @@
 
 import streamlit as st
 
+from components.boundary import error_boundary
 from components.findings import current_highlight
 from components.node_panel import jump_box, node_panel
 from components.shell import adopt_navigation, t
 from components.tree_chart import NODE_PARAM, selected_node, tree_chart
+from triage.params import shown_param
 
 adopt_navigation()
 
-st.title(t("app_title"))
-st.caption(t("tagline"))
 
-wanted = st.query_params.get(NODE_PARAM)
-if wanted and selected_node() is None:
-    st.warning(t("unknown_node", id=wanted))
+def _page() -> None:
+    st.title(t("app_title"))
+    st.caption(t("tagline"))
 
-highlight, note = current_highlight()
-left, right = st.columns([3, 2], gap="medium")
-with left:
-    st.markdown(f"### {t('tree_heading')}")
-    st.caption(t("tree_hint"))
-    if note:
-        st.caption(note)
-    tree_chart(highlight)
-with right:
-    st.markdown(f"### {t('details')}")
-    jump_box(selected_node())
-    with st.container(border=True):
-        node_panel(selected_node())
+    wanted = st.query_params.get(NODE_PARAM)
+    if wanted and selected_node() is None:
+        st.warning(t("unknown_node", id=shown_param(wanted)))
+
+    highlight, note = current_highlight()
+    left, right = st.columns([3, 2], gap="medium")
+    with left:
+        st.markdown(f"### {t('tree_heading')}")
+        st.caption(t("tree_hint"))
+        if note:
+            st.caption(note)
+        tree_chart(highlight)
+    with right:
+        st.markdown(f"### {t('details')}")
+        jump_box(selected_node())
+        with st.container(border=True):
+            node_panel(selected_node())
+
+
+with error_boundary("diagnose"):
+    _page()

@@ -2,6 +2,7 @@
 
 import streamlit as st
 
+from components.boundary import error_boundary
 from components.live_picker import apply_live_link, source_picker
 from components.live_view import refresh_and_render
 from components.shell import adopt_navigation, t
@@ -12,14 +13,17 @@ adopt_navigation()
 st.title(t("live_title"))
 apply_live_link()
 slo = slo_sidebar()
-source_key, make_pair = source_picker()
+source_key, make_pair = "", None
+with error_boundary("live"):
+    source_key, make_pair = source_picker()
 refresh_s = st.sidebar.select_slider(t("live_refresh"), options=[5, 10, 15, 30, 60], value=15, key="live_refresh")
 
 
 @st.fragment(run_every=refresh_s)
 def _live() -> None:
     if make_pair is not None:
-        refresh_and_render(make_pair, slo, source_key)
+        with error_boundary("live refresh"):  # a fragment rerun runs outside the page's boundary
+            refresh_and_render(make_pair, slo, source_key)
 
 
 _live()

@@ -2,16 +2,24 @@
 
 import streamlit as st
 
+from components.boundary import error_boundary
 from components.shell import adopt_navigation, knowledge, t
 from components.technique_view import technique_index, technique_view
+from triage.params import shown_param
 
 adopt_navigation()
 
-wanted = st.query_params.get("id")
-tech = knowledge().techniques.get(wanted) if wanted else None
-if tech is not None:
-    technique_view(tech)
-else:
-    if wanted:
-        st.warning(t("unknown_technique", id=wanted))
-    technique_index()
+
+def _page() -> None:
+    wanted = st.query_params.get("id")
+    tech = knowledge().techniques.get(wanted) if wanted else None
+    if tech is not None:
+        technique_view(tech)
+    else:
+        if wanted:
+            st.warning(t("unknown_technique", id=shown_param(wanted)))
+        technique_index()
+
+
+with error_boundary("technique"):
+    _page()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import sys
 from pathlib import Path
@@ -10,6 +11,9 @@ import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
+# Unexpected exceptions surface in tests (AppTest's at.exception, a CLI traceback) instead of being turned into
+# the one-line message visitors and users see; the tests of those boundaries unset it.
+os.environ.setdefault("TRIAGE_DEBUG", "1")
 sys.path.insert(0, str(ROOT))
 
 from tests.fleet_history import fleet_history  # noqa: E402,F401  (session fixture: the simulated fleet)

@@ -91,7 +91,8 @@ def test_vllm_detailed_per_request_canonical():
     df = run.requests
     assert list(df["ok"]) == [True, False, True, True]
     assert df["start_s"].tolist() == pytest.approx([0.0, 0.1, 0.3, 0.5])  # perf_counter → relative
-    assert df["queue_s"].tolist() == pytest.approx([0.0, 0.0, 0.01, 0.02])
+    # queue_times is the client's wait for a concurrency slot (vllm/benchmarks/serve.py), not engine queue time
+    assert df["client_wait_s"].tolist() == pytest.approx([0.0, 0.0, 0.01, 0.02]) and "queue_s" not in df
     assert np.isnan(df["ttft_s"][1]) and np.isnan(df["output_tokens"][1])  # failed: 0.0 placeholders dropped
     assert df["tpot_s"][0] == pytest.approx((1.1 - 0.1) / 99)
     assert df["itl_s"][0] == pytest.approx(1 / 3)
@@ -149,7 +150,8 @@ def test_guidellm_v05_tpot_recomputed_not_ttft_including(name):
     df = run.requests
     assert df["tpot_s"][0] == pytest.approx((2.0 - 0.3) / 199)
     assert df["tpot_s"][0] != pytest.approx(2.0 / 200)  # time_per_output_token_ms (includes TTFT) is not used
-    assert df["queue_s"].tolist() == pytest.approx([0.05, 0.05, 0.10, 0.10])  # request_start − targeted_start
+    # request_start − targeted_start: the client's dispatch delay, outside TTFT; not engine queue time
+    assert df["client_wait_s"].tolist() == pytest.approx([0.05, 0.05, 0.10, 0.10]) and "queue_s" not in df
     assert df["ok"].tolist() == [True, True, True, False]
     assert run.meta["tool"] == "guidellm 0.5.4" and run.meta["model"] == "Qwen/Qwen3-8B"
     assert run.summary["max_concurrency"] == 4
@@ -202,10 +204,23 @@ def test_genai_perf_json_and_raw():
     raw = load("profile_export.json").runs[0]
     df = raw.requests
     assert df["ttft_s"].tolist()[:2] == pytest.approx([0.2, 0.3])
-    assert df["e2e_s"].tolist()[:2] == pytest.approx([0.5000001, 1.0])
+    # as genai-perf does, the usage/[DONE] responses (no generated text) are not counted as tokens or as the end
+    assert df["e2e_s"].tolist()[:2] == pytest.approx([0.5, 0.7])
     assert df["output_tokens"].tolist()[:2] == [5, 4]  # from the usage block of the last chunk
-    assert df["tpot_s"][1] == pytest.approx(0.7 / 3)
+    assert df["tpot_s"][1] == pytest.approx(0.4 / 3)
     assert df["ok"].tolist() == [True, True, False]
+
+
+def test_genai_perf_raw_without_usage_has_tpot_from_chunk_timestamps():
+    """genai-perf's raw export timestamps every streamed chunk: with no usage block, TPOT comes from them."""
+    doc = json.loads((FIXTURES / "profile_export.json").read_text())
+    for req in doc["experiments"][0]["requests"]:
+        req["response_outputs"] = [o for o in req["response_outputs"] if '"usage"' not in o["response"]]
+        req["response_timestamps"] = req["response_timestamps"][:len(req["response_outputs"])]
+    run = load_benchmark(json.dumps(doc).encode(), "profile_export.json").runs[0]
+    df = run.requests
+    assert "output_tokens" not in df and df["tpot_s"].tolist()[:2] == pytest.approx([0.1, 0.2])
+    assert run.summary["tpot_p50_s"] == pytest.approx(0.15) and "chunk" in run.definitions["tpot"]
 
 
 def test_aiperf_csv_json_jsonl():
@@ -433,7 +448,7 @@ def test_inference_perf_per_request_from_token_times():
     assert ok["output_tokens"].tolist() == [8] * 5 and ok["prompt_tokens"].tolist() == [128] * 5
     assert ok["itl_s"].tolist() == pytest.approx([0.02] * 5)
     assert run.summary["ttft_p50_s"] == pytest.approx(0.82)
-    assert run.summary["tpot_p50_s"] == pytest.approx((0.14 + 0.003) / 7)  # e2e ends 3 ms after the last token
+    assert run.summary["tpot_p50_s"] == pytest.approx(0.14 / 7)  # to the last token, as the tool measures it
 
 
 def test_inference_perf_unstreamed_requests_keep_e2e_only():
@@ -452,3 +467,42 @@ def test_guidellm_benchmark_without_requests_is_empty():
     bench["metrics"]["request_totals"] = {"successful": 0, "errored": 0, "incomplete": 0, "total": 0}
     run = load_benchmark(json.dumps(doc).encode(), "guidellm.json").runs[0]
     assert not run.has_requests and "no completed request" in run.empty_reason()
+
+
+# ---------------------------------------------------------------- the same parsers on real tool outputs
+
+REAL = Path(__file__).parent / "fixtures" / "real"
+needs_real = pytest.mark.skipif(not (REAL / "aiperf").is_dir() or not (REAL / "inference-perf").is_dir(),
+                                reason="real tool outputs not captured yet")
+
+
+def load_real(rel: str) -> Benchmark:
+    return load_benchmark((REAL / rel).read_bytes(), Path(rel).name)
+
+
+@needs_real
+@pytest.mark.parametrize("scenario", ["healthy", "queueing", "prefill_bound", "decode_bound"])
+def test_real_aiperf_csv_with_sum_column_agrees_with_its_json(scenario):
+    csv = load_real(f"aiperf/{scenario}/profile_export_aiperf.csv")
+    js = load_real(f"aiperf/{scenario}/profile_export_aiperf.json")
+    assert csv.format == "aiperf_csv" and js.format == "aiperf_json"
+    a, b = csv.runs[0].summary, js.runs[0].summary
+    for key in ("ttft_p5_s", "ttft_p50_s", "ttft_p99_s", "tpot_p50_s", "tpot_p99_s", "e2e_p50_s", "e2e_p99_s",
+                "completed", "req_per_s"):
+        assert a[key] == pytest.approx(b[key], rel=0.01), key  # the CSV rounds to 2 decimals
+
+
+@needs_real
+@pytest.mark.parametrize("scenario", ["healthy", "queueing", "prefill_bound", "decode_bound"])
+def test_real_inference_perf_per_request_agrees_with_its_summary(scenario):
+    summary = load_real(f"inference-perf/{scenario}/summary_lifecycle_metrics.json")
+    stage = load_real(f"inference-perf/{scenario}/stage_0_lifecycle_metrics.json")
+    per_request = load_real(f"inference-perf/{scenario}/per_request_lifecycle_metrics.json")
+    assert (summary.format, stage.format, per_request.format) == (
+        "inference_perf_summary", "inference_perf_summary", "inference_perf_requests")
+    assert stage.runs[0].label.startswith("stage 0: concurrency")
+    s, r = summary.runs[0].summary, per_request.runs[0].summary
+    assert len(per_request.runs[0].requests) == s["completed"] + s["failed"]
+    for key in ("ttft_p50_s", "ttft_p99_s", "e2e_p50_s", "e2e_p99_s"):
+        assert r[key] == pytest.approx(s[key], rel=0.01), key
+    assert r["tpot_p50_s"] == pytest.approx(s["tpot_p50_s"], rel=0.01)  # both to the last token

@@ -129,3 +129,24 @@ def test_within_slo_but_is_a_warning_card_and_still_healthy():
     body = texts(at)
     assert "No symptom" in body and "Within the SLO, but" in body
     assert any("Requests queue too long" in w.value for w in at.warning)
+
+
+def test_refused_upload_shows_no_sample_findings():
+    at = upload(bench_page(), "broken.json", b'{"date": "2025", "model_id": ')
+    body = texts(at)
+    errors = " ".join(e.value for e in at.error)
+    assert "broken.json" in errors and "bundled sample is hidden" in errors and "still shown" not in errors
+    assert "Requests queue too long" not in body and "bundled sample (a queueing" not in body
+    assert not at.metric and "findings" not in at.session_state
+    status = at.get("expandable")
+    assert not any("Parsed" in str(getattr(s.proto, "label", "")) for s in status)
+
+
+def test_upload_survives_a_round_trip_through_diagnose():
+    good = ROOT / "tests" / "fixtures" / "bench" / "vllm_detailed.json"
+    at = upload(bench_page(), good.name, good.read_bytes())
+    at.switch_page("pages/diagnose.py").run()
+    at.switch_page("pages/benchmark.py").run()
+    assert not at.exception, at.exception
+    assert at.selectbox(key="bench_choice").value != "sample"
+    assert "Detected format: **vLLM" in texts(at) and "bundled sample (a queueing" not in texts(at)

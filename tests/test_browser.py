@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 
 import pytest
 
@@ -134,6 +135,7 @@ ZH_PAGES = {"/": "h1", "/benchmark": "h1", "/live": ".st-key-tree .js-plotly-plo
             "/log": "h1", "/memory": ".st-key-mem_chart .js-plotly-plot", "/technique?id=chunked_prefill": "h1"}
 
 
+@pytest.mark.timeout(1200)  # eight pages, each drawn in full, on a shared 2-core machine
 def test_every_page_in_chinese_shows_no_english_ui_sentence():
     from tests.browser_tools import english_ui_sentences
 
@@ -144,8 +146,7 @@ def test_every_page_in_chinese_shows_no_english_ui_sentence():
         for path, ready in ZH_PAGES.items():
             sep = "&" if "?" in path else "?"
             page.goto(f"{url}{path}{sep}lang=zh")
-            page.wait_for_selector(ready, state="visible", timeout=180000)  # Live simulates its history first
-            page.wait_for_selector("h1", state="visible", timeout=60000)
+            page.wait_for_selector(ready, state="visible", timeout=180000)
             page.wait_for_function("() => document.querySelectorAll('[data-stale=\"true\"]').length === 0",
                                    timeout=60000)
             body = page.inner_text("body")
@@ -153,3 +154,63 @@ def test_every_page_in_chinese_shows_no_english_ui_sentence():
             if hits:
                 found[path] = hits
     assert not found, found
+
+
+def test_refused_upload_shows_no_sample_findings():
+    expect = _expect()
+    with streamlit_server() as url, chromium_page() as page:
+        page.goto(f"{url}/benchmark")
+        expect(page.get_by_text("Showing the bundled sample")).to_be_visible(timeout=60000)
+        page.locator(".st-key-bench_upload input[type=file]").set_input_files(
+            files=[{"name": "broken.json", "mimeType": "application/json", "buffer": b'{"date": "2025", "model_id": '}],
+            timeout=120000)  # the uploader's code loads lazily; slow on a busy machine
+        expect(page.get_by_text("Could not read broken.json").first).to_be_visible(timeout=30000)
+        expect(page.get_by_text("bundled sample is hidden")).to_be_visible()
+        body = page.inner_text("body")
+        assert "Requests queue too long" not in body and "Parsed" not in body
+        assert "Showing the bundled sample" not in body
+        page.screenshot(path=str(ARTIFACTS / "benchmark-refused.png"), full_page=True)
+
+
+def test_upload_survives_a_round_trip_through_diagnose(tmp_path):
+    expect = _expect()
+    good = ARTIFACTS.parent / "fixtures" / "bench" / "vllm_detailed.json"
+    with streamlit_server() as url, chromium_page() as page:
+        page.goto(f"{url}/benchmark")
+        expect(page.get_by_text("Showing the bundled sample")).to_be_visible(timeout=60000)
+        page.locator(".st-key-bench_upload input[type=file]").set_input_files(str(good), timeout=120000)
+        expect(page.get_by_text("Detected format: vLLM").first).to_be_visible(timeout=30000)
+        page.get_by_role("link", name="Diagnose").click()
+        expect(page.get_by_text("Decision tree")).to_be_visible(timeout=30000)
+        page.get_by_role("link", name="Benchmark").click()
+        expect(page.get_by_text("Detected format: vLLM").first).to_be_visible(timeout=30000)
+        expect(page.locator(".st-key-bench_choice").get_by_role("combobox")).to_have_value("vllm_detailed.json")
+        assert page.get_by_text("Showing the bundled sample").count() == 0
+
+
+@pytest.mark.timeout(900)
+def test_live_link_reopens_the_same_view_in_a_new_context():
+    expect = _expect()
+    from playwright.sync_api import sync_playwright
+
+    from tests.browser_tools import ARGS
+
+    with streamlit_server() as url, sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
+        try:
+            first = browser.new_context(viewport={"width": 1440, "height": 1000}).new_page()
+            first.goto(f"{url}/live?source=demo&scenario=healthy&window=1h&node=ttft.queueing")
+            first.wait_for_selector(".st-key-tree .js-plotly-plot", state="visible", timeout=180000)
+            expect(first).to_have_url(re.compile(r"window=1h"), timeout=30000)
+            link = first.url
+            assert "scenario=healthy" in link and "node=ttft.queueing" in link and "source=demo" in link
+            other = browser.new_context(viewport={"width": 1440, "height": 1000}).new_page()
+            other.goto(link)
+            other.wait_for_selector(".st-key-tree .js-plotly-plot", state="visible", timeout=180000)
+            expect(other.locator(".st-key-live_scenario").get_by_role("combobox")).to_have_value(
+                re.compile("healthy", re.IGNORECASE), timeout=30000)
+            expect(other.locator(".st-key-live_range [aria-checked=true], .st-key-live_range [aria-pressed=true]"
+                                 ).first).to_contain_text("1 h")
+            assert "node=ttft.queueing" in other.url and "window=1h" in other.url
+        finally:
+            browser.close()

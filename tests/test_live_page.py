@@ -143,10 +143,11 @@ def test_prometheus_incident_window_against_a_chosen_baseline(tmp_path, monkeypa
         monkeypatch.setenv("TRIAGE_PROMETHEUS_SIM_URL", server.url)
         at = live_page()
         source(at).set_value("prometheus").run()
-        at.toggle(key="prom_absolute").set_value(True).run()
+        at.segmented_control(key="live_range").set_value("custom").run()  # a past incident: custom end
         stop = datetime.fromtimestamp(end, UTC)
-        at.date_input(key="prom_end_date").set_value(stop.date())
-        at.time_input(key="prom_end_time").set_value(stop.time().replace(tzinfo=None))
+        at.number_input(key="live_custom_min").set_value(15.0)
+        at.date_input(key="live_custom_end_date").set_value(stop.date())
+        at.time_input(key="live_custom_end_time").set_value(stop.time().replace(tzinfo=None))
         at.selectbox(key="prom_baseline").set_value("chosen").run()
         base = stop - timedelta(minutes=30)
         at.date_input(key="prom_base_end_date").set_value(base.date())
@@ -155,6 +156,7 @@ def test_prometheus_incident_window_against_a_chosen_baseline(tmp_path, monkeypa
         assert not at.error, [e.value for e in at.error]
         assert at.session_state["findings"][0] == "memory.kv_cache"
         assert any(m.proto.delta for m in at.metric)  # KPI deltas against the chosen baseline
+        assert at.query_params["window"] == "custom" and at.query_params["end"] == stop.strftime("%Y-%m-%dT%H:%MZ")
 
 
 def test_idle_window_says_nothing_to_diagnose_not_no_symptom():
@@ -171,3 +173,12 @@ def test_idle_window_says_nothing_to_diagnose_not_no_symptom():
     errors = " ".join(e.value for e in at.error)
     assert "Nothing to diagnose: no request finished in the window" in errors
     assert "No symptom" not in texts(at)
+
+
+def test_live_view_state_is_in_the_url_and_a_link_reopens_it():
+    at = live_page()
+    assert at.query_params["source"] == "demo" and at.query_params["window"] == "15m"
+    at = open_page("pages/live.py", source="demo", scenario="healthy", window="1h", node="ttft.queueing")
+    assert at.segmented_control(key="live_range").value == "1h"
+    assert at.selectbox(key="live_scenario").value == "healthy"
+    assert at.query_params["node"] == "ttft.queueing" and at.query_params["scenario"] == "healthy"

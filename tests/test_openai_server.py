@@ -219,3 +219,24 @@ def test_port_in_use_and_unknown_scenario():
         server.server_close()
     with pytest.raises(TriageError, match="valid: healthy"):
         serve_openai("nope", 0)
+
+
+def test_per_request_metrics_block_like_vllm():
+    """--per-request-metrics: the final usage chunk carries vLLM's engine-side timing block."""
+    server = serve_openai("healthy", 0, per_request_metrics=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        got = stream_chat(f"http://127.0.0.1:{server.server_address[1]}", "one two three", 6)
+        final = got["chunks"][-1]
+        m = final["metrics"]
+        assert final["choices"] == [] and final["usage"]["completion_tokens"] == 6
+        assert set(m) == {"time_to_first_token_ms", "generation_time_ms", "queue_time_ms", "mean_itl_ms",
+                          "tokens_per_second"}
+        assert m["queue_time_ms"] >= 0 and m["time_to_first_token_ms"] > 0 and m["generation_time_ms"] > 0
+        assert m["mean_itl_ms"] == pytest.approx(m["generation_time_ms"] / 5)
+        assert m["time_to_first_token_ms"] / 1e3 <= got["times"][0]  # engine TTFT excludes queue and network
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)

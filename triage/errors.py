@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
+from triage.safe_text import redact_text
+
 
 class TriageError(Exception):
     """A problem with user-supplied input, phrased so a person can act on it.
 
     ``where`` names the file (or URL) and ``key`` the place inside it, so the CLI can print
-    one line ``where: key: reason`` and the UI can show the same sentence.
+    one line ``where: key: reason`` and the UI can show the same sentence. URLs in any part are redacted
+    (credentials, token-like query values), so no message can carry a secret.
     """
 
     def __init__(self, reason: str, *, where: str = "", key: str = "") -> None:
-        self.reason = reason
-        self.where = where
-        self.key = key
+        self.reason = redact_text(str(reason))
+        self.where = redact_text(str(where))
+        self.key = redact_text(str(key))
         super().__init__(self.line())
 
     def line(self) -> str:

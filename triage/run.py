@@ -14,9 +14,12 @@ REQUEST_COLUMNS: dict[str, str] = {
     "output_tokens": "generated tokens",
     "ttft_s": "time to first token, s",
     "e2e_s": "end-to-end latency, s",
-    "tpot_s": "(e2e − ttft) / (output_tokens − 1), s; NaN when output_tokens ≤ 1",
+    "tpot_s": "(e2e − ttft) / (output_tokens − 1), s; NaN when output_tokens ≤ 1 (a parser whose per-request "
+              "token times end at the last token uses (last − first token) / (output_tokens − 1))",
     "itl_s": "mean gap between streamed chunks of this request, s",
-    "queue_s": "time the request waited before the server started it, s",
+    "queue_s": "time the request waited in the engine's queue before the server scheduled it, s (server-reported)",
+    "client_wait_s": "time the load-test client held the request before sending it (waiting for a concurrency "
+                     "slot, or behind its schedule), s; outside TTFT and E2E, so never a share of them",
     "ok": "True when the request succeeded",
 }
 

@@ -9,14 +9,17 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import io
 import json
 import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TextIO
 
 from triage.errors import TriageError
 from triage.knowledge.loader import KnowledgeBase, load_knowledge, use_tree_dir
+from triage.safe_text import install_log_redaction, one_line, redact_text, strip_control
 
 EXIT_BAD_INPUT = 2
 # command → (module, its register function, one-line help shown by ``--help`` without importing the module)
@@ -85,14 +88,59 @@ def _parser(command: str | None = None) -> argparse.ArgumentParser:
     return parser
 
 
+class SafeStream(io.TextIOBase):
+    """stdout/stderr as the CLI writes them: every URL redacted, ANSI escapes and control characters removed.
+
+    A last line of defence: labels and messages are redacted where they are made; this catches what slips."""
+
+    def __init__(self, inner: TextIO) -> None:
+        self.inner = inner
+
+    def write(self, text: str) -> int:
+        self.inner.write(terminal_text(text))
+        return len(text)
+
+    def flush(self) -> None:
+        self.inner.flush()
+
+    def isatty(self) -> bool:
+        return self.inner.isatty()
+
+    @property
+    def encoding(self) -> str:  # type: ignore[override]
+        return getattr(self.inner, "encoding", "utf-8")
+
+
+def terminal_text(text: str) -> str:
+    """Redacted, without escape sequences or control characters; tab, newline and CRLF line ends stay."""
+    return "\r\n".join(strip_control(part) for part in redact_text(text).split("\r\n"))
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    install_log_redaction()
+    out, err = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = SafeStream(out), SafeStream(err)  # type: ignore[assignment]
+    try:
+        return _run(argv)
+    finally:
+        if isinstance(sys.stdout, SafeStream):  # not swapped for devnull after a broken pipe
+            try:
+                sys.stdout.flush()
+            except BrokenPipeError:
+                sys.stdout = open(os.devnull, "w")  # noqa: SIM115
+            else:
+                sys.stdout = out
+        sys.stderr = err
+
+
 def _command(argv: Sequence[str]) -> str | None:
     return next((a for a in argv if not a.startswith("-")), None)
 
 
-def main(argv: Sequence[str] | None = None) -> int:
+def _run(argv: Sequence[str] | None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
-        args = _parser(_command(argv)).parse_args(argv)
+        args = _parser(_command(argv)).parse_args(argv)  # a bad option: argparse's one line and exit 2
         use_tree_dir(getattr(args, "tree_dir", None))
         return args.func(args)
     except TriageError as exc:
@@ -101,3 +149,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except BrokenPipeError:  # e.g. `… | head`: the reader left, which is not an error of ours
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115  # keep the interpreter's final flush quiet
         return 0
+    except (KeyboardInterrupt, SystemExit):
+        raise
+    except BaseException as exc:  # noqa: BLE001 - never a traceback, never exit 1 (gate's "regression")
+        if os.environ.get("TRIAGE_DEBUG"):
+            raise
+        print(f"error: unexpected {type(exc).__name__}: {one_line(str(exc))} (this is a bug; TRIAGE_DEBUG=1 "
+              "shows the traceback)", file=sys.stderr)
+        return EXIT_BAD_INPUT

@@ -6,6 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
+from triage.cli import numbers
 from triage.cli.live import add_live_arguments
 from triage.diagnosis.benchmark import diagnose_run, pick_run
 from triage.diagnosis.roofline import Hardware
@@ -18,13 +19,10 @@ from triage.run import Benchmark
 
 
 def read_benchmark(path: Path) -> Benchmark:
+    from triage.sources.bounded import read_bounded
     from triage.sources.files import load_benchmark
 
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise TriageError(f"cannot read: {exc.strerror or exc}", where=str(path)) from exc
-    return load_benchmark(data, path.name)
+    return load_benchmark(read_bounded(path), path.name)
 
 
 def runs_json(bench: Benchmark, chosen: int) -> list[dict]:
@@ -169,12 +167,13 @@ def add_source_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("file", type=Path, nargs="?", help="a load-test result (vLLM, SGLang, GuideLLM, genai-perf, "
                                                       "AIPerf, LLMPerf, or a per-request CSV/Parquet)")
     p.add_argument("--slo", default=None, help=f"SLO preset: {preset_names()} (default chat)")
-    p.add_argument("--ttft-slo", type=float, default=None, help="TTFT p99 SLO in seconds")
-    p.add_argument("--tpot-slo", type=float, default=None, help="TPOT p99 SLO in seconds")
-    p.add_argument("--run", type=int, default=None, help="run number in a multi-run file (1-based; default last)")
+    p.add_argument("--ttft-slo", type=numbers.SECONDS, default=None, help="TTFT p99 SLO in seconds")
+    p.add_argument("--tpot-slo", type=numbers.SECONDS, default=None, help="TPOT p99 SLO in seconds")
+    p.add_argument("--run", type=numbers.RUN_NUMBER, default=None,
+                   help="run number in a multi-run file (1-based; default last)")
     p.add_argument("--model", default=None, help="served model (tree/models.yaml id) for TPOT vs the decode roofline")
     p.add_argument("--gpu", default=None, help="GPU (tree/gpus.yaml id) for TPOT vs the decode roofline")
-    p.add_argument("--tp", type=int, default=1, help="tensor-parallel size for the roofline (default 1)")
+    p.add_argument("--tp", type=numbers.PARALLEL, default=1, help="tensor-parallel size for the roofline (default 1)")
     add_live_arguments(p)
 
 

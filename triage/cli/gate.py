@@ -8,16 +8,18 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from triage.cli import numbers
 from triage.cli.diagnose import preset_names
 from triage.diagnosis.rules import Slo, resolve_slo
 from triage.errors import TriageError
 from triage.knowledge.loader import load_knowledge
 from triage.run import Benchmark, Run
-from triage.verify.comparison import SPECS, Comparison, MetricDelta, compare, comparison_json
+from triage.verify.comparison import MIN_BOOT, SPECS, Comparison, MetricDelta, compare, comparison_json
 from triage.verify.experiment_log import Entry, ExperimentLog, entry_from, sha256
 from triage.verify.gate import GateResult, apply_gate, load_gate, parse_tolerance
 
 EXIT_PASS, EXIT_REGRESSION, EXIT_BAD_INPUT = 0, 1, 2
+MAX_BOOT = 100_000
 
 
 @dataclass
@@ -32,12 +34,10 @@ class Loaded:
 
 
 def read_side(path: Path, run_number: int | None, key: str) -> Loaded:
+    from triage.sources.bounded import read_bounded
     from triage.sources.files import load_benchmark
 
-    try:
-        data = path.read_bytes()
-    except OSError as exc:
-        raise TriageError(f"cannot read: {exc.strerror or exc}", where=str(path)) from exc
+    data = read_bounded(path)
     bench = load_benchmark(data, path.name)
     if run_number is None:
         number = len(bench.runs)
@@ -227,18 +227,21 @@ def add_gate_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--no-defaults", action="store_true", help="gate only the --metric pairs given")
     p.add_argument("--gate", type=Path, default=None, help="a gate file to use instead of tree/gate.yaml")
     p.add_argument("--slo", default=None, help=f"SLO preset for goodput: {preset_names()} (default chat)")
-    p.add_argument("--ttft-slo", type=float, default=None, help="TTFT p99 SLO in seconds")
-    p.add_argument("--tpot-slo", type=float, default=None, help="TPOT p99 SLO in seconds")
-    p.add_argument("--run-baseline", type=int, default=None, help="run number in the baseline file (default last)")
-    p.add_argument("--run-candidate", type=int, default=None, help="run number in the candidate file (default last)")
+    p.add_argument("--ttft-slo", type=numbers.SECONDS, default=None, help="TTFT p99 SLO in seconds")
+    p.add_argument("--tpot-slo", type=numbers.SECONDS, default=None, help="TPOT p99 SLO in seconds")
+    p.add_argument("--run-baseline", type=numbers.RUN_NUMBER, default=None,
+                   help="run number in the baseline file (default last)")
+    p.add_argument("--run-candidate", type=numbers.RUN_NUMBER, default=None,
+                   help="run number in the candidate file (default last)")
     p.add_argument("--technique", action="append", metavar="ID", help="the one technique the candidate applies")
     p.add_argument("--json", action="store_true", help="print the JSON contract instead of text")
     p.add_argument("--save", action="store_true", help="record the result in the experiment log")
     p.add_argument("--db", default=None, help="experiment log file or sqlite:/// URL (default: user data dir)")
     p.add_argument("--who", default=None, help="who ran the experiment (with --save)")
     p.add_argument("--note", default=None, help="a note for the experiment log (with --save)")
-    p.add_argument("--seed", type=int, default=0, help="bootstrap seed (default 0)")
-    p.add_argument("--n-boot", type=int, default=2000, help="bootstrap resamples (at least 1000; default 2000)")
+    p.add_argument("--seed", type=numbers.integer(0, 2**32 - 1), default=0, help="bootstrap seed (default 0)")
+    p.add_argument("--n-boot", type=numbers.integer(MIN_BOOT, MAX_BOOT), default=2000,
+                   help=f"bootstrap resamples ({MIN_BOOT} to {MAX_BOOT:,}; default 2000)")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -311,7 +314,7 @@ def register_log(sub: argparse._SubParsersAction) -> None:
             p.add_argument("--technique", default=None, help="only this technique")
             p.add_argument("--verdict", default=None, help="only this overall verdict (e.g. 'gain confirmed')")
         if name == "show":
-            p.add_argument("id", type=int, help="experiment id")
+            p.add_argument("id", type=numbers.integer(1, 2**63 - 1), help="experiment id")
         if name == "export":
             p.add_argument("--out", type=Path, default=None, help="write to FILE instead of stdout")
         else:

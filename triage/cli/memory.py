@@ -6,6 +6,7 @@ import argparse
 import json
 from pathlib import Path
 
+from triage.cli import numbers
 from triage.errors import TriageError
 from triage.memory.calculator import (
     KV_DTYPES,
@@ -30,10 +31,9 @@ def _model(args: argparse.Namespace) -> ModelSpec:
         return pick(load_models(), args.model or DEFAULT_MODEL, "--model")
     if args.model:
         raise TriageError("give --model or --config, not both", key="--config")
-    try:
-        text = args.config.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise TriageError(f"cannot read: {exc}", where=str(args.config)) from exc
+    from triage.sources.bounded import MAX_CONFIG_BYTES, read_text_bounded
+
+    text = read_text_bounded(args.config, MAX_CONFIG_BYTES)
     return parse_hf_config(text, params_b=args.params, where=str(args.config))
 
 
@@ -131,18 +131,20 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("memory", help="GPU memory calculator: weights + KV + activations per GPU, branch, what-ifs")
     p.add_argument("--model", default=None, help=f"preset id from tree/models.yaml (default {DEFAULT_MODEL})")
     p.add_argument("--config", type=Path, default=None, help="a Hugging Face config.json instead of --model")
-    p.add_argument("--params", type=float, default=None, help="parameter count in billions (with --config)")
+    p.add_argument("--params", type=numbers.real(0, 100_000), default=None,
+                   help="parameter count in billions (with --config)")
     p.add_argument("--gpu", default="h100", help="preset id from tree/gpus.yaml (default h100)")
     p.add_argument("--weights", choices=WEIGHT_DTYPES, default=None,
                    help="weight dtype (default: the checkpoint's, bf16 for most presets, fp8 for DeepSeek-V3)")
     p.add_argument("--kv-dtype", choices=KV_DTYPES, default="auto", help="KV cache dtype (auto = bf16)")
-    p.add_argument("--tp", type=int, default=1, help="tensor-parallel size")
-    p.add_argument("--pp", type=int, default=1, help="pipeline-parallel size")
-    p.add_argument("--max-model-len", type=int, default=8192, help="tokens per request (prompt + output)")
-    p.add_argument("--concurrency", type=int, default=32, help="concurrent sequences wanted")
-    p.add_argument("--gpu-memory-utilization", type=float, default=0.9, help="vLLM's share of GPU memory")
-    p.add_argument("--max-num-batched-tokens", type=int, default=None,
+    p.add_argument("--tp", type=numbers.PARALLEL, default=1, help="tensor-parallel size")
+    p.add_argument("--pp", type=numbers.PARALLEL, default=1, help="pipeline-parallel size")
+    p.add_argument("--max-model-len", type=numbers.integer(1, 100_000_000), default=8192,
+                   help="tokens per request (prompt + output)")
+    p.add_argument("--concurrency", type=numbers.integer(1, 1_000_000), default=32, help="concurrent sequences wanted")
+    p.add_argument("--gpu-memory-utilization", type=numbers.real(0, 1), default=0.9, help="vLLM's share of GPU memory")
+    p.add_argument("--max-num-batched-tokens", type=numbers.integer(1, 100_000_000), default=None,
                    help="tokens per forward pass (default: vLLM's for the GPU, 8192 or 2048)")
-    p.add_argument("--block-size", type=int, default=16, help="KV block size in tokens")
+    p.add_argument("--block-size", type=numbers.integer(1, 65_536), default=16, help="KV block size in tokens")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(func=cmd_memory)

@@ -36,8 +36,10 @@ def _evaluate(kb, args: argparse.Namespace) -> int:
 
     if not args.prometheus:
         raise TriageError("--evaluate needs --prometheus URL", key="--evaluate")
+    from triage.sources.metrics.profiles import resolve_profile
+
     rules = _rules(kb, args, inline=True)
-    firing = evaluate(rules, args.prometheus, parse_end(args.end), timeout=args.timeout)
+    firing = evaluate(rules, resolve_profile(args.prometheus), parse_end(args.end), timeout=args.timeout)
     if args.json:
         print(json.dumps({"alerts": [f.as_json() for f in firing], "skipped": _skipped_json(rules.skipped)},
                          ensure_ascii=False, indent=2))
@@ -85,7 +87,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--name", default="inference-triage", help="metadata.name of the PrometheusRule")
     p.add_argument("--namespace", default=None, help="metadata.namespace of the PrometheusRule")
     p.add_argument("--evaluate", action="store_true", help="dry run: evaluate every alert now against --prometheus")
-    p.add_argument("--prometheus", metavar="URL", help="Prometheus (or compatible) base URL for --evaluate")
+    p.add_argument("--prometheus", metavar="URL|PROFILE", help="Prometheus (or compatible) base URL or profile name "
+                                                                "for --evaluate")
     p.add_argument("--end", default=None, help="evaluation time for --evaluate, ISO 8601 (default now)")
     p.add_argument("--match", action="append", default=[], help='label matcher for --evaluate, e.g. model_name="x"')
     p.add_argument("--timeout", type=float, default=10.0, help="per-query timeout in seconds (default 10)")

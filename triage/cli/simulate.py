@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from triage.cli import numbers
 from triage.sources.metrics.openai_server import serve_openai
 from triage.sources.metrics.simulator import MODEL_NAME, SCENARIOS, serve, write_openmetrics
 
@@ -21,7 +22,8 @@ def _write(args: argparse.Namespace) -> int:
 
 def _serve(args: argparse.Namespace) -> int:
     if args.openai:
-        server = serve_openai(args.scenario, args.port, host=args.host, seed=args.seed)
+        server = serve_openai(args.scenario, args.port, host=args.host, seed=args.seed,
+                              per_request_metrics=args.per_request_metrics)
         host, port = server.server_address[:2]
         print(f"simulating vLLM scenario '{args.scenario}' as an OpenAI-compatible server on http://{host}:{port}/v1 "
               f"(model {MODEL_NAME}; /metrics, /health; "
@@ -49,16 +51,23 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("simulate", help="serve simulated vLLM /metrics for a scenario (or write a backfill file)",
                        description=f"Scenarios: {', '.join(SCENARIOS)} (tree/scenarios.yaml).")
     p.add_argument("--scenario", required=True, help=f"one of: {', '.join(SCENARIOS)}")
-    p.add_argument("--port", type=int, default=8001, help="port for /metrics (default 8001; 0 = any free port)")
+    p.add_argument("--port", type=numbers.integer(0, 65_535), default=8001,
+                   help="port for /metrics (default 8001; 0 = any free port)")
     p.add_argument("--openai", action="store_true",
                    help="also serve the OpenAI API (/v1/completions, /v1/chat/completions, /v1/models, /health): "
                         "requests run through the scenario's engine in real time, for real load-test tools")
+    p.add_argument("--per-request-metrics", action="store_true",
+                   help="with --openai: add vLLM's per-request 'metrics' block (engine queue time, TTFT from "
+                        "scheduling, …) to each response, as vLLM's --enable-per-request-metrics does")
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
-    p.add_argument("--seed", type=int, default=0, help="random seed (same seed, same numbers)")
+    p.add_argument("--seed", type=numbers.integer(0, 2**32 - 1), default=0,
+                   help="random seed (same seed, same numbers)")
     p.add_argument("--openmetrics", type=Path, metavar="FILE",
                    help="write an OpenMetrics backfill file instead of serving")
-    p.add_argument("--minutes", type=float, default=30.0, help="backfill length in minutes (default 30)")
-    p.add_argument("--step", type=float, default=15.0, help="backfill sample interval in seconds (default 15)")
-    p.add_argument("--end", type=float, default=None, metavar="UNIX_SECONDS",
+    p.add_argument("--minutes", type=numbers.real(0, 7 * 24 * 60), default=30.0,
+                   help="backfill length in minutes (default 30)")
+    p.add_argument("--step", type=numbers.real(0, 3_600), default=15.0,
+                   help="backfill sample interval in seconds (default 15)")
+    p.add_argument("--end", type=numbers.real(0, 1e11), default=None, metavar="UNIX_SECONDS",
                    help="timestamp of the last backfill sample (default now)")
     p.set_defaults(func=cmd_simulate)

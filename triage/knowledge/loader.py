@@ -107,10 +107,9 @@ class KnowledgeBase:
 
 
 def _read_yaml(path: Path) -> Any:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise TriageError(f"cannot read: {exc}", where=str(path)) from exc
+    from triage.sources.bounded import MAX_CONFIG_BYTES, read_text_bounded
+
+    text = read_text_bounded(path, MAX_CONFIG_BYTES)
     try:
         return yaml.load(text, Loader=_SafeLoader)  # noqa: S506 - a safe loader
     except yaml.YAMLError as exc:

@@ -15,7 +15,9 @@ from urllib.parse import urlencode
 LIVE_PATH = "live"
 MATCH_PREFIX = "match_"
 WINDOW_RE = re.compile(r"^\d+[smhd]$")
-LABEL_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+LABEL_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,99}$")
+MAX_VALUE = 256  # a label value, profile name or node id longer than this is not from us: dropped
+MAX_LABELS = 16
 
 
 @dataclass(frozen=True)
@@ -52,6 +54,7 @@ def parse_live_link(params: Mapping[str, str]) -> LiveLink | None:
     not parse are dropped (a hand-edited link opens the page with what is valid)."""
     if params.get("source") != "prometheus":
         return None
+    params = {k: v for k, v in params.items() if isinstance(v, str) and len(v) <= MAX_VALUE}
     end = None
     raw = params.get("end", "")
     if raw:
@@ -63,7 +66,7 @@ def parse_live_link(params: Mapping[str, str]) -> LiveLink | None:
         if end is not None and end.tzinfo is None:
             end = end.replace(tzinfo=UTC)
     window = params.get("window") if WINDOW_RE.match(params.get("window", "")) else None
-    match = {k[len(MATCH_PREFIX):]: v for k, v in params.items()
-             if k.startswith(MATCH_PREFIX) and LABEL_RE.match(k[len(MATCH_PREFIX):])}
+    match = dict(list({k[len(MATCH_PREFIX):]: v for k, v in params.items()
+                       if k.startswith(MATCH_PREFIX) and LABEL_RE.match(k[len(MATCH_PREFIX):])}.items())[:MAX_LABELS])
     return LiveLink(profile=params.get("profile") or None, window=window, end=end, match=match,
                     node=params.get("node") or None)

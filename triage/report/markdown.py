@@ -13,6 +13,7 @@ from triage.report.retro import RetroState, load_steps, wrong_usages
 from triage.report.text import fmt_value
 
 STATE_MARK = "triage-retro"
+MAX_REPORT_CHARS = 2_000_000
 STATE_RE = re.compile(r"<!--\s*" + STATE_MARK + r":([A-Za-z0-9+/=\s]+?)\s*-->")
 WRONG_TEXT = {
     "heavy_without_evidence": "A heavy, architecture-level technique ({t}) was chosen without evidence for its cause.",
@@ -108,8 +109,12 @@ def report_markdown(kb: KnowledgeBase, diag: Diagnosis | None, state: RetroState
     return "\n".join(out)
 
 
-def restore_walk(markdown: str) -> RetroState:
-    """The walk embedded in an exported report; a clear error when the text holds none."""
+def restore_walk(markdown: str, kb: KnowledgeBase | None = None) -> RetroState:
+    """The walk embedded in an exported report; a clear error when the text holds none or it is not valid
+    (typed and bounded fields, ids from the tree when ``kb`` is given, no deep nesting)."""
+    if len(markdown) > MAX_REPORT_CHARS:
+        raise TriageError(f"larger than {MAX_REPORT_CHARS // 1_000_000} MB; an exported report is far smaller",
+                          key=STATE_MARK)
     m = STATE_RE.search(markdown)
     if not m:
         raise TriageError("this Markdown holds no saved walk (was it exported by the Retro page?)",
@@ -118,6 +123,8 @@ def restore_walk(markdown: str) -> RetroState:
         data = json.loads(base64.b64decode(re.sub(r"\s", "", m.group(1)), validate=True))
     except (ValueError, json.JSONDecodeError) as exc:
         raise TriageError("the saved walk is damaged and cannot be read", key=STATE_MARK) from exc
+    except RecursionError:
+        raise TriageError("the saved walk is nested too deeply to be a walk", key=STATE_MARK) from None
     if not isinstance(data, dict):
         raise TriageError("the saved walk is damaged and cannot be read", key=STATE_MARK)
-    return RetroState.from_dict(data)
+    return RetroState.from_dict(data, kb)

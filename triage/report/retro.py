@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, fields
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -47,12 +47,87 @@ class RetroState:
         return asdict(self)
 
     @classmethod
-    def from_dict(cls, data: dict) -> RetroState:
-        try:
-            events = [Event(**e) for e in data.get("timeline", [])]
-            return cls(**{**data, "timeline": events})
-        except TypeError as exc:
-            raise TriageError(f"the saved walk does not match this version: {exc}", key="triage-retro") from exc
+    def from_dict(cls, data: object, kb: KnowledgeBase | None = None) -> RetroState:
+        """A walk from untrusted data (an imported report): every field typed and bounded, ids checked against
+        the tree when ``kb`` is given; anything else is a TriageError naming the field."""
+        return _walk_from(data, kb)
+
+
+WALK_KEY = "triage-retro"
+MAX_TEXT = {"title": 200, "source": 500, "change": 2_000, "verification": 100}
+MAX_NOTE = 10_000
+MAX_TECHNIQUES = 20
+MAX_CHECKS = 100
+MAX_EVENTS = 1_000
+EVENT_TEXT = {"at": 40, "step": 80, "text": 500}
+
+
+def _bad(field: str, why: str) -> TriageError:
+    return TriageError(f"the saved walk is not valid: {field} {why}", key=WALK_KEY)
+
+
+def _text(value: object, field: str, limit: int, optional: bool = False) -> str | None:
+    if value is None and optional:
+        return None
+    if not isinstance(value, str):
+        raise _bad(field, "must be text")
+    if len(value) > limit:
+        raise _bad(field, f"is longer than {limit:,} characters")
+    return value
+
+
+def _known_id(value: object, field: str, known: set[str] | None) -> str | None:
+    text = _text(value, field, 100, optional=True)
+    if text is not None and known is not None and text not in known:
+        raise _bad(field, "is not in this decision tree")
+    return text
+
+
+def _walk_from(data: object, kb: KnowledgeBase | None) -> RetroState:
+    if not isinstance(data, dict):
+        raise _bad("the walk", "must be an object")
+    unknown = sorted(str(k)[:40] for k in data if k not in {f.name for f in fields(RetroState)})
+    if unknown:
+        raise _bad("field", f"{', '.join(unknown[:5])} is unknown")
+    steps = load_steps()
+    step_ids = {s.id for s in steps}
+    step = data.get("step", 0)
+    if not isinstance(step, int) or isinstance(step, bool) or not 0 <= step < len(steps):
+        raise _bad("step", f"must be a whole number from 0 to {len(steps) - 1}")
+    techniques = data.get("techniques", [])
+    if not isinstance(techniques, list) or len(techniques) > MAX_TECHNIQUES:
+        raise _bad("techniques", f"must be a list of at most {MAX_TECHNIQUES} technique ids")
+    known_tech = set(kb.techniques) if kb else None
+    notes = data.get("notes", {})
+    if not isinstance(notes, dict) or any(k not in step_ids for k in notes):
+        raise _bad("notes", "must map step ids of the walk to text")
+    checklist = data.get("checklist", {})
+    if not isinstance(checklist, dict) or any(k not in step_ids for k in checklist):
+        raise _bad("checklist", "must map step ids of the walk to lists of true/false")
+    for key, ticks in checklist.items():
+        if not isinstance(ticks, list) or len(ticks) > MAX_CHECKS or not all(isinstance(x, bool) for x in ticks):
+            raise _bad(f"checklist.{key}", "must be a list of true/false")
+    timeline = data.get("timeline", [])
+    if not isinstance(timeline, list) or len(timeline) > MAX_EVENTS:
+        raise _bad("timeline", f"must be a list of at most {MAX_EVENTS:,} events")
+    events = []
+    for i, event in enumerate(timeline):
+        if not isinstance(event, dict) or set(event) != set(EVENT_TEXT):
+            raise _bad(f"timeline[{i}]", "must have exactly at, step and text")
+        events.append(Event(**{k: str(_text(event[k], f"timeline[{i}].{k}", n)) for k, n in EVENT_TEXT.items()}))
+    return RetroState(
+        title=str(_text(data.get("title", "Incident retro"), "title", MAX_TEXT["title"])),
+        source=str(_text(data.get("source", ""), "source", MAX_TEXT["source"])),
+        step=step,
+        symptom=_known_id(data.get("symptom"), "symptom", {s.id for s in kb.symptoms} if kb else None),
+        cause=_known_id(data.get("cause"), "cause", set(kb.causes) if kb else None),
+        techniques=[str(_known_id(x, f"techniques[{i}]", known_tech)) for i, x in enumerate(techniques)],
+        change=str(_text(data.get("change", ""), "change", MAX_TEXT["change"])),
+        verification=_text(data.get("verification"), "verification", MAX_TEXT["verification"], optional=True),
+        notes={k: str(_text(v, f"notes.{k}", MAX_NOTE)) for k, v in notes.items()},
+        checklist={k: list(v) for k, v in checklist.items()},
+        timeline=events,
+    )
 
 
 @dataclass(frozen=True)

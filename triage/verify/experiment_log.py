@@ -21,7 +21,10 @@ from triage.errors import TriageError
 APP_DIR = "inference-triage"
 DB_NAME = "experiments.sqlite3"
 BUSY_TIMEOUT_MS = 30_000
-FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+# OWASP's = + - @ tab CR, plus what spreadsheets also act on: a leading space or newline, a pipe (DDE), and the
+# full-width and small forms of = + - @ that some spreadsheet apps fold to ASCII
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r", "\n", " ", "|", "%", "\uff1d", "\uff0b", "\uff0d", "\uff20",
+                 "\ufe66", "\ufe62", "\ufe63", "\ufe6b", "\u3000")
 
 # Ordered; version N is MIGRATIONS[N - 1]. Never edit a shipped step: append a new one.
 MIGRATIONS: tuple[tuple[str, ...], ...] = (
@@ -105,13 +108,41 @@ def _wal(conn: sqlite3.Connection) -> None:
             time.sleep(0.02)  # back-off between retries of the pragma, not synchronization
 
 
-def _connect(path: Path) -> sqlite3.Connection:
+def _connect(path: Path, check: bool = False) -> sqlite3.Connection:
+    """A connection in WAL mode; with ``check``, ``PRAGMA quick_check`` first, so nothing is written into a
+    damaged file (a TriageError instead)."""
     conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)  # explicit transactions
-    conn.row_factory = sqlite3.Row
-    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-    _wal(conn)
-    conn.execute("PRAGMA synchronous = FULL")
+    try:
+        conn.row_factory = sqlite3.Row
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        if check:
+            rows = [str(r[0]) for r in conn.execute("PRAGMA quick_check(5)").fetchall()]
+            if rows != ["ok"]:
+                raise sqlite3.DatabaseError(f"database disk image is malformed ({'; '.join(rows)[:200]})")
+        _wal(conn)
+        conn.execute("PRAGMA synchronous = FULL")
+    except BaseException:
+        conn.close()
+        raise
     return conn
+
+
+def db_problem(exc: BaseException, path: Path) -> TriageError:
+    """One clear line for what SQLite or the file system said: corrupt, read-only, busy, or unreadable."""
+    text = str(exc).lower()
+    if isinstance(exc, PermissionError) or "readonly" in text or "read-only" in text or "permission" in text:
+        reason = ("the experiment log is read-only here; make it writable or choose another file with --db "
+                  "(or TRIAGE_LOG_DB)")
+    elif "not a database" in text or "malformed" in text or "corrupt" in text:
+        reason = ("the experiment log is damaged (not a readable SQLite database); nothing was written to it — "
+                  "move it aside or restore a copy, or choose another file with --db")
+    elif "locked" in text or "busy" in text:
+        reason = "the experiment log is locked by another writer; try again"
+    elif isinstance(exc, OSError):
+        reason = f"cannot open the experiment log: {exc.strerror or exc}"
+    else:
+        reason = f"cannot open the experiment log: {exc}"
+    return TriageError(reason, where=str(path))
 
 
 @contextmanager
@@ -152,6 +183,13 @@ def migrate(conn: sqlite3.Connection) -> int:
 
 
 def _row_entry(row: sqlite3.Row) -> Entry:
+    try:
+        return _entry(row)
+    except (ValueError, TypeError, KeyError, IndexError) as exc:
+        raise TriageError(f"experiment {row['id']} is damaged in the log ({type(exc).__name__})") from None
+
+
+def _entry(row: sqlite3.Row) -> Entry:
     return Entry(technique=row["technique"], workload=json.loads(row["workload"]), baseline_name=row["baseline_name"],
                  baseline_sha256=row["baseline_sha256"], candidate_name=row["candidate_name"],
                  candidate_sha256=row["candidate_sha256"], metrics=json.loads(row["metrics"]),
@@ -163,21 +201,29 @@ class ExperimentLog:
 
     def __init__(self, url_or_path: str | Path | None = None) -> None:
         self.path = resolve_path(url_or_path)
+        if self.path.exists() and not self.path.is_file():
+            raise TriageError("is not a regular file, so not an experiment log", where=str(self.path))
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            with self._conn() as conn:
-                self.version = migrate(conn)
-        except (OSError, sqlite3.DatabaseError) as exc:
-            raise TriageError(f"cannot open the experiment log: {exc}", where=str(self.path)) from exc
+        except OSError as exc:
+            raise db_problem(exc, self.path) from None
+        with self._conn(check=True) as conn:
+            self.version = migrate(conn)
         if self.version > SCHEMA_VERSION:
             raise TriageError(f"the log has schema version {self.version}; this app knows up to {SCHEMA_VERSION}",
                               where=str(self.path))
 
     @contextmanager
-    def _conn(self) -> Iterator[sqlite3.Connection]:
-        conn = _connect(self.path)
+    def _conn(self, check: bool = False) -> Iterator[sqlite3.Connection]:
+        """A connection; any SQLite or file-system failure inside becomes one clear TriageError."""
+        try:
+            conn = _connect(self.path, check)
+        except (OSError, sqlite3.Error) as exc:
+            raise db_problem(exc, self.path) from None
         try:
             yield conn
+        except (OSError, sqlite3.Error) as exc:
+            raise db_problem(exc, self.path) from None
         finally:
             conn.close()
 

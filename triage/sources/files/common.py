@@ -20,7 +20,8 @@ from triage.errors import TriageError
 from triage.run import REQUEST_COLUMNS, Run
 
 TPOT_RECOMPUTED = "recomputed per request: (e2e − ttft)/(out − 1)"
-NON_NEGATIVE = ("start_s", "prompt_tokens", "output_tokens", "ttft_s", "e2e_s", "itl_s", "queue_s")
+NON_NEGATIVE = ("start_s", "prompt_tokens", "output_tokens", "ttft_s", "e2e_s", "itl_s", "queue_s", "client_wait_s",
+                "tpot_s")
 LATENCIES = ("ttft_s", "e2e_s")
 # Summary keys where the tool's own number is kept even when per-request data exists.
 TOOL_WINS = ("duration_s", "req_per_s", "out_tok_per_s", "total_tok_per_s", "offered_rate", "max_concurrency")
@@ -303,8 +304,9 @@ def mark_missing_latencies(df: pd.DataFrame, ctx: Ctx, names: Mapping[str, str],
 
 
 def add_tpot(df: pd.DataFrame) -> bool:
-    """tpot_s = (e2e − ttft)/(out − 1) for out > 1, NaN otherwise. True when computed."""
-    if not {"ttft_s", "e2e_s", "output_tokens"} <= set(df.columns):
+    """tpot_s = (e2e − ttft)/(out − 1) for out > 1, NaN otherwise. True when computed; a tpot_s column the parser
+    took from the tool's own per-request token timestamps is kept (its E2E may include the stream's tail)."""
+    if "tpot_s" in df.columns or not {"ttft_s", "e2e_s", "output_tokens"} <= set(df.columns):
         return False
     out = df["output_tokens"].to_numpy()
     tpot = np.subtract(df["e2e_s"].to_numpy(), df["ttft_s"].to_numpy())
@@ -435,7 +437,7 @@ def build_run(
         names = names or {}
         check_requests(requests, ctx, names, rows, key)
         mark_missing_latencies(requests, ctx, names, label, key)
-        if add_tpot(requests):
+        if "tpot_s" not in requests.columns and add_tpot(requests):  # a parser's own tpot_s is kept (defs say how)
             defs["tpot"] = TPOT_RECOMPUTED
         requests = requests[[c for c in REQUEST_COLUMNS if c in requests.columns]]
         merged = {**summary, **request_summary(requests)}

@@ -163,12 +163,28 @@ def _usage(outputs: Any, key: str) -> float | None:
     return None
 
 
+_CONTENT_RE = re.compile(r'\\?"(?:content|text|text_output|generated_text)\\?"\s*:\s*\\?"(?!\\?")')
+
+
+def _content_times(req: dict[str, Any]) -> list[Any]:
+    """The response timestamps of the responses that carry generated text. genai-perf drops the others (role
+    chunk, usage chunk, [DONE]) before it computes TTFT and latency (llm_profile_data_parser.py
+    _preprocess_response); a file without response_outputs keeps every timestamp."""
+    times, outputs = req.get("response_timestamps"), req.get("response_outputs")
+    if not isinstance(times, list) or not isinstance(outputs, list) or len(outputs) != len(times):
+        return times
+    texts = [o.get("response") if isinstance(o, dict) else None for o in outputs]
+    if not all(isinstance(t, str) for t in texts):
+        return times
+    return [t for t, text in zip(times, texts, strict=True) if _CONTENT_RE.search(text)]
+
+
 def raw_requests(reqs: list[Any], ctx: Ctx, key: str) -> Any:
     reqs = [r for r in reqs if isinstance(r, dict)]
     if not reqs:
         return None
     ts = float_array([r.get("timestamp") for r in reqs], "timestamp", ctx, key)
-    flat, lengths = ragged([r.get("response_timestamps") for r in reqs], "response_timestamps", ctx, key)
+    flat, lengths = ragged([_content_times(r) for r in reqs], "response_timestamps", ctx, key)
     n = len(reqs)
     ends = np.cumsum(lengths)
     has = lengths > 0
@@ -186,6 +202,8 @@ def raw_requests(reqs: list[Any], ctx: Ctx, key: str) -> Any:
         values = [_usage(r.get("response_outputs"), usage) for r in reqs]
         if any(v is not None for v in values):
             cols[col] = np.array([np.nan if v is None else v for v in values])
+    if "output_tokens" not in cols:  # no usage: TPOT from the chunk timestamps, one content chunk per token
+        cols["tpot_s"] = itl
     return frame(cols)
 
 
@@ -205,9 +223,12 @@ def parse_raw(doc: Any, ctx: Ctx) -> list[Run]:
         requests = raw_requests(reqs, ctx, key)
         if requests is None:
             raise ctx.fail(f"experiment {i + 1} has no requests", key=key)
-        defs = {"itl": "mean gap between streamed responses of each request (raw timestamps)"}
+        defs = {"itl": "mean gap between streamed content responses of each request (raw timestamps)"}
         if "output_tokens" not in requests:
-            ctx.notes.append(f"{label}: no token counts in the raw export (responses carry no usage), so no TPOT")
+            defs["tpot"] = ("(last − first content response)/(content responses − 1): TPOT from the per-chunk "
+                            "timestamps, counting one token per chunk (the responses carry no usage)")
+            ctx.notes.append(f"{label}: no token counts in the raw export (responses carry no usage): TPOT is "
+                             "computed per streamed chunk, exact when the server sends one token per chunk")
         runs.append(build_run(label, ctx, requests=requests, tool=load, definitions=defs,
                               meta={"tool": f"perf_analyzer {doc.get('version') or ''}".strip(),
                                     "backend": doc.get("service_kind") or doc.get("endpoint")}, key=key))

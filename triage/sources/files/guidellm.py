@@ -140,15 +140,21 @@ def requests_table(bench: dict[str, Any], v4: bool, ctx: Ctx, run: str) -> Any:
     first_token = col("first_token_iteration", *timing, "first_token_iteration") if v4 else col("first_token_time")
     ttft = _first_of(col("time_to_first_token_ms") * 1e-3, first_token - start)
     e2e = _first_of(col("request_latency"), col("request_end_time" if v4 else "end_time") - start)
-    queue = sched_start - col(targeted, *timing, targeted)
+    # request_start − targeted_start: the client's dispatch delay (schemas/base/request_stats.py
+    # request_dispatch_delay), outside TTFT; not the engine's queue.
+    client_wait = sched_start - col(targeted, *timing, targeted)
     cols = {
         "start_s": start - np.nanmin(start) if np.isfinite(start).any() else start,
         "prompt_tokens": col("prompt_tokens"), "output_tokens": col("output_tokens"),
         "ttft_s": ttft, "e2e_s": e2e,
         "ok": np.concatenate([np.ones(len(good), dtype=bool), np.zeros(len(bad), dtype=bool)]),
     }
-    if np.isfinite(queue).any():
-        cols["queue_s"] = np.clip(queue, 0.0, None)
+    if np.isfinite(client_wait).any():
+        cols["client_wait_s"] = np.clip(client_wait, 0.0, None)
+    if v4:  # (last − first token iteration)/(out − 1): TPOT on token timestamps, without the stream's tail
+        tpot = col("inter_token_latency_ms") * 1e-3
+        if np.isfinite(tpot).any():
+            cols["tpot_s"] = tpot
     order = np.argsort(cols["start_s"], kind="stable")
     return frame({k: v[order] for k, v in cols.items()})
 

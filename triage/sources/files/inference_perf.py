@@ -148,6 +148,8 @@ def parse_requests(doc: Any, ctx: Ctx) -> list[Run]:
         cols["ttft_s"] = first - start
         with np.errstate(invalid="ignore", divide="ignore"):
             cols["itl_s"] = np.where(count > 1, (last - first) / np.maximum(count - 1, 1), np.nan)
+            # the tool's own TPOT: to the last token, not to the end of the stream (usage chunk, [DONE])
+            cols["tpot_s"] = np.where(ok & (output > 1), (last - first) / (output - 1), np.nan)
     else:
         ctx.notes.append("no output_token_times (not streamed): no TTFT or TPOT, only end-to-end latency")
     if np.isfinite(prompt).any():
@@ -160,4 +162,4 @@ def parse_requests(doc: Any, ctx: Ctx) -> list[Run]:
                       meta={"tool": "inference-perf"},
                       names={"start_s": "start_time", "e2e_s": "end_time − start_time",
                              "ttft_s": "output_token_times[0] − start_time"},
-                      definitions={"itl": "mean gap between output_token_times of each request"})]
+                      definitions={"itl": "mean gap between output_token_times of each request", "tpot": TPOT_DEF})]

@@ -30,10 +30,15 @@ DEFINITIONS = {
     "tpot": "vLLM TPOT: (e2e − ttft)/(out − 1) per request, requests with out > 1",
     "itl": "vLLM ITL: every streamed chunk gap, pooled over all requests",
     "e2e": "vLLM E2E latency per request",
+    "client_wait": "vLLM queue_times: the client's wait for a --max-concurrency slot (request due → sent); "
+                   "outside TTFT, not engine queue time",
+    "queue": "vLLM server_queue_times: engine queue time the server reported per request "
+             "(--enable-per-request-metrics)",
 }
 REQUIRED_KEYS = ("model_id", "num_prompts", "request_throughput")
 ARRAY_NAMES = {"ttft_s": "ttfts", "e2e_s": "latencies", "prompt_tokens": "input_lens", "output_tokens": "output_lens",
-               "start_s": "start_times", "queue_s": "queue_times", "itl_s": "itls"}
+               "start_s": "start_times", "client_wait_s": "queue_times", "queue_s": "server_queue_times",
+               "itl_s": "itls"}
 _DATE_RE = re.compile(r"^(\d{4})(\d{2})(\d{2})-(\d{2})(\d{2})(\d{2})$")
 
 
@@ -107,7 +112,8 @@ def per_request_arrays(doc: dict[str, Any], keys: tuple[str, ...], ctx: Ctx, key
 
 def requests_table(doc: dict[str, Any], ctx: Ctx, key: str) -> tuple[Any, dict[str, float]]:
     """Per-request arrays (--save-detailed) → canonical table, plus pooled-ITL overrides."""
-    keys = ("input_lens", "output_lens", "ttfts", "latencies", "start_times", "queue_times", "itls", "errors")
+    keys = ("input_lens", "output_lens", "ttfts", "latencies", "start_times", "queue_times", "server_queue_times",
+            "itls", "errors")
     arrays = per_request_arrays(doc, keys, ctx, key)
     n = check_lengths(arrays, ctx, key)
     cols: dict[str, np.ndarray] = {}
@@ -131,8 +137,12 @@ def requests_table(doc: dict[str, Any], ctx: Ctx, key: str) -> tuple[Any, dict[s
     if "start_times" in arrays:
         start = float_array(arrays["start_times"], "start_times", ctx, key)
         cols["start_s"] = start - np.nanmin(start) if np.isfinite(start).any() else start
-    if "queue_times" in arrays:
-        cols["queue_s"] = float_array(arrays["queue_times"], "queue_times", ctx, key)
+    if "queue_times" in arrays:  # the client's semaphore wait (benchmarks/serve.py), not the engine's queue
+        cols["client_wait_s"] = float_array(arrays["queue_times"], "queue_times", ctx, key)
+    if "server_queue_times" in arrays:  # None where the server sent no per-request metrics
+        queue = float_array(arrays["server_queue_times"], "server_queue_times", ctx, key)
+        if np.isfinite(queue).any():
+            cols["queue_s"] = queue
     if ok is not None:
         for c in ("ttft_s", "e2e_s", "itl_s", "output_tokens"):  # failed requests carry 0 placeholders
             if c in cols:

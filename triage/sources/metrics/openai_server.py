@@ -16,6 +16,7 @@ import json
 import math
 import queue
 import re
+import sys
 import threading
 import time
 import uuid
@@ -350,11 +351,29 @@ def parse_request(body: dict[str, Any], chat: bool, max_model_len: int) -> tuple
 
 
 def _chunk(kind: str, rid: str, created: int, choices: list[dict[str, Any]],
-           usage: dict[str, int] | None = None) -> bytes:
+           usage: dict[str, int] | None = None, metrics: dict[str, Any] | None = None) -> bytes:
     obj: dict[str, Any] = {"id": rid, "object": kind, "created": created, "model": MODEL_NAME, "choices": choices}
     if usage is not None:
         obj["usage"] = usage
+    if metrics is not None:
+        obj["metrics"] = metrics
     return b"data: " + json.dumps(obj, separators=(",", ":")).encode() + b"\n\n"
+
+
+def request_metrics_block(req: Request) -> dict[str, float | None]:
+    """vLLM's ``--enable-per-request-metrics`` block (entrypoints/generate/base/serving.py): engine-side times."""
+    n = req.generated
+    out: dict[str, float | None] = {
+        "time_to_first_token_ms": (req.first_tok - req.sched) * 1000,  # scheduled → first token: no queue
+        "generation_time_ms": (req.last_tok - req.first_tok) * 1000,
+        "queue_time_ms": (req.sched - req.arrival) * 1000,
+        "mean_itl_ms": (req.last_tok - req.first_tok) / (n - 1) * 1000 if n > 1 else None,
+        "tokens_per_second": None,
+    }
+    inference = req.last_tok - req.sched
+    if inference > 0:
+        out["tokens_per_second"] = n / inference
+    return out
 
 
 def _usage(req: Request) -> dict[str, int]:
@@ -366,7 +385,7 @@ def _finish_reason(req: Request) -> str:
     return REASONS[req.reason]
 
 
-def _handler(engine: Engine) -> type[http.server.BaseHTTPRequestHandler]:
+def _handler(engine: Engine, with_metrics: bool) -> type[http.server.BaseHTTPRequestHandler]:
     class Handler(http.server.BaseHTTPRequestHandler):
         protocol_version = "HTTP/1.1"
 
@@ -438,7 +457,8 @@ def _handler(engine: Engine) -> type[http.server.BaseHTTPRequestHandler]:
             if req.cancelled or sent < req.max_out:
                 self._write_chunk(b"")
                 return
-            tail = _chunk(kind, rid, created, [], _usage(req)) if include_usage else b""
+            metrics = request_metrics_block(req) if with_metrics else None
+            tail = _chunk(kind, rid, created, [], _usage(req), metrics) if include_usage else b""
             self._write_chunk(tail + b"data: [DONE]\n\n")
             self._write_chunk(b"")
 
@@ -458,6 +478,8 @@ def _handler(engine: Engine) -> type[http.server.BaseHTTPRequestHandler]:
                           "stop_reason": None}
                 obj = {"id": "cmpl-" + uuid.uuid4().hex, "object": "text_completion"}
             obj.update({"created": int(time.time()), "model": MODEL_NAME, "choices": [choice], "usage": _usage(req)})
+            if with_metrics:
+                obj["metrics"] = request_metrics_block(req)
             self._json(200, obj)
 
         # ---- plumbing ----
@@ -505,18 +527,26 @@ class OpenAIServer(http.server.ThreadingHTTPServer):
     request_queue_size = 1024  # load tools open many connections at once
     engine: Engine | None = None
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client closing an idle keep-alive connection is normal for load tools; anything else is printed."""
+        if not isinstance(sys.exc_info()[1], (ConnectionResetError, BrokenPipeError, TimeoutError)):
+            super().handle_error(request, client_address)
+
     def server_close(self) -> None:
         if self.engine is not None:
             self.engine.close()
         super().server_close()
 
 
-def serve_openai(scenario: str, port: int, host: str = "127.0.0.1", seed: int = 0) -> OpenAIServer:
-    """An OpenAI-compatible server (plus /metrics, /health) whose engine runs the scenario in real time.
+def serve_openai(scenario: str, port: int, host: str = "127.0.0.1", seed: int = 0,
+                 per_request_metrics: bool = False) -> OpenAIServer:
+    """An OpenAI-compatible server (plus /metrics, /health) whose engine runs the scenario in real time; with
+    ``per_request_metrics`` each response carries vLLM's engine-side ``metrics`` block (as vLLM's
+    ``--enable-per-request-metrics``: on the final usage chunk when streaming).
     The caller runs ``serve_forever()`` (or does so in a thread), then ``shutdown()`` and ``server_close()``."""
     engine = Engine(scenario, seed=seed)
     try:
-        server = OpenAIServer((host, port), _handler(engine))
+        server = OpenAIServer((host, port), _handler(engine, per_request_metrics))
     except (OSError, OverflowError) as exc:
         engine.close()
         raise TriageError(f"cannot listen on {host}:{port}: {getattr(exc, 'strerror', None) or exc}",

@@ -3,16 +3,21 @@
 from __future__ import annotations
 
 import os
+import re
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 from triage.errors import TriageError
+from triage.safe_text import redact_url
+
+__all__ = ["Profile", "get_profile", "list_profiles", "profile_for_url", "redact_url", "resolve_profile"]
 
 ENV_PREFIX = "TRIAGE_PROMETHEUS_"
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")
 # longest first, so NAME_VERIFY_TLS is not read as a profile called NAME_VERIFY with a key TLS
 ENV_KEYS = ("_VERIFY_TLS", "_USERNAME", "_PASSWORD", "_TIMEOUT", "_TOKEN", "_URL")
 SECRET_FIELDS = ("token", "password")
@@ -57,18 +62,31 @@ class Profile:
         return (self.username, self.password) if self.username else None
 
 
-def redact_url(url: str) -> str:
-    """The URL as shown in messages: a password in ``user:password@host`` becomes ``***``."""
-    parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    host = parts.netloc.rsplit("@", 1)[1]
-    return urlunsplit(parts._replace(netloc=f"{parts.username}:***@{host}"))
-
-
 def profile_for_url(url: str) -> Profile:
-    """An unnamed profile: just a URL, no credentials."""
-    return Profile(name="", url=_check_url(url.strip(), "url"))
+    """An unnamed profile for a URL; credentials in its ``user:password@`` become basic auth and leave the URL,
+    so nothing downstream can print them."""
+    url = _check_url(url.strip(), "url")
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return Profile(name="", url=url)
+    host = parts.netloc.rsplit("@", 1)[1]
+    return Profile(name="", url=urlunsplit(parts._replace(netloc=host)), username=unquote(parts.username or ""),
+                   password=unquote(parts.password or ""))
+
+
+def resolve_profile(text: str, secrets_path: str | Path | None = None,
+                    env: Mapping[str, str] | None = None) -> Profile:
+    """``--prometheus`` as given: a URL, or the name of a profile in secrets.toml / TRIAGE_PROMETHEUS_<NAME>_*."""
+    text = text.strip()
+    if "://" in text:
+        return profile_for_url(text)
+    if not NAME_RE.match(text):
+        raise TriageError("give a URL (http://host:9090) or a profile name from .streamlit/secrets.toml or "
+                          f"{ENV_PREFIX}<NAME>_URL", key="--prometheus")
+    profiles = list_profiles(secrets_path, env)
+    if text not in profiles and text.lower() in profiles:
+        text = text.lower()
+    return get_profile(text, secrets_path, env) if text not in profiles else profiles[text]
 
 
 def list_profiles(secrets_path: str | Path | None = None, env: Mapping[str, str] | None = None) -> dict[str, Profile]:
@@ -150,7 +168,7 @@ def _check_url(url: str, key: str, where: str = "") -> str:
     if not url:
         raise TriageError("a Prometheus URL is required", where=where, key=key)
     if not url.startswith(("http://", "https://")):
-        raise TriageError(f"'{url}' must start with http:// or https://", where=where, key=key)
+        raise TriageError(f"'{redact_url(url)[:80]}' must start with http:// or https://", where=where, key=key)
     return url
 
 

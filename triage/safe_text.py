@@ -1,0 +1,127 @@
+"""Text that is safe to show: URLs without secrets, no terminal control characters, Markdown made literal.
+
+Every output path (CLI text/JSON/Markdown, pages, logs) runs user- or server-supplied text through these.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import traceback
+import unicodedata
+from typing import Any
+from urllib.parse import parse_qsl, quote, urlsplit, urlunsplit
+
+MASK = "***"
+# query parameter names whose values are secrets (matched as a whole word part: access_token, X-Api-Key, pwd …)
+SECRET_PARAM_RE = re.compile(r"(^|[_\-.])(token|password|passwd|pwd|pass|secret|key|apikey|auth|authorization|"
+                             r"signature|sig|credential|credentials|session|sessionid|jwt|bearer)$|^(access|refresh|"
+                             r"id|api|private|client)[_\-.]?(token|key|secret)$", re.I)
+QUERY_PAIR_RE = re.compile(r"(?<=[?&;])([A-Za-z0-9_.\-]{1,64})=([^&;\s\"'#<>]*)")
+URL_IN_TEXT_RE = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.\-]{1,15}://[^\s'\"<>`]+")
+# C0/C1 controls, DEL and the bidi overrides that can disguise text on a terminal; tab and newline stay
+CONTROL_RE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+ANSI_RE = re.compile(r"\x1b(\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)?|[@-Z\\-_])")
+MD_SPECIAL_RE = re.compile(r"([\\`*_{}\[\]()<>#!|~:$=@^&])")
+AUTOLINK_RE = re.compile(r"://|\b[wW]{3}\.|@")
+ZWSP = "\u200b"
+
+
+def secret_param(name: str) -> bool:
+    return bool(SECRET_PARAM_RE.search(name.strip()))
+
+
+def redact_url(url: str) -> str:
+    """``url`` with its userinfo and secret-looking query values replaced by ``***``.
+
+    ``https://user:pw@host/m?token=abc&x=1`` → ``https://***@host/m?token=***&x=1``. Text that does not parse
+    as a URL is returned with anything before an ``@`` in its authority masked, never unchanged with a secret."""
+    try:
+        parts = urlsplit(url)
+        netloc = parts.netloc
+    except ValueError:
+        return _mask_userinfo_loosely(url)
+    if "@" in netloc:
+        netloc = f"{MASK}@{netloc.rsplit('@', 1)[1]}"
+    query = parts.query
+    if query:
+        pairs = parse_qsl(query, keep_blank_values=True)
+        if any(secret_param(k) for k, _ in pairs):
+            query = "&".join(f"{quote(k, safe='')}={MASK if secret_param(k) else quote(v, safe='')}"
+                             for k, v in pairs)
+    fragment = parts.fragment
+    if fragment and "=" in fragment and any(secret_param(k) for k, _ in parse_qsl(fragment)):
+        fragment = MASK
+    if (netloc, query, fragment) == (parts.netloc, parts.query, parts.fragment):
+        return url
+    return urlunsplit(parts._replace(netloc=netloc, query=query, fragment=fragment))
+
+
+def _mask_userinfo_loosely(text: str) -> str:
+    return re.sub(r"(://)[^/@\s]*@", rf"\g<1>{MASK}@", text)
+
+
+def redact_text(text: str) -> str:
+    """Every URL inside free text redacted (error messages, labels, whole reports), and any ``?name=value`` /
+    ``&name=value`` query pair with a secret-looking name even where the URL around it is split (as urllib3 logs
+    ``http://host "GET /path?token=… HTTP/1.1"``)."""
+    if "=" in text and ("?" in text or "&" in text):
+        text = QUERY_PAIR_RE.sub(lambda m: f"{m.group(1)}={MASK}" if secret_param(m.group(1)) else m.group(0), text)
+    if "://" not in text:
+        return text
+    def one(match: re.Match[str]) -> str:
+        url = match.group(0)
+        core = url.rstrip(".,;:!?)]}'")
+        return redact_url(core) + url[len(core):]
+
+    return URL_IN_TEXT_RE.sub(one, text)
+
+
+def strip_control(text: str) -> str:
+    """Text for a terminal: ANSI escape sequences and other control characters removed (tab, newline kept)."""
+    return CONTROL_RE.sub("", ANSI_RE.sub("", text))
+
+
+def one_line(text: str, limit: int = 200) -> str:
+    """Server- or user-supplied text as one short, printable, redacted line (a Location header, a name)."""
+    flat = " ".join(strip_control(redact_text(str(text))).split())
+    return flat if len(flat) <= limit else flat[: limit - 1] + "…"
+
+
+def md_escape(text: object) -> str:
+    """Text shown literally by Markdown renderers (Streamlit's included): no links, images, emphasis, headings,
+    HTML, LaTeX, colour/icon directives or autolinks.
+
+    Backslash-escapes the punctuation that starts Markdown syntax (``[ ] ( ) < > ! * _ ` ~ # | $ : @ = { } \\``),
+    and splits ``://``, ``www.`` and ``@`` with a zero-width space (GFM's bare autolinks); digits, ``.``, ``,``,
+    ``-`` and ``+`` stay as they are, so
+    numbers read the same in plain-text places. Newlines become spaces so a value cannot open a block of its own."""
+    flat = unicodedata.normalize("NFC", strip_control(str(text))).replace("\r", " ").replace("\n", " ")
+    # GFM's bare autolinks survive backslash escapes (``http\://x`` still links), so a zero-width space splits
+    # "://", "www." and "@": the text reads the same and no longer parses as a URL or an e-mail address
+    flat = AUTOLINK_RE.sub(lambda m: m.group(0)[:-1] + ZWSP + m.group(0)[-1], flat)
+    return MD_SPECIAL_RE.sub(r"\\\1", flat)
+
+
+def install_log_redaction() -> None:
+    """Redact every log record of the process as it is made (urllib3 logs request lines with their query,
+    Streamlit logs exception text): one record factory wraps whatever factory is installed. Idempotent."""
+    factory = logging.getLogRecordFactory()
+    if getattr(factory, "redacting", False):
+        return
+
+    def make(*args: Any, **kwargs: Any) -> logging.LogRecord:
+        record = factory(*args, **kwargs)
+        try:
+            message = record.getMessage()
+        except Exception:  # noqa: BLE001 - a malformed record is still logged, as its bare template
+            message = str(record.msg)
+        if "://" in message or record.exc_info:
+            record.msg, record.args = redact_text(message), None
+        if record.exc_info and record.exc_info[1] is not None:
+            record.exc_text = redact_text("".join(traceback.format_exception(*record.exc_info)))
+            record.exc_info = None
+        return record
+
+    make.redacting = True  # type: ignore[attr-defined]
+    logging.setLogRecordFactory(make)

@@ -1,0 +1,79 @@
+"""The demo's simulated engines, one per (scenario, seed) for the whole process, like a real server all
+viewers share: its history is simulated once (not per browser session) and advanced under a lock.
+
+``warm()`` builds the default ones in a background thread at server start, so the first Live page
+finds its history ready.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+
+from triage.sources.metrics.exposition import snapshot_from_families
+from triage.sources.metrics.simulator import Simulator
+from triage.sources.metrics.snapshot_window import ScrapeBuffer, SnapshotWindow
+
+BUFFER_CAPACITY = 240     # scrapes kept: 1 h at 15 s
+HISTORY_S = 15 * 60       # a new feed starts with 15 minutes of history so panels have a shape
+STEP_S = 15.0
+DEFAULTS = (("queueing", 1), ("healthy", 2))  # the Live page's default scenario and the demo baseline
+Clock = Callable[[], float]
+
+
+class DemoFeed:
+    """One simulated engine kept at the clock's time; its scrapes in a ring buffer."""
+
+    def __init__(self, scenario: str, seed: int, clock: Clock = time.time) -> None:
+        self._clock = clock
+        self._lock = threading.Lock()
+        self.source = f"demo:{scenario}"
+        self.sim = Simulator(scenario, seed=seed, start=clock() - HISTORY_S)
+        self.buffer = ScrapeBuffer(BUFFER_CAPACITY)
+        while self.sim.now < clock():
+            self.sim.advance(STEP_S)
+            self._scrape()
+
+    def _scrape(self) -> None:
+        # straight from the simulator's metric families: the same series as rendering and parsing the text
+        self.buffer.add(snapshot_from_families(self.sim.families(), self.sim.now, self.source))
+
+    def catch_up(self) -> None:
+        """Simulate up to the clock's time and take one scrape there (nothing when less than 1 s passed)."""
+        with self._lock:
+            gap = self._clock() - self.sim.now
+            if gap >= 1:
+                self.sim.advance(gap)
+                self._scrape()
+
+    def window(self, seconds: float) -> SnapshotWindow:
+        with self._lock:
+            return self.buffer.window(seconds)
+
+
+_FEEDS: dict[tuple[str, int], DemoFeed] = {}
+_BUILDING = threading.Lock()
+
+
+def shared_feed(scenario: str, seed: int) -> DemoFeed:
+    """The process's feed for (scenario, seed), built on first use (a concurrent first use waits for it)."""
+    key = (scenario, seed)
+    feed = _FEEDS.get(key)
+    if feed is None:
+        with _BUILDING:
+            feed = _FEEDS.get(key)
+            if feed is None:
+                feed = _FEEDS[key] = DemoFeed(scenario, seed)
+    return feed
+
+
+def warm(feeds: tuple[tuple[str, int], ...] = DEFAULTS) -> threading.Thread:
+    """Build ``feeds`` in a daemon thread (server start), so the first Live page does not wait for them."""
+    def build() -> None:
+        for scenario, seed in feeds:
+            shared_feed(scenario, seed)
+
+    thread = threading.Thread(target=build, name="demo-warm", daemon=True)
+    thread.start()
+    return thread

@@ -1,0 +1,404 @@
+"""One bounded HTTP GET for every scrape: time, size, redirects and target addresses all limited.
+
+* connect and total time limits: a watchdog shuts the socket at the deadline, so neither a server that trickles
+  its headers or body nor an endless stream can outlast ``timeout``;
+* the body is read in chunks and decompressed here (gzip/deflate, with ``max_length``), never past ``max_bytes``;
+* redirects are not followed: the error names where it pointed;
+* link-local and cloud-metadata addresses are always refused, decided on the resolved address before any
+  connection, and the connection then goes to exactly that address (no second lookup to rebind);
+* an optional allowlist of hosts/CIDRs (``TRIAGE_SCRAPE_ALLOW`` or ``[scrape] allow`` in secrets.toml) limits
+  the targets of a shared deployment;
+* errors carry status, content type and size, never a byte of the response body.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import socket
+import threading
+import time
+import tomllib
+import zlib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import requests
+from requests.adapters import HTTPAdapter
+from urllib3.connection import HTTPConnection, HTTPSConnection
+from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
+from urllib3.exceptions import HTTPError as Urllib3Error
+from urllib3.util import connection as u3_connection
+from urllib3.util.retry import Retry
+
+from triage.errors import TriageError
+from triage.safe_text import one_line, redact_url
+
+MAX_BODY_BYTES = 32 * 1024 * 1024  # a large vLLM /metrics is a few MB
+CHUNK = 64 * 1024
+ALLOW_ENV = "TRIAGE_SCRAPE_ALLOW"
+DEFAULT_SECRETS = (Path.home() / ".streamlit" / "secrets.toml", Path(".streamlit") / "secrets.toml")
+IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
+IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+# Always refused, whatever the allowlist says: instance metadata services and link-local ranges.
+METADATA_ADDRESSES = frozenset(ipaddress.ip_address(a) for a in (
+    "169.254.169.254",   # AWS, GCP, Azure, OpenStack, DigitalOcean … (link-local anyway)
+    "169.254.170.2",     # AWS ECS task metadata
+    "100.100.100.200",   # Alibaba Cloud
+    "168.63.129.16",     # Azure wire server
+    "192.0.0.192",       # Oracle Cloud (classic)
+    "fd00:ec2::254",     # AWS IMDS over IPv6
+))
+METADATA_NAMES = frozenset({"metadata", "metadata.google.internal", "metadata.goog", "instance-data",
+                            "instance-data.ec2.internal", "metadata.azure.internal", "metadata.tencentyun.com"})
+
+
+class Refused(Exception):
+    """A target the policy refuses (raised before any connection is made)."""
+
+
+@dataclass(frozen=True)
+class ScrapePolicy:
+    """Which targets a scrape may reach. An empty allowlist allows any host but the always-refused ones."""
+
+    hosts: frozenset[str] = frozenset()
+    networks: tuple[IPNetwork, ...] = ()
+    max_bytes: int = MAX_BODY_BYTES
+
+    @property
+    def restricted(self) -> bool:
+        return bool(self.hosts or self.networks)
+
+    def describe(self) -> str:
+        return ", ".join(sorted(self.hosts) + [str(n) for n in self.networks]) or "any host"
+
+
+def parse_allow(entries: Iterable[str], where: str = ALLOW_ENV) -> ScrapePolicy:
+    """Hosts and CIDRs (``10.0.0.0/8``, ``127.0.0.1``, ``vllm.internal``) as a policy; bad entries are refused."""
+    hosts: set[str] = set()
+    nets: list[IPNetwork] = []
+    for raw in entries:
+        entry = str(raw).strip().lower()
+        if not entry:
+            continue
+        try:
+            nets.append(ipaddress.ip_network(entry, strict=False))
+            continue
+        except ValueError:
+            pass
+        if "/" in entry or ":" in entry or not all(part and len(part) < 64 for part in entry.rstrip(".").split(".")):
+            raise TriageError(f"'{one_line(entry, 60)}' is neither a host name nor an address/CIDR", where=where)
+        hosts.add(entry.rstrip("."))
+    return ScrapePolicy(frozenset(hosts), tuple(nets))
+
+
+def policy_from_config(env: Mapping[str, str] | None = None, secrets: Iterable[Path] = DEFAULT_SECRETS) -> ScrapePolicy:
+    """The allowlist from ``TRIAGE_SCRAPE_ALLOW`` (comma separated), else ``[scrape] allow = [...]`` in secrets."""
+    env = os.environ if env is None else env
+    if env.get(ALLOW_ENV, "").strip():
+        return parse_allow(env[ALLOW_ENV].split(","), ALLOW_ENV)
+    entries: list[str] = []
+    where = ""
+    for path in secrets:
+        if not path.is_file():
+            continue
+        try:
+            data = tomllib.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+            raise TriageError(f"cannot read the scrape allowlist ({type(exc).__name__})", where=str(path)) from None
+        allow = (data.get("scrape") or {}).get("allow") if isinstance(data.get("scrape"), dict) else None
+        if allow is None:
+            continue
+        if isinstance(allow, str):
+            allow = allow.split(",")
+        if not isinstance(allow, list):
+            raise TriageError("must be a list of hosts or CIDRs", where=str(path), key="scrape.allow")
+        entries, where = [str(a) for a in allow], str(path)  # the project file wins over the home one
+    return parse_allow(entries, where) if entries else ScrapePolicy()
+
+
+def always_refused(ip: IPAddress) -> str | None:
+    """Why ``ip`` is never scraped (cloud metadata, link-local), or None."""
+    mapped = getattr(ip, "ipv4_mapped", None) or getattr(ip, "sixtofour", None)
+    for candidate in (ip, mapped):
+        if candidate is None:
+            continue
+        if candidate in METADATA_ADDRESSES:
+            return f"{candidate} is a cloud metadata address"
+        if candidate.is_link_local:
+            return f"{candidate} is a link-local address"
+    if ip.is_multicast:
+        return f"{ip} is a multicast address"
+    return None
+
+
+def refusal(host: str, ips: Iterable[IPAddress], policy: ScrapePolicy) -> str | None:
+    """The deciding function: why ``host`` (resolved to ``ips``) may not be scraped, or None when it may."""
+    name = host.strip("[]").rstrip(".").lower()
+    if name in METADATA_NAMES:
+        return f"{name} is a cloud metadata host"
+    ips = list(ips)
+    if not ips:
+        return f"{name} resolves to no address"
+    for ip in ips:
+        why = always_refused(ip)
+        if why:
+            return why
+    if not policy.restricted or name in policy.hosts:
+        return None
+    outside = [ip for ip in ips if not any(ip.version == n.version and ip in n for n in policy.networks)]
+    if outside:
+        return f"{name} ({outside[0]}) is not in the scrape allowlist ({policy.describe()})"
+    return None
+
+
+def _literal(host: str) -> IPAddress | None:
+    try:
+        return ipaddress.ip_address(host.strip("[]").split("%")[0])
+    except ValueError:
+        return None
+
+
+def resolve(host: str, port: int) -> list[IPAddress]:
+    """Every address ``host`` resolves to (a literal address resolves to itself, without a lookup)."""
+    literal = _literal(host)
+    if literal is not None:
+        return [literal]
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except (socket.gaierror, UnicodeError) as exc:
+        raise requests.exceptions.ConnectionError(f"name or service not known: {exc}") from None
+    seen: dict[IPAddress, None] = {}
+    for info in infos:
+        seen.setdefault(ipaddress.ip_address(str(info[4][0]).split("%")[0]), None)
+    return list(seen)
+
+
+def checked_addresses(host: str, port: int, policy: ScrapePolicy) -> list[IPAddress]:
+    """Resolve and decide; raises Refused before any connection is attempted."""
+    name = host.strip("[]").rstrip(".").lower()
+    if name in METADATA_NAMES:  # refused by name: not even looked up
+        raise Refused(f"{name} is a cloud metadata host")
+    ips = resolve(host, port)
+    why = refusal(host, ips, policy)
+    if why:
+        raise Refused(why)
+    return ips
+
+
+@dataclass
+class _Guard:
+    """Per-fetch state shared with the connection classes: the policy, the open socket, the watchdog's verdict."""
+
+    policy: ScrapePolicy
+    sockets: list[socket.socket] = field(default_factory=list)
+    expired: bool = False
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def connect(self, conn: HTTPConnection) -> socket.socket:
+        ips = checked_addresses(conn._dns_host, conn.port, self.policy)
+        last: OSError | None = None
+        for ip in ips:
+            try:
+                sock = u3_connection.create_connection((str(ip), conn.port), conn.timeout,
+                                                       source_address=conn.source_address,
+                                                       socket_options=conn.socket_options)
+            except OSError as exc:
+                last = exc
+                continue
+            with self.lock:
+                if self.expired:
+                    sock.close()
+                    raise TimeoutError("deadline passed")
+                self.sockets.append(sock)
+            return sock
+        raise last or OSError("no address to connect to")
+
+    def expire(self) -> None:
+        """At the deadline: wake any blocked read by shutting the socket down."""
+        with self.lock:
+            self.expired = True
+            for sock in self.sockets:
+                try:
+                    sock.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
+
+
+def _session(guard: _Guard) -> requests.Session:
+    class GuardedHTTP(HTTPConnection):
+        def _new_conn(self) -> socket.socket:
+            return guard.connect(self)
+
+    class GuardedHTTPS(HTTPSConnection):
+        def _new_conn(self) -> socket.socket:
+            return guard.connect(self)
+
+    class Pool(HTTPConnectionPool):
+        ConnectionCls = GuardedHTTP
+
+    class SPool(HTTPSConnectionPool):
+        ConnectionCls = GuardedHTTPS
+
+    adapter = HTTPAdapter(max_retries=Retry(total=0, connect=0, read=0, redirect=0, status=0, other=0,
+                                            raise_on_redirect=False, raise_on_status=False))
+    adapter.poolmanager.pool_classes_by_scheme = {"http": Pool, "https": SPool}
+    session = requests.Session()
+    session.trust_env = False  # no proxies or .netrc credentials from the environment
+    session.mount("http://", adapter)
+    session.mount("https://", adapter)
+    return session
+
+
+@dataclass(frozen=True)
+class Fetched:
+    """A 200 answer read within the bounds; ``size`` is the decompressed length in bytes."""
+
+    body: bytes
+    status: int
+    content_type: str
+    size: int
+    url: str
+    taken_at: float
+
+    def describe(self) -> str:
+        return f"HTTP {self.status}, {self.content_type or 'no content type'}, {self.size:,} bytes"
+
+
+def _mb(n: int) -> str:
+    return f"{n / 1024 / 1024:g} MB"
+
+
+def _decoder(encoding: str, url: str) -> Any:
+    if encoding in ("", "identity"):
+        return None
+    if encoding in ("gzip", "x-gzip", "deflate"):
+        return zlib.decompressobj(wbits=47)  # gzip or zlib header, detected
+    raise TriageError(f"answered with Content-Encoding '{one_line(encoding, 40)}', which is not supported here",
+                      where=url)
+
+
+def _read_body(response: requests.Response, url: str, max_bytes: int, deadline: float) -> bytes:
+    encoding = response.headers.get("Content-Encoding", "").strip().lower()
+    decoder = _decoder(encoding, url)
+    out = bytearray()
+    too_big = TriageError(f"the answer is larger than {_mb(max_bytes)} (after decompression); not read further",
+                          where=url)
+    while True:
+        _set_read_timeout(response, deadline)
+        chunk = response.raw.read(CHUNK, decode_content=False)
+        if not chunk:
+            break
+        if decoder is None:
+            out += chunk
+        else:
+            data = decoder.decompress(chunk, max_bytes + 1 - len(out))
+            out += data
+            while decoder.unconsumed_tail and len(out) <= max_bytes:
+                out += decoder.decompress(decoder.unconsumed_tail, max_bytes + 1 - len(out))
+            if decoder.unconsumed_tail:
+                raise too_big
+        if len(out) > max_bytes:
+            raise too_big
+    if decoder is not None:
+        try:
+            out += decoder.flush()
+        except zlib.error:
+            pass
+    return bytes(out)
+
+
+def _set_read_timeout(response: requests.Response, deadline: float) -> None:
+    """Each socket read waits at most until the deadline (the watchdog is the backstop)."""
+    conn = getattr(response.raw, "connection", None)
+    sock = getattr(conn, "sock", None)
+    if sock is not None:
+        try:
+            sock.settimeout(max(0.01, deadline - time.monotonic()))
+        except OSError:
+            pass
+
+
+def _location(response: requests.Response) -> str:
+    target = response.headers.get("Location", "")
+    return one_line(redact_url(target), 160) if target else "nowhere (no Location header)"
+
+
+def fetch(url: str, timeout: float = 5.0, headers: Mapping[str, str] | None = None,
+          policy: ScrapePolicy | None = None, accept: str = "*/*",
+          refuse_types: tuple[str, ...] = ()) -> Fetched:
+    """GET ``url`` within ``timeout`` seconds in total and the policy's size cap; a 200 answer or a TriageError."""
+    shown = redact_url(url)
+    if not url.startswith(("http://", "https://")):
+        raise TriageError("the URL must start with http:// or https://", where=shown)
+    if not (timeout > 0 and timeout < float("inf")):
+        raise TriageError(f"the timeout must be a positive number of seconds, got {timeout}", where=shown)
+    policy = policy if policy is not None else policy_from_config()
+    guard = _Guard(policy)
+    session = _session(guard)
+    deadline = time.monotonic() + timeout
+    watchdog = threading.Timer(timeout, guard.expire)
+    watchdog.daemon = True
+    watchdog.start()
+    try:
+        response = session.get(url, timeout=(timeout, timeout), stream=True, allow_redirects=False,
+                               headers={"Accept": accept, "Accept-Encoding": "gzip, deflate", **(headers or {})})
+        with response:
+            status = response.status_code
+            kind = response.headers.get("Content-Type", "").split(";")[0].strip().lower()
+            if 300 <= status < 400:
+                raise TriageError(f"HTTP {status}: redirects to {_location(response)}; redirects are not followed "
+                                  "(use the final URL)", where=shown)
+            if status != 200:
+                raise TriageError(_status_reason(status, response.reason), where=shown)
+            if kind in refuse_types:
+                raise TriageError(f"answered {one_line(kind, 60)}, not Prometheus metrics text (is this the /metrics "
+                                  "URL?)", where=shown)
+            body = _read_body(response, shown, policy.max_bytes, deadline)
+            if guard.expired:
+                raise TimeoutError
+            return Fetched(body, status, one_line(kind, 60), len(body), shown, time.time())
+    except Refused as exc:
+        raise TriageError(f"refused: {exc} (not scraped)", where=shown) from None
+    except TriageError:
+        raise
+    except (requests.exceptions.Timeout, TimeoutError):
+        raise TriageError(f"no complete answer within {timeout:g} s", where=shown) from None
+    except (requests.exceptions.RequestException, Urllib3Error, OSError, zlib.error) as exc:
+        if guard.expired:
+            raise TriageError(f"no complete answer within {timeout:g} s", where=shown) from None
+        raise TriageError(f"unreachable ({connection_reason(exc)})", where=shown) from None
+    finally:
+        watchdog.cancel()
+        session.close()
+
+
+def _status_reason(status: int, reason: str | None) -> str:
+    if status in (401, 403):
+        return f"HTTP {status}: the endpoint wants credentials (check the headers / token)"
+    if status == 404:
+        return "HTTP 404: nothing here (is the path /metrics, and metrics enabled?)"
+    return f"HTTP {status} {one_line(reason or '', 60)}".rstrip()
+
+
+def connection_reason(exc: BaseException) -> str:
+    """A short human reason for a connection failure: connection refused, unknown host, TLS …"""
+    text = str(exc).lower()
+    if isinstance(exc, requests.exceptions.SSLError) or "certificate" in text:
+        return "TLS certificate not accepted"
+    if "refused" in text:
+        return "connection refused"
+    if "name or service not known" in text or "nodename nor servname" in text or "nameresolution" in text:
+        return "unknown host name"
+    if "timed out" in text:
+        return "connection timed out"
+    if "reset" in text or "aborted" in text:
+        return "connection reset"
+    if isinstance(exc, zlib.error):
+        return "the compressed answer is corrupt"
+    if "chunk" in text or "incomplete" in text or "protocol" in text:
+        return "the answer broke off or is malformed"
+    return "connection failed"
