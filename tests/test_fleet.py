@@ -87,7 +87,7 @@ def test_one_request_per_need_for_the_whole_fleet(fleet_history):
 def test_text_output_lists_every_group(fleet_history):
     done = cli("--prometheus", fleet_history.server.url, "--end", fleet_history.stop.isoformat(), "--by", "instance")
     assert done.returncode == 0, done.stderr
-    assert "instance=queueing: symptoms ttft; causes ttft.queueing" in done.stdout
+    assert "instance=queueing: symptoms ttft; causes ttft.queueing" in done.stdout  # (then any other cause)
     assert "instance=healthy: symptoms none; causes no finding" in done.stdout
 
 
