@@ -24,8 +24,15 @@ def _layout(fig: go.Figure, x: str, y: str) -> go.Figure:
     return fig
 
 
+def _no_requests() -> None:
+    st.info(t("panel_missing", what="per-request data"))
+
+
 def distributions(run: Run, slo: dict) -> None:
     df = run.requests
+    if df is None:
+        _no_requests()
+        return
     cols = st.columns(2)
     for col, metric, key in ((cols[0], "ttft_s", "ttft_p99_s"), (cols[1], "tpot_s", "tpot_p99_s")):
         with col:
@@ -40,6 +47,9 @@ def distributions(run: Run, slo: dict) -> None:
 
 def ttft_vs_prompt(run: Run) -> None:
     df = run.requests
+    if df is None:
+        _no_requests()
+        return
     if not {"prompt_tokens", "ttft_s"} <= set(df.columns):
         st.info(t("panel_missing", what="prompt_tokens, ttft_s"))
         return
@@ -51,6 +61,9 @@ def ttft_vs_prompt(run: Run) -> None:
 
 def latency_over_time(run: Run) -> None:
     df = run.requests
+    if df is None:
+        _no_requests()
+        return
     if "start_s" not in df.columns:
         st.info(t("panel_missing", what="start_s"))
         return
@@ -70,8 +83,9 @@ def sweep_curve(points: list[SweepPoint], slo: dict) -> None:
     fig = go.Figure(go.Scatter(x=x, y=[v * 1000 if v is not None else None for v in y], mode="lines+markers",
                                text=[p.label for p in points], name="TTFT p99"))
     knee = knee_index(x, y)
-    if knee is not None:
-        fig.add_trace(go.Scatter(x=[x[knee]], y=[y[knee] * 1000], mode="markers+text", text=[t("knee")],
+    knee_y = y[knee] if knee is not None else None
+    if knee is not None and knee_y is not None:
+        fig.add_trace(go.Scatter(x=[x[knee]], y=[knee_y * 1000], mode="markers+text", text=[t("knee")],
                                  textposition="top left", marker=dict(size=14, color="#D32F2F", symbol="x"),
                                  name=t("knee")))
     fig.add_hline(y=slo["ttft_p99_s"] * 1000, line_dash="dash", line_color="#9E9E9E",

@@ -53,8 +53,10 @@ def release(upload) -> None:
 
     The uploader keeps showing the file (the browser holds its name); its bytes are gone from the server."""
     ctx = get_script_run_ctx()
-    if ctx is not None and getattr(ctx, "uploaded_file_mgr", None) is not None:
-        ctx.uploaded_file_mgr.remove_file(ctx.session_id, upload.file_id)
+    # remove_file is on Streamlit's in-memory manager, not on the UploadedFileManager protocol
+    remove = getattr(getattr(ctx, "uploaded_file_mgr", None), "remove_file", None)
+    if ctx is not None and callable(remove):
+        remove(ctx.session_id, upload.file_id)
 
 
 @st.cache_resource(show_spinner=False)

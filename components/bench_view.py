@@ -14,6 +14,7 @@ from triage.diagnosis.roofline import Hardware
 from triage.diagnosis.rules import Slo
 from triage.diagnosis.sweep import sweep_points
 from triage.report.run_summary import run_summary
+from triage.report.units import fmt_value, number
 from triage.run import Run
 from triage.safe_text import md_escape
 from triage.sources.files import FORMATS
@@ -80,9 +81,8 @@ def run_picker(loaded: bench_source.Loaded) -> Run:
 
 
 def _ms(value: float | None) -> str:
-    if value is None:
-        return "—"
-    return f"{value:,.0f} ms" if value >= 100 else f"{value:.1f} ms"
+    """Milliseconds in every cell, as the load tools print this table (digits: the one formatter's)."""
+    return "—" if value is None else f"{number(value)} ms"
 
 
 def summary_table(run: Run) -> None:
@@ -103,9 +103,9 @@ def summary_table(run: Run) -> None:
         f"{s.failed:,} ({s.failed / total:.1%})" if total else f"{s.failed:,}")
     facts = {
         t("sum_requests"): "—" if s.requests is None else f"{s.requests:,}",
-        t("sum_duration"): "—" if s.duration_s is None else f"{s.duration_s:,.1f} s",
+        t("sum_duration"): fmt_value(s.duration_s, "s"),
         t("sum_load"): load,
-        t("sum_throughput"): "—" if s.req_per_s is None else f"{s.req_per_s:,.2f} req/s",
+        t("sum_throughput"): fmt_value(s.req_per_s, "req/s"),
         t("sum_errors"): errors,
     }
     st.table(pd.DataFrame({t("sum_value"): list(facts.values())}, index=list(facts)))

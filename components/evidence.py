@@ -10,7 +10,7 @@ from components.node_panel import technique_link
 from components.shell import knowledge, lang, t
 from components.tree_chart import request_scroll, tree_chart
 from triage.diagnosis.rules import Diagnosis, Evidence, Finding
-from triage.report.text import fmt_value
+from triage.report.text import fmt_threshold, fmt_value
 
 CONFIDENCE_BADGE = {"high": ":red-badge[{}]", "medium": ":orange-badge[{}]", "low": ":gray-badge[{}]"}
 
@@ -20,7 +20,7 @@ def _rows(evidence: list[Evidence]) -> pd.DataFrame:
     return pd.DataFrame([{
         t("ev_signal"): e.signal,
         t("ev_value"): fmt_value(e.value, e.unit),
-        t("ev_threshold"): "—" if e.context else f"{e.op} {fmt_value(e.threshold, e.unit)}",
+        t("ev_threshold"): "—" if e.context else f"{e.op} {fmt_threshold(e)}",
         t("ev_holds"): "ℹ" if e.context else {True: "✔", False: "✘", None: "—"}[e.holds],
         t("meaning"): e.meaning.get(lang()),
         t("ev_source"): e.source or t("not_measurable_short"),
@@ -59,7 +59,7 @@ def symptom_summary(diag: Diagnosis) -> None:
             st.markdown(f"❔ **{title}** — {t('symptom_unknown')}")
             continue
         icon = "🔴" if check.present else "🟢"
-        numbers = "; ".join(f"`{e.signal}` {fmt_value(e.value, e.unit)} {e.op} {fmt_value(e.threshold, e.unit)}"
+        numbers = "; ".join(f"`{e.signal}` {fmt_value(e.value, e.unit)} {e.op} {fmt_threshold(e)}"
                             if e.holds else
                             f"`{e.signal}` {fmt_value(e.value, e.unit)}" for e in check.evidence if e.holds is not None)
         state = t("symptom_present") if check.present else t("symptom_absent")

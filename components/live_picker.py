@@ -6,6 +6,7 @@ import hashlib
 from collections.abc import Callable
 from datetime import UTC, datetime, time
 from functools import partial
+from typing import Any
 
 import streamlit as st
 
@@ -70,7 +71,7 @@ def time_range() -> tuple[float, datetime | None]:
     return float(minutes), end
 
 
-def _demo(minutes: float, end: datetime | None) -> Callable:
+def _demo(minutes: float, end: datetime | None) -> partial[Any]:
     ids = list(SCENARIOS)
     _from_url("live_scenario", "scenario", str, ids)
     if "live_scenario" not in st.session_state:
@@ -82,7 +83,7 @@ def _demo(minutes: float, end: datetime | None) -> Callable:
     return partial(live_source.demo_windows, scenario, minutes)
 
 
-def _scrape(minutes: float, end: datetime | None) -> Callable | None:
+def _scrape(minutes: float, end: datetime | None) -> partial[Any] | None:
     url = st.text_input(t("live_url"), placeholder="http://127.0.0.1:8000/metrics", key="live_url")
     if not url:
         st.info(t("live_url_hint"))
@@ -90,7 +91,7 @@ def _scrape(minutes: float, end: datetime | None) -> Callable | None:
     return partial(live_source.scrape_windows, url, minutes, QUERY_TIMEOUT_S)
 
 
-def _snapshots(minutes: float, end: datetime | None) -> Callable | None:
+def _snapshots(minutes: float, end: datetime | None) -> partial[Any] | None:
     cols = st.columns([2, 2, 1])
     before = cols[0].file_uploader(t("live_before"), key="snap_before")
     after = cols[1].file_uploader(t("live_after"), key="snap_after")
@@ -145,10 +146,15 @@ def _match_filters() -> dict[str, str]:
     return match
 
 
-def end_time(prefix: str, label_key: str = "live_absolute", always: bool = False) -> datetime | None:
+def end_time(prefix: str, label_key: str = "live_absolute") -> datetime | None:
     """An absolute UTC end time (reviewing a past incident), or None for 'now'."""
-    if not always and not st.toggle(t(label_key), key=f"{prefix}_absolute"):
+    if not st.toggle(t(label_key), key=f"{prefix}_absolute"):
         return None
+    return pick_end(prefix)
+
+
+def pick_end(prefix: str) -> datetime:
+    """An absolute UTC end time: a date and a time of day."""
     c1, c2 = st.columns(2)
     day = c1.date_input(t("live_end_date"), key=f"{prefix}_end_date")
     at = c2.time_input(t("live_end_time"), value=time(0, 0), key=f"{prefix}_end_time", step=300)
@@ -166,9 +172,9 @@ def _baseline_offset(end: datetime | None) -> float | None:
     options = [None, 24.0, 168.0, "chosen"]
     choice = st.selectbox(t("live_baseline"), options, key="prom_baseline",
                           format_func=labels_now(options, _baseline_label))
-    if choice != "chosen":
+    if choice is None or isinstance(choice, float):
         return choice
-    base_end = end_time("prom_base", always=True)
+    base_end = pick_end("prom_base")
     offset = ((end or datetime.now(UTC)) - base_end).total_seconds() / 3600
     if offset <= 0:
         st.warning(t("live_baseline_after"))
@@ -185,7 +191,7 @@ def prometheus_profile() -> Profile | None:
     return profiles[name]
 
 
-def _prometheus(minutes: float, end: datetime | None) -> Callable | None:
+def _prometheus(minutes: float, end: datetime | None) -> partial[Any] | None:
     profile = prometheus_profile()
     if profile is None:
         return None

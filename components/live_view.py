@@ -23,15 +23,11 @@ from triage.errors import TriageError
 from triage.knowledge.engines import load_engines
 from triage.knowledge.model import Text
 from triage.knowledge.panels import Panel, line_points, load_panels
-from triage.report.text import fmt_value
+from triage.report.units import fmt_delta, fmt_value
 from triage.safe_text import md_escape
 
 LAST_KEY = "live_last"      # the last good refresh of any source (the memory page reads its cache config)
 STALE_KEY = "live_by_source"  # source → its last good refresh, shown under a banner when a refresh fails
-# signal → True when higher is better (the delta is coloured accordingly)
-KPI_SIGNALS = {"ttft_p99_s": False, "tpot_p99_s": False, "kv_usage_max": False, "waiting_mean": False,
-               "preemptions_per_s": False, "req_per_s": True, "out_tok_per_s": True, "prefix_hit_rate": True}
-NO_CHANGE = 1e-9
 SERIES_POINTS = 60
 
 
@@ -59,35 +55,33 @@ def refresh(pair: WindowPair, slo: Slo) -> LiveResult:
     return LiveResult(live, deltas, series, dict(live.readings.missing), pair.label, time.time())
 
 
-def _shown(value: float, unit: str) -> str:
-    if unit == "ratio":
-        return f"{value * 100:.1f} %"
-    if unit == "s" and value < 1:
-        return f"{value * 1000:.3g} ms"
-    return fmt_value(value, unit)
-
-
-def _delta(d: SignalDelta | None, unit: str) -> str | None:
-    if d is None or d.delta is None or abs(d.delta) < NO_CHANGE:
+def delta_text(d: SignalDelta | None, unit: str) -> str | None:
+    """The change against the baseline in the unit of the value (None when it rounds away)."""
+    if d is None or d.delta is None or d.current is None or isinstance(d.current, bool):
+        return None
+    change = fmt_delta(d.delta, unit, like=float(d.current))
+    if change == "0":
         return None
     pct = f" ({d.pct:+.0f}%)" if d.pct is not None else ""
-    change = f"{d.delta * 100:+.1f} pp" if unit == "ratio" else f"{d.delta:+.3g} {unit}".strip()
     return f"{change} {t('vs_baseline')}{pct}"
 
 
 def kpi_deltas(result: LiveResult) -> None:
     signals = result.live.diagnosis.signals
     by_name = {d.name: d for d in result.deltas}
+    kb = knowledge()
+    assert kb.kpis is not None  # the loader always reads the KPI rows
     with st.container(horizontal=True):
-        for name, higher_is_better in KPI_SIGNALS.items():
+        for name in kb.kpis.live:
+            spec = kb.signals[name]
             sig = signals.get(name)
-            meaning = knowledge().signals[name].meaning.get(lang())
-            label = t(f"kpi_{name}")
+            meaning = spec.meaning.get(lang())
+            label = spec.label.get(lang())
             if sig is None:
                 st.metric(label, "—", help=f"{meaning} — {t('not_measurable_short')}", border=True)
                 continue
-            st.metric(label, _shown(float(sig.value), sig.unit), delta=_delta(by_name.get(name), sig.unit),
-                      delta_color="normal" if higher_is_better else "inverse", border=True,
+            st.metric(label, fmt_value(sig.value, spec.unit), delta=delta_text(by_name.get(name), spec.unit),
+                      delta_color="normal" if spec.higher_is_better else "inverse", border=True,
                       help=f"{meaning} · {sig.source}")
 
 
@@ -95,15 +89,18 @@ def all_deltas(result: LiveResult) -> None:
     """Every signal of the window beside the baseline's, with the change."""
     if not result.deltas:
         return
-    rows = [{t("ev_signal"): d.name, t("live_current"): _cell(d.current, d.unit),
-             t("live_baseline_col"): _cell(d.baseline, d.unit),
-             t("verify_change"): f"{d.pct:+.0f}%" if d.pct is not None else "—"} for d in result.deltas]
+    rows = [{t("ev_signal"): d.name, t("live_current"): fmt_value(d.current, d.unit),
+             t("live_baseline_col"): fmt_value(d.baseline, d.unit),
+             t("verify_change"): _change(d)} for d in result.deltas]
     with st.expander(t("live_all_deltas")):
         st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
 
 
-def _cell(value: float | bool | None, unit: str) -> str:
-    return "—" if value is None else _shown(float(value), unit) if not isinstance(value, bool) else str(value)
+def _change(d: SignalDelta) -> str:
+    if d.delta is None or d.current is None or isinstance(d.current, bool):
+        return "—"
+    change = fmt_delta(d.delta, d.unit, like=float(d.current))
+    return change if change == "0" or d.pct is None else f"{change} ({d.pct:+.0f}%)"
 
 
 def _panel_figure(panel: Panel, result: LiveResult) -> go.Figure | None:

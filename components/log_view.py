@@ -35,7 +35,9 @@ def log_page() -> None:
              e.technique or "", t("verify_verdict"): e.overall, t("verify_baseline"): e.baseline_name,
              t("verify_candidate"): e.candidate_name, t("verify_note"): e.note} for e in entries]
     st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
-    chosen = st.selectbox(t("log_open"), [e.id for e in entries], key="log_open")
+    chosen = st.selectbox(t("log_open"), [e.id for e in entries if e.id is not None], key="log_open")
+    if chosen is None:  # stored entries all have an id; nothing to open otherwise
+        return
     entry = store.get(chosen)
     with st.container(border=True):
         st.markdown(f"**#{entry.id} · {md_escape(entry.overall)}** · {md_escape(entry.technique or '—')} · "

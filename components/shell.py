@@ -57,7 +57,7 @@ def sidebar() -> None:
     lang()
     _localize_builtin_text()
     with st.sidebar:
-        st.segmented_control(t("language"), options=list(LANGS), format_func=LANG_LABELS.get,
+        st.segmented_control(t("language"), options=list(LANGS), format_func=LANG_LABELS.__getitem__,
                              key=LANG_KEY, on_change=_lang_to_url, required=True)
         kb = knowledge()
         with st.expander(t("usage_flow"), expanded=False):

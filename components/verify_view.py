@@ -15,9 +15,10 @@ from triage.diagnosis.rules import Slo
 from triage.diagnosis.window import window_signals
 from triage.errors import TriageError
 from triage.params import SQLITE_MAX_ID, int_param, shown_param
+from triage.report.units import fmt_value
 from triage.run import Run
 from triage.safe_text import md_escape
-from triage.verify.comparison import Comparison, compare, comparison_json
+from triage.verify.comparison import Comparison, MetricDelta, compare, comparison_json
 from triage.verify.experiment_log import ExperimentLog, entry_from
 from triage.verify.windows import run_from_signals
 
@@ -55,7 +56,7 @@ def _window_run(profile, end: datetime, minutes: int, label: str) -> Run:
 
 
 def _pick_windows() -> tuple[tuple[str, bytes, Run], tuple[str, bytes, Run]] | None:
-    from components.live_picker import WINDOWS_MIN, end_time, prometheus_profile
+    from components.live_picker import WINDOWS_MIN, pick_end, prometheus_profile
 
     profile = prometheus_profile()
     if profile is None:
@@ -64,10 +65,10 @@ def _pick_windows() -> tuple[tuple[str, bytes, Run], tuple[str, bytes, Run]] | N
     left, right = st.columns(2)
     with left:
         st.markdown(f"**{t('verify_base')}**")
-        base_end = end_time("verify_base_end", always=True)
+        base_end = pick_end("verify_base_end")
     with right:
         st.markdown(f"**{t('verify_cand')}**")
-        cand_end = end_time("verify_cand_end", always=True)
+        cand_end = pick_end("verify_cand_end")
     minutes = WINDOWS_MIN[window]
     try:
         runs = [_window_run(profile, end, minutes, f"{profile.name} {window} to {end:%Y-%m-%d %H:%M}Z")
@@ -78,16 +79,10 @@ def _pick_windows() -> tuple[tuple[str, bytes, Run], tuple[str, bytes, Run]] | N
     return tuple((r.label, r.label.encode(), r) for r in runs)  # type: ignore[return-value]
 
 
-def with_unit(value: float | None, unit: str) -> str:
-    """A compared value with its unit: seconds below one as ms, fractions as %, never scientific notation."""
-    if value is None:
-        return "—"
-    if unit == "s":
-        return f"{value * 1000:,.1f} ms" if abs(value) < 1 else f"{value:,.2f} s"
-    if unit == "fraction":
-        return f"{value:.2%}"
-    digits = 0 if abs(value) >= 100 else 2
-    return f"{value:,.{digits}f} {unit}".strip()
+def _label(m: MetricDelta) -> str:
+    """The metric's label in the page's language, from the metric catalogue."""
+    spec = knowledge().compare.get(m.metric)
+    return knowledge().signals[spec.signal].label.get(lang()) if spec else (m.label or m.metric)
 
 
 def _table(c: Comparison) -> pd.DataFrame:
@@ -96,8 +91,8 @@ def _table(c: Comparison) -> pd.DataFrame:
         return f"[{m.interval[0]:+.1f}, {m.interval[1]:+.1f}] {unit}" if m.interval else t("verify_no_interval")
 
     return pd.DataFrame([{
-        t("verify_metric"): m.label or m.metric, t("verify_baseline"): with_unit(m.baseline, m.unit),
-        t("verify_candidate"): with_unit(m.candidate, m.unit),
+        t("verify_metric"): _label(m), t("verify_baseline"): fmt_value(m.baseline, m.unit),
+        t("verify_candidate"): fmt_value(m.candidate, m.unit),
         t("verify_change"): f"{m.delta:+.1f} {m.scale}" if m.delta is not None else "—",
         t("verify_interval"): interval(m), t("verify_verdict"): f"{VERDICT_ICON.get(m.verdict, '')} {m.verdict}",
     } for m in c.metrics])
@@ -105,9 +100,10 @@ def _table(c: Comparison) -> pd.DataFrame:
 
 def _delta_chart(c: Comparison) -> go.Figure:
     rows = [m for m in c.metrics if m.delta is not None]
-    errs = [(m.delta - m.interval[0], m.interval[1] - m.delta) if m.interval else (0, 0) for m in rows]
+    errs = [(d - m.interval[0], m.interval[1] - d) if m.interval and (d := m.delta) is not None else (0.0, 0.0)
+            for m in rows]
     colors = {"gain": "#2E7D32", "regression": "#D32F2F"}
-    fig = go.Figure(go.Bar(x=[m.label or m.metric for m in rows], y=[m.delta for m in rows],
+    fig = go.Figure(go.Bar(x=[_label(m) for m in rows], y=[m.delta for m in rows],
                            marker_color=[colors.get(m.verdict, "#9E9E9E") for m in rows],
                            error_y=dict(type="data", symmetric=False, array=[e[1] for e in errs],
                                         arrayminus=[e[0] for e in errs])))
@@ -123,8 +119,9 @@ def _distributions(base: Run, cand: Run) -> None:
     for col, metric in zip(cols, ("ttft_s", "tpot_s")):
         fig = go.Figure()
         for run, name in ((base, t("verify_baseline")), (cand, t("verify_candidate"))):
-            if metric in run.requests.columns:
-                fig.add_trace(go.Histogram(x=run.requests[metric] * 1000, name=name, opacity=0.6, nbinsx=60))
+            df = run.requests
+            if df is not None and metric in df.columns:
+                fig.add_trace(go.Histogram(x=df[metric] * 1000, name=name, opacity=0.6, nbinsx=60))
         fig.update_layout(barmode="overlay", height=280, margin=dict(l=10, r=10, t=10, b=10),
                           xaxis_title=f"{metric[:-2].upper()} (ms)", yaxis_title=t("verify_requests_axis"),
                           legend=dict(orientation="h", y=1.15))

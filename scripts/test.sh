@@ -23,4 +23,5 @@ fi
 
 bash scripts/setup.sh requirements-dev.txt
 .venv/bin/ruff check .
+.venv/bin/mypy  # configured in pyproject.toml: triage/, components/, pages/, app.py at zero errors
 exec .venv/bin/python -m pytest "$@"

@@ -39,7 +39,7 @@ def test_sample_is_shown_and_labelled():
     assert "Requests queue too long" in body
     assert at.session_state["findings"][0] == "ttft.queueing"
     labels = [m.label for m in at.metric]
-    assert "TTFT p99" in labels and "req/s" in labels
+    assert "TTFT p99" in labels and "Requests/s" in labels
 
 
 @pytest.mark.parametrize("path", FIXTURES, ids=lambda p: p.name)

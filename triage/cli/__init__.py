@@ -15,11 +15,14 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from triage.errors import TriageError
-from triage.knowledge.loader import KnowledgeBase, load_knowledge, use_tree_dir
+from triage.knowledge import DEFAULT_TREE_DIR, checked
 from triage.safe_text import install_log_redaction, one_line, redact_text, strip_control
+
+if TYPE_CHECKING:
+    from triage.knowledge.loader import KnowledgeBase
 
 EXIT_BAD_INPUT = 2
 # command → (module, its register function, one-line help shown by ``--help`` without importing the module)
@@ -60,12 +63,28 @@ def _tree_json(kb: KnowledgeBase) -> dict:
     }
 
 
+def _tree_record(tree_dir: Path | None) -> dict[str, Any]:
+    """What ``tree`` prints, from a record of this tree having passed (nothing changed since) or by loading and
+    checking every file now (TriageError on the first problem)."""
+    root = Path(tree_dir) if tree_dir is not None else DEFAULT_TREE_DIR
+    if not root.is_dir():
+        raise TriageError("not a directory", where=str(root))
+    record, key = checked.recall(root)
+    if record is None:
+        from triage.knowledge.loader import load_knowledge
+
+        kb = load_knowledge(root)
+        record = {"json": _tree_json(kb), "text": {lang: _tree_text(kb, lang) for lang in ("en", "zh")}}
+        checked.remember(key, record)
+    return record
+
+
 def cmd_tree(args: argparse.Namespace) -> int:
-    kb = load_knowledge(args.tree_dir)
+    record = _tree_record(args.tree_dir)
     if args.json:
-        print(json.dumps(_tree_json(kb), ensure_ascii=False, indent=2))
+        print(json.dumps(record["json"], ensure_ascii=False, indent=2))
     else:
-        print(_tree_text(kb, args.lang))
+        print(record["text"][args.lang])
     return 0
 
 
@@ -119,7 +138,7 @@ def terminal_text(text: str) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     install_log_redaction()
     out, err = sys.stdout, sys.stderr
-    sys.stdout, sys.stderr = SafeStream(out), SafeStream(err)  # type: ignore[assignment]
+    sys.stdout, sys.stderr = SafeStream(out), SafeStream(err)
     try:
         return _run(argv)
     finally:
@@ -141,7 +160,11 @@ def _run(argv: Sequence[str] | None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         args = _parser(_command(argv)).parse_args(argv)  # a bad option: argparse's one line and exit 2
-        use_tree_dir(getattr(args, "tree_dir", None))
+        tree_dir = getattr(args, "tree_dir", None)
+        if tree_dir is not None or "triage.knowledge.loader" in sys.modules:  # else nothing to reset
+            from triage.knowledge.loader import use_tree_dir
+
+            use_tree_dir(tree_dir)
         return args.func(args)
     except TriageError as exc:
         print(f"error: {exc.line()}", file=sys.stderr)
@@ -157,3 +180,8 @@ def _run(argv: Sequence[str] | None) -> int:
         print(f"error: unexpected {type(exc).__name__}: {one_line(str(exc))} (this is a bug; TRIAGE_DEBUG=1 "
               "shows the traceback)", file=sys.stderr)
         return EXIT_BAD_INPUT
+    finally:  # --tree-dir lasts one command (main may be called again in the same process)
+        if "triage.knowledge.loader" in sys.modules:
+            from triage.knowledge.loader import use_tree_dir
+
+            use_tree_dir(None)

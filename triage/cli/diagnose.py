@@ -26,7 +26,7 @@ def read_benchmark(path: Path) -> Benchmark:
 
 
 def runs_json(bench: Benchmark, chosen: int) -> list[dict]:
-    return [{"number": i, "label": r.label, "requests": len(r.requests) if r.has_requests else 0,
+    return [{"number": i, "label": r.label, "requests": len(r.requests) if r.requests is not None else 0,
              "selected": i == chosen, "definitions": r.definitions, "meta": r.meta}
             for i, r in enumerate(bench.runs, start=1)]
 

@@ -13,6 +13,7 @@ from triage.cli.diagnose import preset_names
 from triage.diagnosis.rules import Slo, resolve_slo
 from triage.errors import TriageError
 from triage.knowledge.loader import load_knowledge
+from triage.report.units import fmt_value
 from triage.run import Benchmark, Run
 from triage.verify.comparison import MIN_BOOT, SPECS, Comparison, MetricDelta, compare, comparison_json
 from triage.verify.experiment_log import Entry, ExperimentLog, entry_from, sha256
@@ -98,7 +99,7 @@ def exit_code(c: Comparison, gate: GateResult) -> int:
 
 def _side_json(side: Loaded) -> dict[str, Any]:
     return {"file": str(side.path), "format": side.bench.format, "run": side.number, "runs": len(side.bench.runs),
-            "label": side.run.label, "requests": len(side.run.requests) if side.run.has_requests else 0,
+            "label": side.run.label, "requests": len(side.run.requests) if side.run.requests is not None else 0,
             "sha256": sha256(side.data)}
 
 
@@ -116,18 +117,6 @@ def gate_report(c: Comparison, gate: GateResult, base: Loaded, cand: Loaded, slo
     out["slo"] = {"name": slo.name, "ttft_p99_s": slo.values.get("ttft_p99_s"),
                   "tpot_p99_s": slo.values.get("tpot_p99_s")}
     return out
-
-
-def fmt_value(value: float, unit: str) -> str:
-    if unit == "s":
-        return f"{value * 1000:.1f} ms" if value < 1 else f"{value:.3f} s"
-    if unit == "fraction":
-        return f"{value * 100:.2f}%"
-    if unit == "tok/s":
-        return f"{value:,.0f} tok/s"
-    if unit == "req/s":
-        return f"{value:.2f} req/s"
-    return f"{value:.3g} {unit}"
 
 
 def _signed(x: float | None, unit: str) -> str:

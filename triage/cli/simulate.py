@@ -4,6 +4,7 @@ OpenAI-compatible vLLM server that load-test tools can benchmark), or write an O
 from __future__ import annotations
 
 import argparse
+import http.server
 from pathlib import Path
 
 from triage.cli import numbers
@@ -20,17 +21,23 @@ def _write(args: argparse.Namespace) -> int:
     return 0
 
 
+def _address(server: http.server.HTTPServer) -> tuple[str, int]:
+    host, port = server.server_address[:2]
+    return (host.decode() if isinstance(host, (bytes, bytearray)) else str(host)), int(port)
+
+
 def _serve(args: argparse.Namespace) -> int:
+    server: http.server.HTTPServer
     if args.openai:
         server = serve_openai(args.scenario, args.port, host=args.host, seed=args.seed,
                               per_request_metrics=args.per_request_metrics)
-        host, port = server.server_address[:2]
+        host, port = _address(server)
         print(f"simulating vLLM scenario '{args.scenario}' as an OpenAI-compatible server on http://{host}:{port}/v1 "
               f"(model {MODEL_NAME}; /metrics, /health; "
               "Ctrl-C to stop)", flush=True)
     else:
         server = serve(args.scenario, args.port, host=args.host, seed=args.seed)
-        host, port = server.server_address[:2]
+        host, port = _address(server)
         print(f"simulating vLLM scenario '{args.scenario}' on http://{host}:{port}/metrics (Ctrl-C to stop)",
               flush=True)
     try:

@@ -182,8 +182,9 @@ def _load(kb: KnowledgeBase, out: SignalSet, t: _Table) -> None:
             f"least-squares slope of TTFT on prompt tokens{sampled}")
     out.put(kb, "ttft_rise_ratio", _rise_ratio(start, ttft),
             f"median TTFT, last quarter ÷ first quarter of the run{sampled}")
-    if start is not None and t["e2e_s"] is not None:
-        flight = in_flight_at_arrival(t["start_s"], t["e2e_s"], at=start).astype("float64")
+    starts, e2e = t["start_s"], t["e2e_s"]
+    if start is not None and starts is not None and e2e is not None:
+        flight = in_flight_at_arrival(starts, e2e, at=start).astype("float64")
         out.put(kb, "ttft_load_corr", _spearman(flight, ttft), f"Spearman r, in-flight requests vs TTFT{sampled}")
         out.put(kb, "tpot_load_corr", _spearman(flight, t.sample("tpot_s")),
                 f"Spearman r, in-flight requests vs TPOT{sampled}")
@@ -228,8 +229,9 @@ def _inflight(kb: KnowledgeBase, out: SignalSet, t: _Table | None, s: dict, rate
         if span <= 0 or t.n < MIN_REQUESTS_FOR_CORRELATION:
             return
         for name, (col, label) in LITTLE.items():
-            if t[f"{col}_s"] is not None:
-                out.put(kb, name, float(np.nansum(t[f"{col}_s"])) / span, f"sum of per-request {label} ÷ run span")
+            per_request = t[f"{col}_s"]
+            if per_request is not None:
+                out.put(kb, name, float(np.nansum(per_request)) / span, f"sum of per-request {label} ÷ run span")
         return
     if not rate or (s.get("completed") or 0) < MIN_REQUESTS_FOR_CORRELATION:
         return

@@ -26,6 +26,13 @@ class Need:
     q: float | None = None
     engine: str = ""  # which engine's map to use; "" = the window's serving engine
 
+    @property
+    def quantile(self) -> float:
+        """``q`` of a quantile need (ValueError for a need without one)."""
+        if self.q is None:
+            raise ValueError(f"need {self.kind} {self.key} has no quantile")
+        return self.q
+
 
 @dataclass
 class Readings:

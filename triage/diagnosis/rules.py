@@ -84,7 +84,12 @@ def check(cond: Condition, signals: SignalSet, slo: Slo) -> Evidence | None:
     """Evaluate one condition; None when an ``only_if`` SLO flag switches it off."""
     if cond.only_if is not None and not slo.values.get(cond.only_if):
         return None
-    threshold = cond.value if cond.slo is None else float(slo.values[cond.slo]) * cond.factor
+    threshold: float | bool
+    if cond.slo is not None:
+        threshold = float(slo.values[cond.slo]) * cond.factor
+    else:
+        assert cond.value is not None  # a condition has exactly one of value and slo (validated)
+        threshold = cond.value
     sig = signals.get(cond.signal)
     if sig is None:
         return Evidence(cond.signal, cond.op, threshold, None, "", None, cond.meaning, context=cond.context)

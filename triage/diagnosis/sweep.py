@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -35,10 +36,11 @@ def sweep_points(kb: KnowledgeBase, bench: Benchmark, slo: dict) -> list[SweepPo
     return points
 
 
-def knee_index(x: list[float], y: list[float]) -> int | None:
+def knee_index(x: Sequence[float | None], y: Sequence[float | None]) -> int | None:
     """Kneedle on a rising latency curve: the point farthest below the chord, after sorting by x.
 
-    Returns an index into the given lists, or None when fewer than three usable points exist.
+    Returns an index into the given lists (of a point with both values), or None when fewer than three usable
+    points exist (a point missing either value is skipped).
     """
     pts = [(xi, yi, i) for i, (xi, yi) in enumerate(zip(x, y)) if xi is not None and yi is not None]
     if len(pts) < 3:

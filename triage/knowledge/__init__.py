@@ -1,1 +1,5 @@
 """The knowledge base in tree/: typed model, loader and validator, engine maps, panels, strings, tree layout."""
+
+from pathlib import Path
+
+DEFAULT_TREE_DIR = Path(__file__).resolve().parents[2] / "tree"  # the repository's knowledge base

@@ -25,15 +25,16 @@ from __future__ import annotations
 import json
 import re
 import shlex
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import Any
 
-from triage.knowledge.model import Technique
+from triage.knowledge.model import Technique, Tool
 
 FLAGS_DIR = Path(__file__).resolve().parents[2] / "tree" / "engines" / "flags"
-TOOLS: tuple[str, ...] = ("vllm", "sglang", "sglang-router", "vllm-router", "tgi")
+TOOLS: tuple[Tool, ...] = ("vllm", "sglang", "sglang-router", "vllm-router", "tgi")
 TOOL_LABELS: dict[str, str] = {"vllm": "vLLM", "sglang": "SGLang", "sglang-router": "sglang-router",
                                "vllm-router": "vllm-router", "tgi": "TGI"}
 ROUTER_OF: dict[str, str] = {"sglang": "sglang-router", "vllm": "vllm-router"}
@@ -243,7 +244,7 @@ class Problem:
 
 
 def _version_of(tech: Technique, tool: str) -> str | None:
-    return tech.verified.get(tool) if tech.verified else None
+    return next((version for name, version in tech.verified.items() if name == tool), None)
 
 
 def _dump_for(tech: Technique, tool: str, flags_dir: Path) -> tuple[Dump | None, str]:
@@ -507,7 +508,7 @@ def check_technique(tech: Technique, file: str, flags_dir: Path = FLAGS_DIR) -> 
     return check_flags(tech, file, flags_dir) + check_examples(tech, file, flags_dir) + check_claims(tech, file)
 
 
-def versions_line(verified: dict[str, str], sep: str = ", ") -> str:
+def versions_line(verified: Mapping[Tool, str], sep: str = ", ") -> str:
     """``vLLM 0.33.0, SGLang 0.5.23, …`` in a fixed tool order, for the page's "flags as of" line."""
     return sep.join(f"{TOOL_LABELS[t]} {verified[t]}" for t in TOOLS if t in verified)
 

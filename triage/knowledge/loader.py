@@ -9,7 +9,6 @@ file in it changes. ``use_tree_dir`` makes another directory the default for the
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -18,15 +17,19 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from triage.errors import TriageError
+from triage.knowledge import DEFAULT_TREE_DIR
+from triage.knowledge.checked import signature
 from triage.knowledge.engines import EngineSpec
 from triage.knowledge.hardware import GpuEntry, ModelEntry
 from triage.knowledge.model import (
     LANGS,
     Cause,
+    CompareMetric,
     Condition,
     GateRule,
     GateSpec,
     Guidance,
+    KpiRows,
     RetroStep,
     SignalDef,
     SloPreset,
@@ -37,7 +40,6 @@ from triage.knowledge.model import (
 from triage.knowledge.panels import Panel
 from triage.knowledge.scenarios import Scenario
 
-DEFAULT_TREE_DIR = Path(__file__).resolve().parents[2] / "tree"
 ROOT_ID = "root"
 _SafeLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when present: same rules, faster
 
@@ -63,6 +65,12 @@ class KnowledgeBase:
     gpus: dict[str, GpuEntry] = field(default_factory=dict)
     strings: dict[str, Text] = field(default_factory=dict)
     scenarios: dict[str, Scenario] = field(default_factory=dict)
+    kpis: KpiRows | None = None
+    compare: dict[str, CompareMetric] = field(default_factory=dict)
+
+    def metric(self, name: str) -> SignalDef:
+        """The catalogue entry of a signal (label, unit, which way is worse)."""
+        return self.signals[name]
 
     def kind(self, node_id: str) -> str:
         """``root``, ``symptom``, ``cause`` or ``technique`` (KeyError for an unknown id)."""
@@ -195,15 +203,35 @@ def _cross_check(causes: dict[str, Cause], techniques: dict[str, Technique], tre
             raise TriageError("technique is not reached by any cause", where=str(tech_dir / f"{tid}.yaml"), key="id")
 
 
-def _load_signals(path: Path) -> dict[str, SignalDef]:
-    _, items = _mapping_with_list(path, "signals")
+def _load_signals(path: Path) -> tuple[dict[str, SignalDef], KpiRows, dict[str, CompareMetric]]:
+    """The metric catalogue: signals, the KPI rows and the compared metrics, every name cross-checked."""
+    data, items = _mapping_with_list(path, "signals", extra=("kpis", "compare"))
     signals: dict[str, SignalDef] = {}
     for i, raw in enumerate(items):
         sig = _parse(SignalDef, raw, path, f"signals[{i}]")
         if sig.name in signals:
             raise TriageError(f"duplicate signal '{sig.name}'", where=str(path), key=f"signals[{i}].name")
         signals[sig.name] = sig
-    return signals
+    kpis: KpiRows = _parse(KpiRows, data.get("kpis"), path, "kpis")
+    for row, names in (("benchmark", kpis.benchmark), ("live", kpis.live)):
+        for i, name in enumerate(names):
+            if name not in signals:
+                raise TriageError(f"unknown signal '{name}'", where=str(path), key=f"kpis.{row}[{i}]")
+    raw_compare = data.get("compare")
+    if not isinstance(raw_compare, list) or not raw_compare:
+        raise TriageError("expected a list of compared metrics", where=str(path), key="compare")
+    compare: dict[str, CompareMetric] = {}
+    for i, raw in enumerate(raw_compare):
+        m = _parse(CompareMetric, raw, path, f"compare[{i}]")
+        if m.id in compare:
+            raise TriageError(f"duplicate metric '{m.id}'", where=str(path), key=f"compare[{i}].id")
+        if m.signal not in signals:
+            raise TriageError(f"unknown signal '{m.signal}'", where=str(path), key=f"compare[{i}].signal")
+        if signals[m.signal].worse == "neither":
+            raise TriageError(f"signal '{m.signal}' needs worse: higher or lower to be compared", where=str(path),
+                              key=f"compare[{i}].signal")
+        compare[m.id] = m
+    return signals, kpis, compare
 
 
 def _load_slo(path: Path) -> tuple[dict[str, SloPreset], str]:
@@ -354,9 +382,20 @@ def _read(root: Path) -> KnowledgeBase:
     techniques = _load_techniques(tech_dir)
     causes, parent = _index_causes(symptoms, tree_path)
     _cross_check(causes, techniques, tree_path, tech_dir)
-    signals = _load_signals(root / "signals.yaml")
+    signals, kpis, compare = _load_signals(root / "signals.yaml")
     presets, default_slo = _load_slo(root / "slo.yaml")
     _check_rules(symptoms, causes, signals, presets, tree_path)
+    slo_keys = set(next(iter(presets.values())).values)
+    for i, sig in enumerate(signals.values()):
+        if sig.slo is not None and sig.slo not in slo_keys:
+            raise TriageError(f"unknown SLO key '{sig.slo}' (see slo.yaml)", where=str(root / "signals.yaml"),
+                              key=f"signals[{i}].slo")
+    gate_path = root / "gate.yaml"
+    gate = read_gate_file(gate_path)
+    for i, rule in enumerate(gate):
+        if rule.metric not in compare:
+            raise TriageError(f"unknown metric '{rule.metric}'; choose one of {', '.join(compare)}",
+                              where=str(gate_path), key=f"metrics[{i}].metric")
     panels = root / "panels.yaml"
     panels_list = _load_list(panels, "panels", Panel)
     _by_id(panels_list, panels, "panels")
@@ -367,7 +406,7 @@ def _read(root: Path) -> KnowledgeBase:
     kb = KnowledgeBase(
         symptoms=symptoms, techniques=techniques, guidance=guidance, source_dir=root, signals=signals,
         slo_presets=presets, default_slo=default_slo, causes=causes, parent=parent,
-        engines=_load_engines(root / "engines"), panels=tuple(panels_list), gate=read_gate_file(root / "gate.yaml"),
+        engines=_load_engines(root / "engines"), panels=tuple(panels_list), gate=gate, kpis=kpis, compare=compare,
         retro=tuple(retro_steps), models=_by_id(_load_list(models, "models", ModelEntry), models, "models"),
         gpus=_by_id(_load_list(gpus, "gpus", GpuEntry), gpus, "gpus"), strings=_load_strings(root / "ui.yaml"),
         scenarios=_load_scenarios(root / "scenarios.yaml"))
@@ -377,35 +416,40 @@ def _read(root: Path) -> KnowledgeBase:
 
 
 _active_dir: Path = DEFAULT_TREE_DIR
+_active_kb: KnowledgeBase | None = None  # the active tree, once loaded: the hot path (every UI string) asks it
 _cache: dict[Path, tuple[tuple, KnowledgeBase]] = {}
 
 
 def use_tree_dir(tree_dir: Path | str | None) -> None:
-    """Make ``tree_dir`` the default knowledge base of this process (None: the repository's tree/)."""
-    global _active_dir
+    """Make ``tree_dir`` the default knowledge base of this process (None: the repository's tree/); it is
+    checked again on its next use."""
+    global _active_dir, _active_kb
     _active_dir = Path(tree_dir) if tree_dir is not None else DEFAULT_TREE_DIR
+    _active_kb = None
 
 
 def active_tree_dir() -> Path:
     return _active_dir
 
 
-def _signature(root: Path) -> tuple:
-    """Path, size and modification time of every file: the cache is rebuilt when any of them changes."""
-    out = []
-    for dirpath, _dirs, files in os.walk(root):
-        for name in files:
-            st = os.stat(os.path.join(dirpath, name))
-            out.append((dirpath, name, st.st_size, st.st_mtime_ns))
-    return tuple(sorted(out))
-
-
 def load_knowledge(tree_dir: Path | str | None = None) -> KnowledgeBase:
-    """The whole knowledge base of ``tree_dir`` (default: the active one); TriageError on the first problem."""
-    root = Path(tree_dir) if tree_dir is not None else _active_dir
+    """The whole knowledge base of ``tree_dir``; TriageError on the first problem.
+
+    With a directory, the cached result is used only while no file in it has changed. Without one, the active
+    tree (``use_tree_dir``) is loaded once and then served as is, as cheaply as a constant.
+    """
+    global _active_kb
+    if tree_dir is None:
+        if _active_kb is None:
+            _active_kb = _load_checked(_active_dir)
+        return _active_kb
+    return _load_checked(Path(tree_dir))
+
+
+def _load_checked(root: Path) -> KnowledgeBase:
     if not root.is_dir():
         raise TriageError("not a directory", where=str(root))
-    sig = _signature(root)
+    sig = tuple(signature(root))  # the cache is rebuilt when any file changes
     hit = _cache.get(root)
     if hit is not None and hit[0] == sig:
         return hit[1]

@@ -273,15 +273,50 @@ class Recipe(Strict):
         return self
 
 
+Worse = Literal["higher", "lower", "neither"]
+
+
 class SignalDef(Strict):
-    """A number rules may read: its unit, meaning, how each source kind computes it, and for server signals the
-    recipe (as data) the Prometheus rule export compiles to PromQL."""
+    """One entry of the metric catalogue (tree/signals.yaml): a number rules may read, with its label, unit,
+    which direction is worse, the SLO key it is judged against, its meaning and how each source computes it.
+
+    Server signals carry a ``recipe`` (as data) that the Prometheus rule export compiles to PromQL.
+
+    Units: ``s`` (shown in ms under a second), ``fraction`` (a 0…1 share, shown in %), ``ratio`` (a multiplier,
+    shown as ×), ``r`` (a correlation), ``bool``, or a rate/count unit shown as written (``req/s``, ``tok/s``).
+    """
 
     name: str
+    label: Text
     unit: str
+    worse: Worse
+    slo: str | None = None  # the SLO preset key this value is held against (KPI rows show the distance)
     meaning: Text
     sources: dict[SourceKind, str] = Field(min_length=1)
     recipe: Recipe | None = None
+
+    @property
+    def higher_is_better(self) -> bool:
+        return self.worse == "lower"
+
+
+class CompareMetric(Strict):
+    """A metric Verify and the gate compare, baseline against candidate (label, unit, direction: its signal)."""
+
+    id: str
+    signal: str
+    column: str | None = None  # per-request column of a percentile metric
+    q: float = Field(default=0.5, gt=0, lt=1)
+    primary: bool = False  # a gain here can confirm the technique
+    counts: bool = True  # a regression here makes the overall verdict a regression
+    scale: Literal["%", "pp"] = "%"  # relative change, or percentage points (error rate)
+
+
+class KpiRows(Strict):
+    """Which signals the KPI rows show, in order."""
+
+    benchmark: list[str] = Field(min_length=1)
+    live: list[str] = Field(min_length=1)
 
 
 class SloPreset(Strict):

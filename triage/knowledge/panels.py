@@ -37,7 +37,10 @@ class Line(Strict):
         return self
 
     def needs(self) -> list[Need]:
-        return [self.need.need()] if self.need else [self.ratio.num.need(), self.ratio.den.need()]
+        if self.need is not None:
+            return [self.need.need()]
+        assert self.ratio is not None  # exactly one of the two (validated above)
+        return [self.ratio.num.need(), self.ratio.den.need()]
 
 
 class Panel(Strict):
@@ -61,6 +64,7 @@ def line_points(line: Line, series: dict[Need, list[SeriesPoint]]) -> list[Serie
     """The line's points, scaled; a ratio divides matching timestamps and skips zero denominators."""
     if line.need is not None:
         return [SeriesPoint(p.t, p.value * line.scale) for p in series.get(line.need.need(), [])]
+    assert line.ratio is not None  # exactly one of need and ratio (validated)
     den = {p.t: p.value for p in series.get(line.ratio.den.need(), [])}
     return [SeriesPoint(p.t, p.value / den[p.t] * line.scale)
             for p in series.get(line.ratio.num.need(), []) if den.get(p.t)]

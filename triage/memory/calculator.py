@@ -149,6 +149,8 @@ def weight_bytes(model: ModelSpec, dtype: str) -> float:
 def kv_bytes_per_layer(model: ModelSpec, kv_dtype: str) -> int:
     """KV bytes per token per layer: 2 × kv_heads × head_dim × bytes, MLA (kv_lora_rank + rope dim) × bytes."""
     if model.attention == "mla":
+        if model.kv_lora_rank is None or model.qk_rope_head_dim is None:
+            raise TriageError(f"{model.title}: MLA attention needs kv_lora_rank and qk_rope_head_dim")
         return (model.kv_lora_rank + model.qk_rope_head_dim) * KV_BYTES[kv_dtype]
     return 2 * model.kv_heads * model.head_dim * KV_BYTES[kv_dtype]
 

@@ -237,7 +237,8 @@ def parse_startup_log(text: str, where: str = "log") -> StartupLog:
         raise TriageError("no vLLM startup lines ('Model loading took', 'GPU KV cache size' …)", where=where)
 
     def num(key: str, group: int = 1) -> float | None:
-        return float(hit[key].group(group).replace(",", "")) if hit[key] else None
+        found = hit[key]
+        return float(found.group(group).replace(",", "")) if found else None
 
     tokens, length = num("tokens"), num("conc")
     return StartupLog(num("weights"), num("kv_gib"), int(tokens) if tokens is not None else None,

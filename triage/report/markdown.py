@@ -10,7 +10,7 @@ from triage.diagnosis.rules import Diagnosis, Evidence, Finding
 from triage.errors import TriageError
 from triage.knowledge.loader import KnowledgeBase
 from triage.report.retro import RetroState, load_steps, wrong_usages
-from triage.report.text import fmt_value
+from triage.report.text import fmt_threshold, fmt_value
 
 STATE_MARK = "triage-retro"
 MAX_REPORT_CHARS = 2_000_000
@@ -34,8 +34,7 @@ def _evidence_table(evidence: list[Evidence], lang: str) -> list[str]:
     for e in evidence:
         if e.holds is None:
             continue
-        rule, met = ("—", "context") if e.context else (f"{e.op} {fmt_value(e.threshold, e.unit)}",
-                                                         "yes" if e.holds else "no")
+        rule, met = ("—", "context") if e.context else (f"{e.op} {fmt_threshold(e)}", "yes" if e.holds else "no")
         rows.append(f"| `{e.signal}` | {fmt_value(e.value, e.unit)} | {rule} | {met} | {_cell(e.meaning.get(lang))} | "
                     f"{_cell(e.source)} |")
     return rows

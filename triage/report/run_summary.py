@@ -65,7 +65,8 @@ def run_summary(run: Run) -> RunSummary:
     for metric in LATENCIES:
         values = _finite(good, f"{metric}_s")
         if values is not None:
-            mean, p50, p90, p99 = (float(np.mean(values)), *np.quantile(values, [0.5, 0.9, 0.99]).tolist())
+            mean = float(np.mean(values))
+            p50, p90, p99 = (float(q) for q in np.quantile(values, [0.5, 0.9, 0.99]))
             rows.append(LatencyRow(metric, mean * 1e3, p50 * 1e3, p90 * 1e3, p99 * 1e3, "requests"))
             continue
         found = [_number(s.get(f"{metric}_{stat}_s")) for stat in STATS]

@@ -4,17 +4,22 @@ from __future__ import annotations
 
 from triage.diagnosis.rules import Diagnosis, Evidence
 from triage.knowledge.loader import KnowledgeBase
+from triage.report import units
 
 MARK = {True: "✗", False: "✓", None: "?"}
 
 
 def fmt_value(value: float | bool | None, unit: str = "") -> str:
-    if value is None:
-        return "n/a"
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    text = f"{value:.3g}" if abs(value) < 1000 else f"{value:,.0f}"
-    return f"{text} {unit}".strip() if unit not in ("", "ratio", "r", "bool") else text
+    """A value in its unit (the one formatter, triage/report/units.py); ``n/a`` when absent."""
+    return units.fmt_value(value, unit, missing="n/a")
+
+
+def fmt_threshold(e: Evidence) -> str:
+    """A rule's threshold in the display unit of the value it was held against."""
+    if isinstance(e.threshold, bool) or e.threshold is None:
+        return fmt_value(e.threshold, e.unit)
+    like = e.value if isinstance(e.value, (int, float)) and not isinstance(e.value, bool) else None
+    return units.fmt_threshold(float(e.threshold), e.unit, like=like, missing="n/a")
 
 
 def evidence_line(e: Evidence, lang: str) -> str:
@@ -23,7 +28,7 @@ def evidence_line(e: Evidence, lang: str) -> str:
     if e.context:
         return f"{e.signal} = {fmt_value(e.value, e.unit)} — {e.meaning.get(lang)}"
     verdict = "met" if e.holds else "not met"
-    return (f"{e.signal} = {fmt_value(e.value, e.unit)} [rule {e.op} {fmt_value(e.threshold, e.unit)}: {verdict}] "
+    return (f"{e.signal} = {fmt_value(e.value, e.unit)} [rule {e.op} {fmt_threshold(e)}: {verdict}] "
             f"— {e.meaning.get(lang)}")
 
 

@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from triage.diagnosis.rules import Slo
+from triage.knowledge.loader import DEFAULT_TREE_DIR, load_knowledge
 from triage.run import Run
 from triage.verify.bootstrap import boot_mean, boot_quantile
 
@@ -42,22 +43,15 @@ class MetricSpec:
     scale: str = "%"  # "%" relative change, "pp" percentage points
 
 
-def _pct(col: str, q: float, primary: bool = False) -> MetricSpec:
-    name, p = col.removesuffix("_s"), f"p{round(q * 100)}"
-    return MetricSpec(f"{name}_{p}", f"{name.upper()} {p}", "lower", "s", col, q, f"{name}_{p}_s", primary)
+def _catalogue_specs() -> tuple[MetricSpec, ...]:
+    """The compared metrics of the metric catalogue (tree/signals.yaml ``compare``), labelled from their signals."""
+    kb = load_knowledge(DEFAULT_TREE_DIR)
+    return tuple(MetricSpec(m.id, kb.signals[m.signal].label.en,
+                            "higher" if kb.signals[m.signal].higher_is_better else "lower", kb.signals[m.signal].unit,
+                            m.column, m.q, m.signal, m.primary, m.counts, m.scale) for m in kb.compare.values())
 
 
-METRICS: tuple[MetricSpec, ...] = (
-    _pct("ttft_s", 0.5, True), _pct("ttft_s", 0.9), _pct("ttft_s", 0.99, True),
-    _pct("tpot_s", 0.5, True), _pct("tpot_s", 0.99, True), _pct("itl_s", 0.5),
-    _pct("e2e_s", 0.5, True), _pct("e2e_s", 0.99, True),
-    MetricSpec("req_per_s", "requests/s", "higher", "req/s", summary_key="req_per_s", primary=True),
-    MetricSpec("out_tok_per_s", "output tokens/s", "higher", "tok/s", summary_key="out_tok_per_s", primary=True),
-    MetricSpec("goodput", "goodput", "higher", "req/s", summary_key="goodput", primary=True),
-    MetricSpec("error_rate", "error rate", "lower", "fraction", summary_key="error_rate", scale="pp"),
-    MetricSpec("preemptions_per_s", "preemptions/s", "lower", "1/s", summary_key="preemptions_per_s"),
-    MetricSpec("kv_usage_max", "KV cache usage max", "lower", "fraction", summary_key="kv_usage_max", counts=False),
-)
+METRICS: tuple[MetricSpec, ...] = _catalogue_specs()
 METRIC_IDS: tuple[str, ...] = tuple(m.id for m in METRICS)
 SPECS: dict[str, MetricSpec] = {m.id: m for m in METRICS}
 
@@ -206,13 +200,13 @@ def _rate_sample(metric: str, side: _Side, slo: Slo, rng: np.random.Generator, n
         if good is None or not side.n_ok:
             return None, None
         share = rng.binomial(side.n_total, good / side.n_total, n_boot) / good if good else np.ones(n_boot)
-        value = rate * good / side.n_ok
-        return value, None if factor is None else value * share * factor
+        goodput = rate * good / side.n_ok
+        return goodput, None if factor is None else goodput * share * factor
     out = _finite(side.cols.get("output_tokens"))
-    value = side.run.summary.get("out_tok_per_s") or (rate * float(out.mean()) if out is not None else None)
-    if value is None or out is None or not out.mean() or factor is None:
-        return value, None
-    return value, value * boot_mean(out, rng, n_boot) / out.mean() * factor
+    tokens = side.run.summary.get("out_tok_per_s") or (rate * float(out.mean()) if out is not None else None)
+    if tokens is None or out is None or not out.mean() or factor is None:
+        return tokens, None
+    return tokens, tokens * boot_mean(out, rng, n_boot) / out.mean() * factor
 
 
 def _summary_value(spec: MetricSpec, run: Run) -> float | None:
@@ -327,7 +321,7 @@ def _arrival_check(base: _Side, cand: _Side, warnings: list[str]) -> None:
     for side in (base, cand):
         start = _finite(_float(side.run.requests, "start_s")) if side.per_request else None
         span = float(start.max() - start.min()) if start is not None else 0.0
-        rates.append(start.size / span if span > 0 else None)
+        rates.append(start.size / span if start is not None and span > 0 else None)
     limit = MAX_LOAD_DIFF + 3 / math.sqrt(max(1, min(base.n_total, cand.n_total)))
     if _differs(rates[0], rates[1], limit):
         warnings.append(f"requests arrived at different rates: {rates[0]:.2f} vs {rates[1]:.2f} req/s; "
@@ -400,8 +394,6 @@ def _technique(technique: str | Sequence[str] | None, kb: Any) -> tuple[list[str
     if len(techniques) != 1:
         return techniques, None, []
     if kb is None:
-        from triage.knowledge.loader import load_knowledge
-
         kb = load_knowledge()
     tech = kb.techniques.get(techniques[0])
     if tech is None:

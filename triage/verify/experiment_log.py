@@ -236,6 +236,7 @@ class ExperimentLog:
         with self._conn() as conn, _write(conn):
             cur = conn.execute(f"INSERT INTO experiments ({', '.join(COLUMNS[1:])}) VALUES "
                                f"({', '.join('?' * len(values))})", values)
+            assert cur.lastrowid is not None  # an INSERT always sets it
             return int(cur.lastrowid)
 
     def list(self, technique: str | None = None, verdict: str | None = None) -> list[Entry]:

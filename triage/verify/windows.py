@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from triage.diagnosis.signals import SignalSet
 from triage.run import Run
+from triage.verify.comparison import METRICS
 
-SUMMARY_SIGNALS = ("ttft_p50_s", "ttft_p90_s", "ttft_p99_s", "tpot_p50_s", "tpot_p90_s", "tpot_p99_s", "e2e_p50_s",
-                   "e2e_p99_s", "req_per_s", "out_tok_per_s", "preemptions_per_s", "kv_usage_max")
+# the signals of the compared metrics (the metric catalogue's `compare`, tree/signals.yaml)
+SUMMARY_SIGNALS = tuple(m.summary_key for m in METRICS)
 
 
 def run_from_signals(signals: SignalSet, label: str) -> Run:

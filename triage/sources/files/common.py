@@ -154,10 +154,11 @@ def ragged(values: Any, key: str, ctx: Ctx, run: str = "") -> tuple[np.ndarray, 
     """A JSON list of lists of numbers as (flat float64 values, per-item lengths)."""
     if not isinstance(values, list):
         raise ctx.fail(f"{key} should be a list of lists, found {type_name(values)}", key=run)
-    lists = [v if isinstance(v, list) else [] if v is None else None for v in values]
-    if any(v is None for v in lists):
-        i = next(i for i, v in enumerate(lists) if v is None)
-        raise ctx.fail(f"{key} item {i} should be a list, found {type_name(values[i])}", key=run)
+    lists: list[list[Any]] = []
+    for i, v in enumerate(values):
+        if v is not None and not isinstance(v, list):
+            raise ctx.fail(f"{key} item {i} should be a list, found {type_name(v)}", key=run)
+        lists.append(v if v is not None else [])
     lengths = np.fromiter((len(v) for v in lists), dtype=np.int64, count=len(lists))
     flat = float_array(list(chain.from_iterable(lists)), key, ctx, run)
     return flat, lengths

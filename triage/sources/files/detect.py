@@ -96,11 +96,11 @@ def sniff(data: bytes, name: str) -> Sniffed:
         if is_guidellm(doc):
             return Sniffed("guidellm_yaml", doc)
         raise ctx.fail(f"unknown format: YAML that is not a GuideLLM report ({describe(doc)})")
-    fmt = detect_csv_header(first_line, ctx)
-    if fmt == "generic_csv":
-        return Sniffed(fmt, data)
-    if fmt:
-        return Sniffed(fmt, decode_text(data, ctx))
+    csv_fmt = detect_csv_header(first_line, ctx)
+    if csv_fmt == "generic_csv":
+        return Sniffed(csv_fmt, data)
+    if csv_fmt:
+        return Sniffed(csv_fmt, decode_text(data, ctx))
     shown = first_line[:60] + ("..." if len(first_line) > 60 else "")
     raise ctx.fail(f"unknown format: first line {shown!r} is not JSON, YAML or a CSV header")
 
@@ -129,7 +129,8 @@ def parse_json_values(text: str, ctx: Ctx) -> list[Any]:
     values: list[Any] = []
     idx, n = 0, len(text)
     while True:
-        idx = ws.match(text, idx).end()
+        gap = ws.match(text, idx)
+        idx = gap.end() if gap else idx
         if idx >= n:
             return values
         try:

@@ -166,17 +166,19 @@ def _usage(outputs: Any, key: str) -> float | None:
 _CONTENT_RE = re.compile(r'\\?"(?:content|text|text_output|generated_text)\\?"\s*:\s*\\?"(?!\\?")')
 
 
-def _content_times(req: dict[str, Any]) -> list[Any]:
+def _content_times(req: dict[str, Any]) -> Any:
     """The response timestamps of the responses that carry generated text. genai-perf drops the others (role
     chunk, usage chunk, [DONE]) before it computes TTFT and latency (llm_profile_data_parser.py
-    _preprocess_response); a file without response_outputs keeps every timestamp."""
+    _preprocess_response); a file without response_outputs keeps every timestamp, and a field that is not a list
+    is returned as is, for the caller to report."""
     times, outputs = req.get("response_timestamps"), req.get("response_outputs")
     if not isinstance(times, list) or not isinstance(outputs, list) or len(outputs) != len(times):
         return times
     texts = [o.get("response") if isinstance(o, dict) else None for o in outputs]
-    if not all(isinstance(t, str) for t in texts):
+    strings = [t for t in texts if isinstance(t, str)]
+    if len(strings) != len(texts):
         return times
-    return [t for t, text in zip(times, texts, strict=True) if _CONTENT_RE.search(text)]
+    return [t for t, text in zip(times, strings, strict=True) if _CONTENT_RE.search(text)]
 
 
 def raw_requests(reqs: list[Any], ctx: Ctx, key: str) -> Any:
@@ -219,7 +221,8 @@ def parse_raw(doc: Any, ctx: Ctx) -> list[Run]:
         else:
             label, load = f"experiment {i + 1}", {}
         key = label if len(exps) > 1 else ""
-        reqs = exp.get("requests") if isinstance(exp.get("requests"), list) else []
+        raw_reqs = exp.get("requests")
+        reqs: list[Any] = raw_reqs if isinstance(raw_reqs, list) else []
         requests = raw_requests(reqs, ctx, key)
         if requests is None:
             raise ctx.fail(f"experiment {i + 1} has no requests", key=key)

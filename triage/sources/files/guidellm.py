@@ -83,7 +83,8 @@ def _dist(metrics: Any, name: str) -> dict[str, Any]:
 
 
 def json_summary(bench: dict[str, Any]) -> dict[str, Any]:
-    metrics = bench.get("metrics") if isinstance(bench.get("metrics"), dict) else {}
+    raw_metrics = bench.get("metrics")
+    metrics: dict[str, Any] = raw_metrics if isinstance(raw_metrics, dict) else {}
     out: dict[str, Any] = {"duration_s": bench.get("duration")}
     for name, (canon, factor) in DIST_METRICS.items():
         d = _dist(metrics, name)
@@ -214,7 +215,7 @@ def pct_list(cell: Any) -> dict[str, float]:
     items = [num(x) for x in cell.strip().strip("[]").split(",")]
     if len(items) != 11:
         return {}
-    return {p: items[i] for p, i in PCT_LIST_INDEX.items() if items[i] is not None}
+    return {p: x for p, i in PCT_LIST_INDEX.items() if (x := items[i]) is not None}
 
 
 def csv_v2_summary(row: dict[str, str]) -> dict[str, Any]:

@@ -59,7 +59,8 @@ def lifecycle_summary(doc: dict[str, Any]) -> dict[str, Any]:
         if isinstance(dist, dict):
             for src, dst in STATS:
                 out[f"{canon}_{dst}_s"] = dist.get(src)
-    thr = succ.get("throughput") if isinstance(succ.get("throughput"), dict) else {}
+    raw_thr = succ.get("throughput")
+    thr: dict[str, Any] = raw_thr if isinstance(raw_thr, dict) else {}
     count = num(succ.get("count"))
     out.update({
         "completed": count, "failed": fail.get("count") if isinstance(fail, dict) else None,

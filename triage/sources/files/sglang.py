@@ -32,8 +32,9 @@ DEFINITIONS = {
 
 def tool_summary(doc: dict[str, Any]) -> dict[str, Any]:
     total = doc.get("total_throughput")
-    if total is None and num(doc.get("input_throughput")) is not None and num(doc.get("output_throughput")) is not None:
-        total = num(doc["input_throughput"]) + num(doc["output_throughput"])
+    given_in, given_out = num(doc.get("input_throughput")), num(doc.get("output_throughput"))
+    if total is None and given_in is not None and given_out is not None:
+        total = given_in + given_out
     out: dict[str, Any] = {
         "duration_s": doc.get("duration"), "completed": doc.get("completed"),
         "req_per_s": doc.get("request_throughput"), "out_tok_per_s": doc.get("output_throughput"),

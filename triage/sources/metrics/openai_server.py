@@ -469,6 +469,8 @@ def _handler(engine: Engine, with_metrics: bool) -> type[http.server.BaseHTTPReq
                 self._error(503, "the server is shutting down")
                 return
             text = "".join(token_text(i) for i in range(req.generated))
+            choice: dict[str, Any]
+            obj: dict[str, Any]
             if chat:
                 choice = {"index": 0, "message": {"role": "assistant", "content": text}, "logprobs": None,
                           "finish_reason": _finish_reason(req)}

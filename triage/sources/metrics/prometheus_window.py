@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any
 
 import requests
@@ -205,8 +206,8 @@ class PrometheusWindow:
         at = self.end.timestamp()
         plain = [q for q in queries if q.need.kind != "quantile"]
         hists = _by_histogram([q for q in queries if q.need.kind == "quantile"], self.window_seconds)
-        calls = [lambda q=q: self._instant(q.promql, at) for q in plain]
-        calls += [lambda b=b: self._instant(b, at) for b in hists]
+        calls: list[Callable[[], Any]] = [partial(self._instant, q.promql, at) for q in plain]
+        calls += [partial(self._instant, b, at) for b in hists]
         results = self._run(calls)
         self._raise_if_all_fatal(results)
         for query, result in zip(plain, results):
@@ -230,8 +231,8 @@ class PrometheusWindow:
         first = end - (count - 1) * step
         plain = [q for q in queries if q.need.kind != "quantile"]
         hists = _by_histogram([q for q in queries if q.need.kind == "quantile"], lookback)
-        calls = [lambda q=q: self._range(q.promql, first, end, step) for q in plain]
-        calls += [lambda b=b: self._range(b, first, end, step) for b in hists]
+        calls: list[Callable[[], Any]] = [partial(self._range, q.promql, first, end, step) for q in plain]
+        calls += [partial(self._range, b, first, end, step) for b in hists]
         results = self._run(calls)
         self._raise_if_all_fatal(results)
         for query, result in zip(plain, results):
@@ -240,7 +241,7 @@ class PrometheusWindow:
         for group, result in zip(hists.values(), results[len(plain):]):
             if not isinstance(result, QueryFailed):
                 for query in group:
-                    out[query.need] = _quantile_points(query.need.q, result)
+                    out[query.need] = _quantile_points(query.need.quantile, result)
         return out
 
     def _plan(self, needs: list[Need], out: Readings, range_s: int | None = None) -> list[Query]:
@@ -289,7 +290,8 @@ class PrometheusWindow:
 
     def _store(self, out: Readings, query: Query, result: Any) -> None:
         need = query.need
-        value, why = None, ""
+        value: float | dict[str, str] | None = None
+        why = ""
         if isinstance(result, QueryFailed):
             why = result.sentence
             out.errors.append(f"{need_label(need)} ({query.resolved.name}): {result.sentence}")
@@ -308,7 +310,7 @@ class PrometheusWindow:
         if isinstance(result, QueryFailed) or not result:
             self._store(out, query, result)
             return
-        value, why = _quantile_value(query.need.q, _bucket_pairs(result, lambda s: s["value"][1]))
+        value, why = _quantile_value(query.need.quantile, _bucket_pairs(result, lambda s: s["value"][1]))
         out.values[query.need] = value
         if value is None:
             out.missing[query.need] = why

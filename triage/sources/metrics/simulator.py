@@ -94,6 +94,18 @@ class _Table:
 
     FLOATS = ("arrival", "sched", "admitted", "first_tok", "last_tok", "generated", "steps", "prefill_left")
     INTS = ("prompt", "out_len", "reason", "blocks")
+    arrival: np.ndarray
+    sched: np.ndarray
+    admitted: np.ndarray
+    first_tok: np.ndarray
+    last_tok: np.ndarray
+    generated: np.ndarray
+    steps: np.ndarray
+    prefill_left: np.ndarray
+    prompt: np.ndarray
+    out_len: np.ndarray
+    reason: np.ndarray
+    blocks: np.ndarray
 
     def __init__(self, capacity: int = 256) -> None:
         for name in self.FLOATS:

@@ -1,0 +1,60 @@
+"""The CLI starts light: `tree --json` and `--help` import no pandas, pyarrow or Streamlit (commands import
+what they need when they run), and a record of a passed check never hides a file changed since."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from triage.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
+HEAVY = ("pandas", "pyarrow", "streamlit")
+PROBE = """
+import contextlib, io, json, runpy, sys
+sys.argv = ["triage", *json.loads(sys.argv[1])]
+out = io.StringIO()
+with contextlib.redirect_stdout(out):
+    try:
+        runpy.run_module("triage", run_name="__main__")
+    except SystemExit as exc:
+        code = exc.code
+print(json.dumps({"heavy": [m for m in HEAVY if m in sys.modules], "out": out.getvalue(), "code": code}))
+""".replace("HEAVY", repr(HEAVY))
+
+
+def _run(args: list[str], cache: Path) -> dict:
+    env = {**os.environ, "XDG_CACHE_HOME": str(cache)}
+    out = subprocess.run([sys.executable, "-c", PROBE, json.dumps(args)], cwd=ROOT, capture_output=True, text=True,
+                         timeout=180, env=env)
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("args", [["tree", "--json"], ["--help"], ["tree", "--help"]])
+def test_light_commands_import_no_heavy_module(tmp_path, args):
+    for _ in ("cold", "warm"):  # an empty cache (every file checked), then with the record of that check
+        got = _run(args, tmp_path)
+        assert got["heavy"] == [] and got["code"] in (0, None), got
+    if args == ["tree", "--json"]:
+        data = json.loads(got["out"])
+        assert data["symptoms"][0]["id"] == "ttft" and "chunked_prefill" in data["techniques"]
+
+
+def test_a_command_imports_its_own_modules(tmp_path):
+    got = _run(["diagnose", "--help"], tmp_path)
+    assert "pandas" in got["heavy"] and "streamlit" not in got["heavy"]
+
+
+def test_a_file_changed_after_a_passing_check_is_checked_again(tiny_tree, capsys):
+    assert main(["tree", "--tree-dir", str(tiny_tree)]) == 0
+    assert main(["tree", "--tree-dir", str(tiny_tree), "--json"]) == 0  # from the record
+    capsys.readouterr()
+    (tiny_tree / "panels.yaml").write_text("panels: [\n", encoding="utf-8")
+    assert main(["tree", "--tree-dir", str(tiny_tree)]) == 2
+    assert str(tiny_tree / "panels.yaml") in capsys.readouterr().err
