@@ -23,6 +23,7 @@ pages = {
     t("nav_section_main"): [
         st.Page("pages/diagnose.py", title=t("nav_diagnose"), icon=":material/account_tree:", default=True),
         st.Page("pages/live.py", title=t("nav_live"), icon=":material/monitor_heart:"),
+        st.Page("pages/fleet.py", title=t("nav_fleet"), icon=":material/dns:"),
         st.Page("pages/benchmark.py", title=t("nav_benchmark"), icon=":material/upload_file:"),
         st.Page("pages/verify.py", title=t("nav_verify"), icon=":material/compare_arrows:"),
         st.Page("pages/retro.py", title=t("nav_retro"), icon=":material/checklist:"),

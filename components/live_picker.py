@@ -12,6 +12,7 @@ import streamlit as st
 
 from components import live_source, session
 from components.shell import labels_now, lang, t
+from triage.report.links import parse_live_link
 from triage.service.windows import Profile, demo_scenarios, prometheus_profiles
 
 SOURCES = ("demo", "scrape", "snapshots", "prometheus")
@@ -103,10 +104,41 @@ def _snapshots(minutes: float, end: datetime | None) -> partial[Any] | None:
                    interval)
 
 
+MATCH_LABELS = ("model_name", "namespace", "pod", "instance")
+
+
+def apply_live_link() -> None:
+    """Open the Live page as a deep link says (an alert's runbook URL or a Fleet row): the Prometheus source and
+    profile, the window ending at the alert, the replica's labels as filters. Applied once per distinct link."""
+    link = parse_live_link(st.query_params.to_dict())
+    if link is None:
+        return
+    signature = repr(link)
+    if session.LIVE_LINK_APPLIED.get() == signature:
+        return
+    session.LIVE_LINK_APPLIED.set(signature)
+    session.seed_widget("live_kind", "prometheus")
+    if link.profile and link.profile in prometheus_profiles():
+        session.seed_widget("prom_profile", link.profile)
+    if link.window in WINDOWS_MIN:
+        session.seed_widget("prom_window", link.window)
+    if link.end is not None:
+        session.seed_widget("prom_absolute", True)
+        session.seed_widget("prom_end_date", link.end.date())
+        session.seed_widget("prom_end_time", time(link.end.hour, link.end.minute))
+    for label in (*MATCH_LABELS, *(session.LIVE_LINK_LABELS.get() or [])):
+        session.seed_widget(f"match:{label}", "")
+    session.LIVE_LINK_LABELS.set([label for label in link.match if label not in MATCH_LABELS])
+    for label, value in link.match.items():
+        session.seed_widget(f"match:{label}", value)
+
+
 def _match_filters() -> dict[str, str]:
+    labels = (*MATCH_LABELS, *(session.LIVE_LINK_LABELS.get() or []))
     cols = st.columns(4)
     match = {}
-    for col, label in zip(cols, ("model_name", "namespace", "pod", "instance")):
+    for i, label in enumerate(labels):
+        col = cols[i % 4]
         value = col.text_input(label, key=f"match:{label}")
         if value:
             match[label] = value

@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 import streamlit as st
 
 if TYPE_CHECKING:
+    from datetime import datetime
+
     from triage.diagnosis.rules import Diagnosis
     from triage.report.retro import RetroState
     from triage.service.live import LiveResult
@@ -68,11 +70,17 @@ BENCH_CHOICE: StateKey[str] = StateKey(
     "bench_choice", "components.bench_source", "content hash of the benchmark file being viewed", widget=True)
 LIVE_FEEDS: StateKey[LiveFeeds] = StateKey(
     "live_feeds", "components.live_source", "the demo simulators and scrape ring buffers of this session")
+LIVE_LINK_APPLIED: StateKey[str] = StateKey(
+    "live_link_applied", "components.live_picker", "the deep link (alert runbook URL, Fleet row) applied last")
+LIVE_LINK_LABELS: StateKey[list[str]] = StateKey(
+    "live_link_labels", "components.live_picker", "labels a deep link filters on beyond the usual four")
 LIVE_BY_SOURCE: StateKey[dict[str, LiveResult]] = StateKey(
     "live_by_source", "components.live_view", "source key → its last good refresh (shown stale when one fails)")
 LIVE_CACHE_CONFIG: StateKey[dict[str, str]] = StateKey(
     "live_cache_config", "components.live_view",
     "cache_config_info labels of the live engine refreshed last (the Memory page prefills from them)")
+FLEET_LAST: StateKey[tuple[list[dict[str, object]], datetime]] = StateKey(
+    "fleet_last", "components.fleet_view", "(table records, time) of the last good Fleet refresh")
 VERIFY_VERDICT: StateKey[str] = StateKey(
     "verify_result", "components.verify_view", "overall verdict of the last comparison (the retro's verify step)")
 MEMORY_MODEL_SEEN: StateKey[str] = StateKey(
@@ -81,9 +89,11 @@ RETRO: StateKey[RetroState] = StateKey("retro", "components.retro_view", "the re
 RETRO_IMPORTED: StateKey[str] = StateKey(
     "retro_imported", "components.retro_view", "upload id of the report imported last (imported once)")
 
-KEYS: tuple[StateKey[Any], ...] = (LANG, JUMP, TREE_SCROLL, FINDINGS, DIAGNOSIS, BENCH_UPLOADS, BENCH_CHOICE,
-                                   LIVE_FEEDS, LIVE_BY_SOURCE, LIVE_CACHE_CONFIG, VERIFY_VERDICT, MEMORY_MODEL_SEEN,
-                                   RETRO, RETRO_IMPORTED)
+KEYS: tuple[StateKey[Any], ...] = (
+    LANG, JUMP, TREE_SCROLL, FINDINGS, DIAGNOSIS, BENCH_UPLOADS, BENCH_CHOICE, LIVE_FEEDS, LIVE_LINK_APPLIED,
+    LIVE_LINK_LABELS, LIVE_BY_SOURCE, LIVE_CACHE_CONFIG, FLEET_LAST, VERIFY_VERDICT, MEMORY_MODEL_SEEN, RETRO,
+    RETRO_IMPORTED,
+)
 
 
 def widget_value(key: str) -> Any:

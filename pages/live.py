@@ -3,7 +3,7 @@
 import streamlit as st
 
 from components.boundary import error_boundary
-from components.live_picker import source_picker
+from components.live_picker import apply_live_link, source_picker
 from components.live_view import refresh_and_render
 from components.navigation import adopt_navigation
 from components.shell import t
@@ -12,6 +12,7 @@ from components.slo_picker import slo_sidebar
 adopt_navigation()
 
 st.title(t("live_title"))
+apply_live_link()
 slo = slo_sidebar()
 source_key, make_pair = "", None
 with error_boundary("live"):

@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Set up everything the tests need (Debian chromium and prometheus, pinned dev requirements), lint, run every test.
+# Set up everything the tests need (Debian chromium, prometheus, victoria-metrics, pinned dev requirements), lint,
+# run every test.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -9,6 +10,9 @@ need=()
 [ -d /usr/share/fonts/opentype/noto ] || need+=(fonts-noto-cjk)
 command -v prometheus >/dev/null 2>&1 || need+=(prometheus)
 command -v promtool >/dev/null 2>&1 || need+=(prometheus)
+# VictoriaMetrics single-node, vmalert and vmctl: the second PromQL backend and the rule replay (issue 13)
+for tool in victoria-metrics vmalert vmctl; do command -v $tool >/dev/null 2>&1 || need+=(victoria-metrics); done
+command -v script >/dev/null 2>&1 || need+=(bsdutils)  # vmctl wants a terminal: tests run it under script -qec
 if [ ${#need[@]} -gt 0 ]; then
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
   $SUDO apt-get update -qq

@@ -16,6 +16,7 @@ ROOT = Path(__file__).resolve().parent.parent
 os.environ.setdefault("TRIAGE_DEBUG", "1")
 sys.path.insert(0, str(ROOT))
 
+from tests.fleet_history import fleet_history  # noqa: E402,F401  (session fixture: the simulated fleet)
 from triage.knowledge.loader import DEFAULT_TREE_DIR, load_knowledge  # noqa: E402
 
 

@@ -33,6 +33,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
                "GPU memory calculator: weights + KV + activations per GPU, branch, what-ifs"),
     "report": ("triage.cli.report", "register",
                "write a Markdown report: findings, evidence, techniques as task lists"),
+    "rules": ("triage.cli.rules", "register",
+              "write the tree as Prometheus recording + alerting rules (or --evaluate them now)"),
     "simulate": ("triage.cli.simulate", "register",
                  "serve simulated vLLM /metrics for a scenario (or write a backfill file)"),
     "gate": ("triage.cli.gate", "register", "verify a change against its baseline; exit 1 on a regression"),

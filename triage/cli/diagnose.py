@@ -31,7 +31,8 @@ def runs_json(bench: Benchmark, chosen: int) -> list[dict]:
             for i, r in enumerate(bench.runs, start=1)]
 
 
-def _slo(kb, args: argparse.Namespace):
+def slo_from_args(kb, args: argparse.Namespace):
+    """The SLO of --slo / --ttft-slo / --tpot-slo."""
     try:
         return resolve_slo(kb, args.slo, ttft_p99_s=args.ttft_slo, tpot_p99_s=args.tpot_slo)
     except KeyError as exc:
@@ -41,9 +42,7 @@ def _slo(kb, args: argparse.Namespace):
 def _diagnose_live(kb, args: argparse.Namespace) -> int:
     live, label = live_diagnosis(kb, args)
     if args.json:
-        out = diagnosis_json(live.diagnosis, source=label, fmt=f"metrics:{live.engine}", runs=[])
-        out["missing"] = {f"{n.kind}:{n.key}": why for n, why in live.readings.missing.items()}
-        print(json.dumps(out, ensure_ascii=False, indent=2))
+        print(json.dumps(live_json(live, label), ensure_ascii=False, indent=2))
     else:
         header = [f"source: {label} (engine {live.engine}, window {live.readings.window_seconds:g} s)",
                   *live.readings.errors]
@@ -64,7 +63,7 @@ def live_diagnosis(kb, args: argparse.Namespace):
     from triage.service.windows import WindowPair
 
     window, label = live_window(args)
-    live = refresh(kb, WindowPair(window, None, label), _slo(kb, args), series_points=0,
+    live = refresh(kb, WindowPair(window, None, label), slo_from_args(kb, args), series_points=0,
                    hardware=hardware(args)).live
     if live.diagnosis.empty:
         raise TriageError(f"nothing to diagnose: {live.diagnosis.empty}", where=label)
@@ -79,7 +78,7 @@ def check_one_source(args: argparse.Namespace) -> None:
 
 def _file_diagnosis(kb, args: argparse.Namespace):
     """(Benchmark, the chosen run, its Diagnosis) for the FILE argument; a bad --slo fails before the read."""
-    slo = _slo(kb, args)
+    slo = slo_from_args(kb, args)
     bench = read_benchmark(args.file)
     run = pick_run(bench, args.run)
     diag = diagnose_run(kb, run, slo, hardware(args))
@@ -100,9 +99,51 @@ def any_diagnosis(kb, args: argparse.Namespace):
     return diag, f"{bench.source} ({bench.format}) · {run.label}"
 
 
+def live_json(live, label: str) -> dict:
+    """The diagnose --json object of a metric window."""
+    out = diagnosis_json(live.diagnosis, source=label, fmt=f"metrics:{live.engine}", runs=[])
+    out["missing"] = {f"{n.kind}:{n.key}": why for n, why in live.readings.missing.items()}
+    return out
+
+
+def _diagnose_fleet(kb, args: argparse.Namespace) -> int:
+    from triage.cli.live import fleet_window
+    from triage.diagnosis.fleet import diagnose_fleet
+
+    if not args.prometheus:
+        raise TriageError("--by groups a Prometheus window: give --prometheus URL", key="--by")
+    slo = slo_from_args(kb, args)
+    window, label = fleet_window(args)
+    rows = diagnose_fleet(kb, window, slo, hardware(args))
+    if not rows:
+        raise TriageError(f"no {window.engine.title} series in this window to group by {', '.join(window.by)}",
+                          where=label)
+    if args.json:
+        groups = []
+        for row in rows:
+            item: dict[str, object] = {"labels": row.labels, "diagnosis": live_json(row.live, label)}
+            if row.diagnosis.empty:
+                item["empty"] = row.diagnosis.empty
+            groups.append(item)
+        print(json.dumps({"source": label, "by": list(window.by), "engine": window.engine.id, "groups": groups},
+                         ensure_ascii=False, indent=2))
+        return 0
+    print(f"source: {label} (engine {window.engine.id}, grouped by {', '.join(window.by)}), {len(rows)} group(s)")
+    for row in rows:
+        who = ", ".join(f"{k}={v}" for k, v in row.labels.items())
+        if row.diagnosis.empty:
+            print(f"{who}: nothing to diagnose ({row.diagnosis.empty})")
+            continue
+        causes = ", ".join(f.cause for f in row.diagnosis.findings) or "no finding"
+        print(f"{who}: symptoms {', '.join(row.symptoms) or 'none'}; causes {causes}")
+    return 0
+
+
 def cmd_diagnose(args: argparse.Namespace) -> int:
     kb = load_knowledge(args.tree_dir)
     check_one_source(args)
+    if getattr(args, "by", None):
+        return _diagnose_fleet(kb, args)
     if not args.file:
         return _diagnose_live(kb, args)
     bench, run, diag = _file_diagnosis(kb, args)
@@ -142,5 +183,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("diagnose", help="diagnose a benchmark file, a Prometheus window or a /metrics endpoint")
     add_source_arguments(p)
     p.add_argument("--json", action="store_true", help="print the JSON contract instead of text")
+    p.add_argument("--by", action="append", default=[], metavar="LABEL",
+                   help="with --prometheus: diagnose every group of this label (pod, instance, model_name…) in one "
+                        "pass, each PromQL grouped server-side (repeatable)")
     p.set_defaults(func=cmd_diagnose)
 

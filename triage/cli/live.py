@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 import re
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from triage.cli import numbers
@@ -54,17 +54,33 @@ def parse_match(items: list[str]) -> dict[str, str]:
     return match
 
 
+def prometheus_label(profile, args: argparse.Namespace, end: datetime) -> str:
+    return f"prometheus {profile.label()} {args.window} to {end:%Y-%m-%dT%H:%M:%SZ}"
+
+
+def fleet_window(args: argparse.Namespace):
+    """A FleetWindow grouped by the --by labels over the --prometheus window, and the report label."""
+    from triage.sources.metrics.profiles import resolve_profile
+    from triage.sources.metrics.prometheus_fleet import FleetWindow
+
+    profile = resolve_profile(args.prometheus)
+    end = parse_end(args.end)
+    start = end - timedelta(seconds=window_seconds(args.window))
+    window = FleetWindow(profile, start, end, by=args.by, match=parse_match(args.match), timeout=args.timeout)
+    return window, prometheus_label(profile, args, end)
+
+
 def live_window(args: argparse.Namespace) -> tuple[MetricWindow, str]:
     """The window the arguments name, and a label for the report."""
     if args.prometheus:
-        from triage.service.windows import prometheus_pair
         from triage.sources.metrics.profiles import resolve_profile
+        from triage.sources.metrics.prometheus_window import PrometheusWindow
 
         profile = resolve_profile(args.prometheus)
         end = parse_end(args.end)
-        pair = prometheus_pair(profile, end, window_seconds(args.window) / 60, parse_match(args.match),
-                               None, args.timeout)
-        return pair.current, f"prometheus {profile.label()} {args.window} to {end:%Y-%m-%dT%H:%M:%SZ}"
+        start = end - timedelta(seconds=window_seconds(args.window))
+        window = PrometheusWindow(profile, start, end, match=parse_match(args.match), timeout=args.timeout)
+        return window, prometheus_label(profile, args, end)
     if args.endpoint:
         from triage.sources.metrics.scrape import two_scrapes
         from triage.sources.metrics.snapshot_window import SnapshotWindow

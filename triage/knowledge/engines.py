@@ -20,6 +20,9 @@ class MetricSpec(Strict):
     names: list[str] = Field(min_length=1)
     unit: str = ""
     missing: Text  # shown on a panel when the server does not export it, saying why
+    # replica labels this series does not carry (vllm:cache_config_info has `engine` but no `model_name`):
+    # the rule export joins it onto the replica on the labels it does carry
+    lacks_labels: list[str] = Field(default_factory=list)
 
 
 class EngineSpec(Strict):
@@ -28,6 +31,9 @@ class EngineSpec(Strict):
     prefixes: list[str] = Field(min_length=1)
     detect: list[str] = Field(min_length=1)
     labels: list[str] = Field(default_factory=list)
+    # the labels that tell one replica of this engine from another beside the target's own (job, instance,
+    # pod, namespace): Prometheus rules and fleet views group by them; per-rank labels (tp_rank) are summed
+    replica_labels: list[str] = Field(default_factory=list)
     metrics: list[MetricSpec] = Field(min_length=1)
 
     def metric(self, key: str) -> MetricSpec | None:

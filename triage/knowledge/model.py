@@ -232,12 +232,55 @@ class Guidance(Strict):
 SourceKind = Literal["benchmark", "server", "model"]
 
 
+NeedKindName = Literal["rate", "quantile", "hist_mean", "gauge_mean", "gauge_max", "gauge_last"]
+
+
+class NeedRef(Strict):
+    """One reading of a metric window by canonical metric key (see triage/diagnosis/readings.py Need)."""
+
+    kind: NeedKindName
+    key: str
+    q: float | None = None
+    engine: str = ""  # an add-on engine map (dcgm); "" = the serving engine
+
+
+class FlagRef(Strict):
+    """A boolean read from a label of an info-style metric: ``label`` == "True"."""
+
+    key: str
+    label: str
+
+
+class Recipe(Strict):
+    """How a server signal is computed from window readings, as data: exactly one of the fields.
+
+    need     one reading            signal   another signal's value
+    div      a ÷ b (absent when b is absent or 0)
+    first    the first alternative that has a value   flag   an info label as a boolean
+    """
+
+    need: NeedRef | None = None
+    signal: str | None = None
+    div: list[Recipe] | None = Field(default=None, min_length=2, max_length=2)
+    first: list[Recipe] | None = Field(default=None, min_length=2)
+    flag: FlagRef | None = None
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> Recipe:
+        given = [f for f in ("need", "signal", "div", "first", "flag") if getattr(self, f) is not None]
+        if len(given) != 1:
+            raise ValueError(f"a recipe is exactly one of need, signal, div, first, flag (got {given or 'none'})")
+        return self
+
+
 Worse = Literal["higher", "lower", "neither"]
 
 
 class SignalDef(Strict):
     """One entry of the metric catalogue (tree/signals.yaml): a number rules may read, with its label, unit,
     which direction is worse, the SLO key it is judged against, its meaning and how each source computes it.
+
+    Server signals carry a ``recipe`` (as data) that the Prometheus rule export compiles to PromQL.
 
     Units: ``s`` (shown in ms under a second), ``fraction`` (a 0…1 share, shown in %), ``ratio`` (a multiplier,
     shown as ×), ``r`` (a correlation), ``bool``, or a rate/count unit shown as written (``req/s``, ``tok/s``).
@@ -250,6 +293,7 @@ class SignalDef(Strict):
     slo: str | None = None  # the SLO preset key this value is held against (KPI rows show the distance)
     meaning: Text
     sources: dict[SourceKind, str] = Field(min_length=1)
+    recipe: Recipe | None = None
 
     @property
     def higher_is_better(self) -> bool:

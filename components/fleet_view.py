@@ -1,0 +1,93 @@
+"""The Fleet page body: a row per replica (symptoms, top cause), sortable and filterable, linking to its Live view."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import pandas as pd
+import streamlit as st
+
+from components import session
+from components.live_picker import WINDOWS_MIN, end_time, prometheus_profile
+from components.shell import knowledge, lang, t
+from triage.diagnosis.rules import Slo
+from triage.errors import TriageError
+from triage.service.fleet import fleet_refresh
+from triage.service.windows import Profile
+
+DEFAULT_BY = "instance"
+
+
+@dataclass(frozen=True)
+class FleetRequest:
+    profile: Profile
+    window: str
+    by: tuple[str, ...]
+    end: datetime | None
+
+
+def fleet_controls() -> FleetRequest | None:
+    cols = st.columns([2, 1, 2])
+    with cols[0]:
+        profile = prometheus_profile()
+    if profile is None:
+        return None
+    window = cols[1].selectbox(t("live_window"), list(WINDOWS_MIN), index=1, key="fleet_window")
+    by_text = cols[2].text_input(t("fleet_by"), value=DEFAULT_BY, key="fleet_by", help=t("fleet_by_help"))
+    by = tuple(label.strip() for label in by_text.split(",") if label.strip())
+    if not by:
+        st.info(t("fleet_by_help"))
+        return None
+    return FleetRequest(profile, window, by, end_time("fleet"))
+
+
+def refresh(req: FleetRequest, slo: Slo) -> list[dict[str, object]]:
+    """One fleet read and every replica's diagnosis, as table records (triage.service.fleet)."""
+    return fleet_refresh(knowledge(), req.profile, WINDOWS_MIN[req.window], req.window, req.by, req.end, slo)
+
+
+def _table(records: list[dict[str, object]]) -> pd.DataFrame:
+    kb = knowledge()
+    return pd.DataFrame([{
+        t("fleet_replica"): r["replica"],
+        t("fleet_symptoms"): ", ".join(str(s) for s in r["symptoms"]) or ("—" if r["empty"] else t("fleet_none")),  # type: ignore[attr-defined]
+        t("fleet_top_cause"): kb.causes[str(r["top_cause"])].short.get(lang()) if r["top_cause"] else "",
+        t("fleet_cause_id"): r["top_cause"],
+        t("fleet_findings"): r["findings"],
+        t("fleet_live"): r["link"],
+    } for r in records])
+
+
+def render(records: list[dict[str, object]], at: datetime) -> None:
+    if not records:
+        st.info(t("fleet_empty"))
+        return
+    symptoms = sorted({str(s) for r in records for s in r["symptoms"]})  # type: ignore[attr-defined]
+    c1, c2 = st.columns([2, 2])
+    text = c1.text_input(t("fleet_filter"), key="fleet_filter", placeholder="instance=…, ttft.queueing")
+    wanted = c2.multiselect(t("fleet_symptom_filter"), symptoms, key="fleet_symptom_filter")
+    shown = [r for r in records
+             if (not text or text.lower() in f"{r['replica']} {r['top_cause']}".lower())
+             and (not wanted or set(wanted) & set(r["symptoms"]))]  # type: ignore[call-overload]
+    sick = sum(1 for r in records if r["findings"])
+    st.caption(t("fleet_summary", total=len(records), sick=sick, shown=len(shown),
+                 at=at.astimezone().strftime("%H:%M:%S")))
+    st.dataframe(_table(shown), hide_index=True, width="stretch", key="fleet_table",
+                 column_config={t("fleet_live"): st.column_config.LinkColumn(t("fleet_live"),
+                                                                            display_text=t("fleet_open"))})
+
+
+def refresh_and_render(req: FleetRequest, slo: Slo) -> None:
+    """Refresh, or keep the last good table under a stale-data banner when the refresh fails."""
+    try:
+        records, at = refresh(req, slo), datetime.now(UTC)
+        session.FLEET_LAST.set((records, at))
+    except TriageError as exc:
+        st.error(t("live_refresh_failed", reason=exc.line()))
+        last = session.FLEET_LAST.get()
+        if last is None:
+            return
+        records, at = last
+        st.warning(t("live_stale", at=at.astimezone().strftime("%H:%M:%S")))
+    render(records, at)

@@ -1,0 +1,28 @@
+"""Fleet: every replica of a Prometheus diagnosed in one pass, one row each, linking to its Live view."""
+
+import streamlit as st
+
+from components.boundary import error_boundary
+from components.fleet_view import fleet_controls, refresh_and_render
+from components.shell import adopt_navigation, t
+from components.slo_picker import slo_sidebar
+
+adopt_navigation()
+
+st.title(t("fleet_title"))
+st.caption(t("fleet_caption"))
+slo = slo_sidebar()
+request = None
+with error_boundary("fleet"):
+    request = fleet_controls()
+refresh_s = st.sidebar.select_slider(t("live_refresh"), options=[5, 10, 15, 30, 60], value=15, key="fleet_refresh")
+
+
+@st.fragment(run_every=refresh_s)
+def _fleet() -> None:
+    if request is not None:
+        with error_boundary("fleet refresh"):  # a fragment rerun runs outside the page's boundary
+            refresh_and_render(request, slo)
+
+
+_fleet()

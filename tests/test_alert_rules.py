@@ -1,0 +1,360 @@
+"""`python -m triage rules`: the tree as Prometheus rules, checked by promtool, unit-tested by promtool over the
+simulator's scenarios, dry-run against a real Prometheus, and replayed by vmalert over VictoriaMetrics — the alerts
+that fire are the causes the Python diagnosis finds."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from contextlib import contextmanager
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+import requests
+import yaml
+
+from tests.fleet_history import STEP, slo_of
+from tests.prom_harness import PROMTOOL, backfill
+from tests.rules_harness import (
+    have_victoria,
+    merge_openmetrics,
+    promtool_test_file,
+    replayable,
+    run_promtool_test,
+    series_count,
+    start_victoria,
+    vmalert_replay,
+    vmctl_import,
+    with_import_padding,
+)
+from triage.alerting.export import alert_name, build
+from triage.alerting.promql import MODEL_TABLE_SIGNALS, evaluate_recipe
+from triage.cli import main
+from triage.diagnosis.readings import Need
+from triage.diagnosis.rules import resolve_slo
+from triage.diagnosis.server_signals import NEEDS, server_signals
+from triage.diagnosis.window import diagnose_window
+from triage.sources.metrics.exposition import parse_metrics_text
+from triage.sources.metrics.prometheus_window import PrometheusWindow
+from triage.sources.metrics.simulator import ENGINE, MODEL_NAME, SCENARIOS, Simulator
+from triage.sources.metrics.snapshot_window import SnapshotWindow
+
+ROOT = Path(__file__).resolve().parent.parent
+pytestmark = pytest.mark.timeout(900)  # the session's simulated fleet (tests/fleet_history.py) takes minutes to build
+REPLICA = {"model_name": MODEL_NAME, "engine": ENGINE}
+
+
+def rules_cli(capsys, *args: str) -> tuple[int, str, str]:
+    code = main(["rules", *args])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def promtool_check(path: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([PROMTOOL, "check", "rules", str(path)], capture_output=True, text=True, timeout=60)
+
+
+# ---------------------------------------------------------------- the rule file itself
+
+
+@pytest.mark.parametrize("slo", ["chat", "interactive", "code", "batch"])
+def test_rule_file_passes_promtool_check(tmp_path, capsys, slo):
+    code, out, err = rules_cli(capsys, "--slo", slo)
+    assert code == 0
+    path = tmp_path / "rules.yml"
+    path.write_text(out)
+    checked = promtool_check(path)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    assert "not decidable from server metrics" in err  # skipped causes on stderr, never silently dropped
+
+
+def test_prometheus_rule_resource_passes_promtool_check(tmp_path, capsys):
+    code, out, _ = rules_cli(capsys, "--format", "prometheus-rule", "--namespace", "monitoring", "--name", "triage")
+    assert code == 0
+    doc = yaml.safe_load(out)
+    assert doc["apiVersion"] == "monitoring.coreos.com/v1" and doc["kind"] == "PrometheusRule"
+    assert doc["metadata"] == {"name": "triage", "namespace": "monitoring",
+                               "labels": {"app.kubernetes.io/part-of": "inference-triage"}}
+    path = tmp_path / "spec.yml"
+    path.write_text(yaml.safe_dump(doc["spec"]))
+    checked = promtool_check(path)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+def test_every_alert_names_its_cause_and_links_to_its_node(kb, capsys):
+    code, out, _ = rules_cli(capsys, "--dashboard-url", "https://triage.example/", "--profile", "prod", "--json")
+    assert code == 0
+    data = json.loads(out)
+    rules = data["rules"]["groups"][0]["rules"]
+    alerts = [r for r in rules if "alert" in r]
+    records = {r["record"] for r in rules if "record" in r}
+    assert alerts and len(alerts) == len(data["alerts"])
+    decided = {a["labels"]["cause"] for a in alerts}
+    skipped = {s["cause"]: s["reason"] for s in data["skipped"]}
+    assert decided | set(skipped) == set(kb.causes) and not decided & set(skipped)  # every cause accounted for
+    assert all(reason for reason in skipped.values())
+    for alert in alerts:
+        cause = alert["labels"]["cause"]
+        assert alert["alert"] == alert_name(cause)
+        assert alert["labels"]["symptom"] == kb.parent[cause]
+        assert alert["labels"]["severity"] in ("critical", "warning", "info")
+        assert alert["for"] == "5m"
+        url = alert["annotations"]["runbook_url"]
+        assert url.startswith("https://triage.example/live?source=prometheus&profile=prod&window=15m&end=")
+        assert url.endswith(f"&node={cause}") and "match_model_name=" in url and "match_instance=" in url
+        assert "{{ $value" in alert["annotations"]["summary"] and "{{ $value" in alert["annotations"]["description"]
+        for name in {t for t in alert["expr"].replace("(", " ").replace(")", " ").split() if t.startswith("triage:")}:
+            assert name in records, f"{alert['alert']} reads {name}, which no recording rule writes"
+    assert all(r.startswith("triage:") and r.endswith(":15m") for r in records)
+
+
+def test_recording_rules_cover_every_engine_map_and_old_names(capsys):
+    _, out, _ = rules_cli(capsys)
+    text = out
+    for name in ("vllm:kv_cache_usage_perc", "vllm:gpu_cache_usage_perc", "vllm_kv_cache_usage_perc",
+                 "vllm:time_per_output_token_seconds_bucket", "vllm:gpu_prefix_cache_hits_total",
+                 "sglang:token_usage", "sglang:num_retracted_requests_total", "tgi_queue_size",
+                 "tgi_request_mean_time_per_token_duration_bucket"):
+        assert name in text, name
+    assert "by (namespace, pod, job, instance, model_name, engine, engine_type" in text
+
+
+def test_slo_options_move_the_thresholds(kb):
+    rules = build(kb, resolve_slo(kb, "chat", ttft_p99_s=0.75))
+    queueing = next(a for a in rules.alerts if a.cause == "ttft.queueing")
+    assert "triage:ttft_p99_s:15m > 0.75" in queueing.expr
+
+
+def test_bad_options_exit_2(capsys):
+    assert rules_cli(capsys, "--slo", "nope")[0] == 2
+    assert rules_cli(capsys, "--window", "fifteen")[0] == 2
+    assert rules_cli(capsys, "--evaluate")[0] == 2  # needs --prometheus
+    code, _, err = rules_cli(capsys, "--prometheus", "http://127.0.0.1:9")
+    assert code == 2 and "--evaluate" in err
+
+
+# ---------------------------------------------------------------- recipes = the Python server signals
+
+
+def _snapshots(scenario: str, minutes: int = 10) -> list:
+    sim = Simulator(scenario, seed=3)
+    snaps = []
+    for _ in range(minutes * 4 + 1):
+        snaps.append(parse_metrics_text(sim.render(), sim.now, scenario))
+        sim.advance(15)
+    return snaps
+
+
+@pytest.mark.parametrize("scenario", list(SCENARIOS))
+def test_signal_recipes_compute_what_the_server_diagnosis_computes(kb, scenario):
+    """The recipes in signals.yaml (what the PromQL compiles from) give the server signals' values exactly."""
+    readings = SnapshotWindow(_snapshots(scenario)).read(NEEDS)
+    python = server_signals(kb, readings)
+
+    def reading(ref):
+        value = readings.get(Need(ref.kind, ref.key, ref.q, ref.engine))
+        return value if isinstance(value, float) else None
+
+    def info(key):
+        value = readings.get(Need("info", key))
+        return value if isinstance(value, dict) else {}
+
+    computed: dict[str, float | bool | None] = {}
+
+    def value_of(name):
+        if name not in computed:
+            computed[name] = evaluate_recipe(kb.signals[name].recipe, reading, info, value_of)
+        return computed[name]
+
+    for name, sig in kb.signals.items():
+        if name in MODEL_TABLE_SIGNALS:
+            continue  # from the model and GPU tables (model_name / DCGM modelName), not from PromQL
+        if sig.recipe is None:
+            assert python.get(name) is None, f"{name} is computed on the server side but has no recipe"
+            continue
+        got, want = value_of(name), python.get(name)
+        assert (got is None) == (want is None), name
+        if want is not None:
+            assert got == pytest.approx(want.value, rel=1e-9), name
+
+
+# ---------------------------------------------------------------- real engines over the scenarios
+# fleet_history (tests/fleet_history.py): every scenario is one replica, instance=<scenario>, of a real Prometheus.
+
+
+def _rule_file(folder: Path, slo: str) -> Path:
+    path = folder / f"rules-{slo}.yml"
+    if not path.exists():
+        done = subprocess.run([sys.executable, "-m", "triage", "rules", "--slo", slo], cwd=ROOT, capture_output=True,
+                              text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        path.write_text(done.stdout)
+    return path
+
+
+def _alert_names(path: Path) -> list[str]:
+    return [r["alert"] for r in yaml.safe_load(path.read_text())["groups"][0]["rules"] if "alert" in r]
+
+
+def _severity(path: Path, cause: str) -> str:
+    rules = yaml.safe_load(path.read_text())["groups"][0]["rules"]
+    return next(r["labels"]["severity"] for r in rules if r.get("alert") == alert_name(cause))
+
+
+def test_the_fleet_has_a_cause_per_sick_scenario(fleet_history):
+    assert fleet_history.causes["healthy"] == [] and fleet_history.causes["decode_bound"] == []
+    assert "ttft.queueing" in fleet_history.causes["queueing"]
+    assert "memory.kv_cache" in fleet_history.causes["kv_pressure"]
+    assert "throughput.low_batch_utilization" in fleet_history.causes["low_batch"]
+
+
+@pytest.mark.prometheus
+@pytest.mark.parametrize("scenario", list(SCENARIOS))
+def test_dry_run_matches_python_diagnosis(fleet_history, scenario):
+    done = subprocess.run([sys.executable, "-m", "triage", "rules", "--evaluate", "--prometheus",
+                           fleet_history.server.url, "--end", fleet_history.stop.isoformat(), "--slo",
+                           slo_of(scenario), "--match", f'instance="{scenario}"', "--json"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    assert sorted(a["cause"] for a in data["alerts"]) == fleet_history.causes[scenario]
+    assert all(a["labels"] == {**REPLICA, "instance": scenario} and a["alert"] == alert_name(a["cause"])
+               for a in data["alerts"])
+    assert data["skipped"] and all({"cause", "symptom", "reason"} <= set(s) for s in data["skipped"])
+
+
+@pytest.mark.prometheus
+def test_dry_run_over_the_whole_fleet_fires_per_replica(fleet_history):
+    """Without --match every replica is evaluated separately, in one query per alert."""
+    done = subprocess.run([sys.executable, "-m", "triage", "rules", "--evaluate", "--prometheus",
+                           fleet_history.server.url, "--end", fleet_history.stop.isoformat()],
+                          cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    for scenario, causes in fleet_history.causes.items():
+        if slo_of(scenario) != "chat":
+            continue
+        fired = sorted(line.split()[1] for line in done.stdout.splitlines()
+                       if line.startswith("FIRING") and f"instance={scenario}," in line)
+        assert fired == sorted(alert_name(c) for c in causes), scenario
+    assert "cause(s) not decidable from server metrics" in done.stderr
+
+
+@pytest.mark.prometheus
+@pytest.mark.parametrize("scenario", list(SCENARIOS))
+def test_promtool_unit_tests_from_scenario(fleet_history, tmp_path, scenario):
+    """promtool test rules over the scenario's samples: at the last sample exactly the Python causes fire."""
+    rules = _rule_file(fleet_history.folder, slo_of(scenario))
+    labels = {**REPLICA, "instance": scenario}
+    firing = [{"alertname": alert_name(c), "alertstate": "firing", "cause": c, "symptom": c.split(".")[0],
+               "severity": _severity(rules, c), **labels} for c in fleet_history.causes[scenario]]
+    om = merge_openmetrics({scenario: fleet_history.texts[scenario]})
+    test = promtool_test_file(rules, om, STEP, firing, _alert_names(rules))
+    done = run_promtool_test(tmp_path, test)
+    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+
+
+# ---------------------------------------------------------------- VictoriaMetrics: the second backend
+
+
+@pytest.fixture(scope="module")
+def fleet_blocks(fleet_history, tmp_path_factory):
+    """The fleet as promtool-built blocks (plus vmctl padding), and how many real series they hold."""
+    if not have_victoria():
+        pytest.fail("victoria-metrics / vmctl / vmalert missing: scripts/test.sh installs the Debian package")
+    merged = merge_openmetrics(fleet_history.texts)
+    return backfill(with_import_padding(merged), tmp_path_factory.mktemp("blocks")), series_count(merged)
+
+
+@contextmanager
+def victoria_with_fleet(fleet_blocks, folder: Path):
+    """A VictoriaMetrics single-node holding the fleet, imported by vmctl from the promtool-built blocks."""
+    blocks, expected = fleet_blocks
+    server = start_victoria(folder)
+    try:
+        vmctl_import(blocks, server, expected=expected)
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="module")
+def victoria(fleet_blocks, tmp_path_factory):
+    with victoria_with_fleet(fleet_blocks, tmp_path_factory.mktemp("victoria")) as server:
+        yield server
+
+
+@pytest.mark.prometheus
+@pytest.mark.parametrize("slo", ["chat", "batch"])
+def test_vmalert_replay_fires_the_python_causes(fleet_history, fleet_blocks, tmp_path, slo):
+    """vmalert -replay of the rule file over the last 10 minutes, reading and writing a VictoriaMetrics holding the
+    fleet (its recording rules written back for the alerts to read): at the end, per replica, the firing alerts are
+    the causes the Python diagnosis finds; the healthy replica fires none. vmalert adds slo=<preset> to what it
+    writes, as a deployment's external labels would: the alerts must still join their signals per replica."""
+    rules = tmp_path / f"replay-{slo}.yml"
+    rules.write_text(_rule_file(fleet_history.folder, slo).read_text())
+    replayable(rules)
+    end = fleet_history.end
+    iso = lambda t: datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")  # noqa: E731
+    with victoria_with_fleet(fleet_blocks, tmp_path) as victoria:
+        done = vmalert_replay(tmp_path, rules, victoria, iso(end - 600), iso(end), extra_label=f"slo={slo}")
+        assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+        victoria.flush()
+        got = requests.get(victoria.url + "/api/v1/query", timeout=10,
+                           params={"query": f'ALERTS{{alertstate="firing",slo="{slo}"}}', "time": end}).json()
+    firing = [s["metric"] for s in got["data"]["result"]]
+    for scenario, causes in fleet_history.causes.items():
+        if slo_of(scenario) == slo:
+            fired = sorted(m["cause"] for m in firing if m["instance"] == scenario)
+            assert fired == causes, (scenario, (done.stdout + done.stderr)[-1500:])
+    if slo == slo_of("healthy"):
+        assert not [m for m in firing if m["instance"] == "healthy"]  # (under batch, idle capacity is a finding)
+
+
+@pytest.mark.prometheus
+@pytest.mark.parametrize("scenario", list(SCENARIOS))
+def test_victoria_window_diagnoses_like_prometheus(kb, fleet_history, victoria, scenario):
+    """The Prometheus-window diagnosis pointed at VictoriaMetrics finds the same causes."""
+    stop = fleet_history.stop
+    window = PrometheusWindow(victoria.url, stop - timedelta(minutes=15), stop, match={"instance": scenario},
+                              timeout=10)
+    live = diagnose_window(kb, window, resolve_slo(kb, slo_of(scenario)))
+    assert live.engine == "vllm" and not live.readings.errors
+    assert sorted(live.diagnosis.matched_ids) == fleet_history.causes[scenario]
+
+
+@pytest.mark.prometheus
+def test_victoria_faults(fleet_history, victoria, tmp_path):
+    """The Prometheus-window faults against a real VictoriaMetrics: a window before any data, a filter matching no
+    replica, a server that stopped, and basic auth (401 names the profile; the right password reads)."""
+    from triage.errors import TriageError
+    from triage.sources.metrics.profiles import Profile
+
+    stop = fleet_history.stop
+    needs = [Need("rate", "prompt_tokens"), Need("gauge_mean", "running")]
+    before = PrometheusWindow(victoria.url, stop - timedelta(hours=6), stop - timedelta(hours=5), timeout=10)
+    readings = before.read(needs)
+    assert all(readings.values[n] is None for n in needs) and "no samples between" in readings.errors[0]
+    nobody = PrometheusWindow(victoria.url, stop - timedelta(minutes=15), stop, match={"instance": "nobody"})
+    live = diagnose_window(kb_of(), nobody, resolve_slo(kb_of()))
+    assert live.diagnosis.empty and not live.diagnosis.findings
+    locked = start_victoria(tmp_path, auth=("triage", "s3cret"))
+    try:
+        with pytest.raises(TriageError) as err:
+            PrometheusWindow(Profile(name="vm", url=locked.url, username="triage", password="wrong"),
+                             stop - timedelta(minutes=15), stop, timeout=5)
+        assert err.value.reason == "Prometheus answered HTTP 401: check the token / basic auth of profile 'vm'"
+        with pytest.raises(TriageError, match="no vLLM, SGLang or TGI metrics"):  # the right password gets in
+            PrometheusWindow(Profile(name="vm", url=locked.url, username="triage", password="s3cret"),
+                             stop - timedelta(minutes=15), stop, timeout=5)
+    finally:
+        locked.stop()
+    with pytest.raises(TriageError, match="unreachable"):
+        PrometheusWindow(locked.url, stop - timedelta(minutes=15), stop, timeout=5)
+
+
+def kb_of():
+    from triage.knowledge.loader import load_knowledge
+
+    return load_knowledge()

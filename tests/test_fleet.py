@@ -1,0 +1,100 @@
+"""Fleet diagnosis: `diagnose --prometheus URL --by LABEL` diagnoses every replica in one pass, one grouped query
+per need, and each group exactly as a single-window diagnosis matching it would."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.fleet_history import slo_of
+from tests.prom_harness import closed_port_url
+from triage.cli import main
+from triage.sources.metrics.simulator import SCENARIOS
+
+ROOT = Path(__file__).resolve().parent.parent
+pytestmark = [pytest.mark.prometheus, pytest.mark.timeout(900)]  # the simulated fleet takes minutes to build
+
+
+def cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "triage", "diagnose", *args], cwd=ROOT, capture_output=True,
+                          text=True, timeout=120)
+
+
+@pytest.fixture(scope="module")
+def fleet_json(fleet_history):
+    out = {}
+    for slo in ("chat", "batch"):
+        done = cli("--prometheus", fleet_history.server.url, "--end", fleet_history.stop.isoformat(), "--by",
+                   "instance", "--slo", slo, "--json")
+        assert done.returncode == 0, done.stderr
+        out[slo] = json.loads(done.stdout)
+    return out
+
+
+def test_one_group_per_replica(fleet_json):
+    data = fleet_json["chat"]
+    assert data["by"] == ["instance"] and data["engine"] == "vllm"
+    assert [g["labels"] for g in data["groups"]] == [{"instance": s} for s in sorted(SCENARIOS)]
+
+
+@pytest.mark.parametrize("scenario", sorted(SCENARIOS))
+def test_each_group_is_its_single_engine_diagnosis(fleet_history, fleet_json, scenario):
+    """The whole diagnose --json object of a group equals the single-window one matching it (signals, symptoms,
+    findings, notes, missing, source)."""
+    slo = slo_of(scenario)
+    group = next(g for g in fleet_json[slo]["groups"] if g["labels"] == {"instance": scenario})
+    single = cli("--prometheus", fleet_history.server.url, "--end", fleet_history.stop.isoformat(), "--match",
+                 f'instance="{scenario}"', "--slo", slo, "--json")
+    assert single.returncode == 0, single.stderr
+    assert group["diagnosis"] == json.loads(single.stdout)
+    assert sorted(f["cause"] for f in group["diagnosis"]["findings"]) == fleet_history.causes[scenario]
+
+
+def test_two_labels_and_a_match(fleet_history):
+    done = cli("--prometheus", fleet_history.server.url, "--end", fleet_history.stop.isoformat(), "--by", "instance",
+               "--by", "engine", "--match", 'model_name="meta-llama/Llama-3.1-8B-Instruct"', "--json")
+    assert done.returncode == 0, done.stderr
+    labels = [g["labels"] for g in json.loads(done.stdout)["groups"]]
+    assert labels == [{"engine": "0", "instance": s} for s in sorted(SCENARIOS)]
+
+
+def test_one_request_per_need_for_the_whole_fleet(fleet_history):
+    """The fleet read sends as many queries as one engine's read, however many replicas there are."""
+    from datetime import timedelta
+
+    from triage.diagnosis.server_signals import NEEDS
+    from triage.sources.metrics.prometheus_fleet import FleetWindow
+    from triage.sources.metrics.prometheus_window import PrometheusWindow
+
+    stop = fleet_history.stop
+    counts = {}
+    for name, window in (("fleet", FleetWindow(fleet_history.server.url, stop - timedelta(minutes=15), stop,
+                                               by=["instance"])),
+                         ("one", PrometheusWindow(fleet_history.server.url, stop - timedelta(minutes=15), stop,
+                                                  match={"instance": "queueing"}))):
+        sent: list[str] = []
+        original = window._instant
+        window._instant = lambda q, at, original=original, sent=sent: (sent.append(q), original(q, at))[1]
+        groups = window.read_groups(NEEDS) if name == "fleet" else {(): window.read(NEEDS)}
+        counts[name] = (len(sent), len(groups))
+    assert counts["fleet"][0] == counts["one"][0] and counts["fleet"][1] == len(SCENARIOS)
+
+
+def test_text_output_lists_every_group(fleet_history):
+    done = cli("--prometheus", fleet_history.server.url, "--end", fleet_history.stop.isoformat(), "--by", "instance")
+    assert done.returncode == 0, done.stderr
+    assert "instance=queueing: symptoms ttft; causes ttft.queueing" in done.stdout  # (then any other cause)
+    assert "instance=healthy: symptoms none; causes no finding" in done.stdout
+
+
+def test_bad_fleet_arguments_exit_2(capsys, tmp_path):
+    assert main(["diagnose", "--endpoint", "http://127.0.0.1:9/metrics", "--by", "pod"]) == 2
+    assert "--prometheus" in capsys.readouterr().err
+    assert main(["diagnose", "--prometheus", closed_port_url(), "--by", "pod"]) == 2
+    assert "unreachable" in capsys.readouterr().err
+    assert main(["diagnose", "--prometheus", closed_port_url(), "--by", "not a label"]) == 2
+    assert "not a label name" in capsys.readouterr().err

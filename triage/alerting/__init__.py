@@ -1,0 +1,1 @@
+"""The tree as Prometheus rules: signal recipes compiled to PromQL, one alert per server-decidable cause."""

@@ -1,0 +1,69 @@
+"""Dry run: every alert expression (recording rules inlined) evaluated once against a Prometheus."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import requests
+from prometheus_api_client import PrometheusApiClientException, PrometheusConnect
+from urllib3.util.retry import Retry
+
+from triage.alerting.export import RuleSet
+from triage.errors import TriageError
+from triage.sources.metrics.profiles import Profile, profile_for_url, redact_url
+from triage.sources.metrics.scrape import connection_reason
+
+MAX_WORKERS = 4
+
+
+@dataclass(frozen=True)
+class Firing:
+    alert: str
+    cause: str
+    symptom: str
+    labels: dict[str, str]
+    value: float
+
+    def as_json(self) -> dict[str, Any]:
+        return {"alert": self.alert, "cause": self.cause, "symptom": self.symptom, "labels": self.labels,
+                "value": self.value}
+
+
+def _client(profile: Profile, timeout: float) -> PrometheusConnect:
+    return PrometheusConnect(url=profile.url.rstrip("/"), headers=profile.request_headers() or None,
+                             disable_ssl=not profile.verify_tls, auth=profile.auth(),
+                             retry=Retry(total=0, read=False, raise_on_status=False), timeout=timeout)
+
+
+def _query(client: PrometheusConnect, expr: str, at: float, timeout: float, shown: str) -> list[dict]:
+    try:
+        return client.custom_query(expr, params={"time": at, "timeout": str(timeout)})
+    except requests.exceptions.Timeout:
+        raise TriageError(f"Prometheus at {shown}: query timed out after {timeout:.1f} s") from None
+    except requests.exceptions.ConnectionError as exc:
+        raise TriageError(f"Prometheus at {shown} is unreachable ({connection_reason(exc)})") from None
+    except PrometheusApiClientException as exc:
+        raise TriageError(f"Prometheus at {shown} refused the query: {' '.join(str(exc).split())[:300]}") from None
+    except (ValueError, KeyError, TypeError):
+        raise TriageError(f"{shown} did not answer with Prometheus JSON (is it the Prometheus base URL?)") from None
+    except requests.exceptions.RequestException as exc:
+        raise TriageError(f"request to {shown} failed ({type(exc).__name__})") from None
+
+
+def evaluate(rules: RuleSet, target: Profile | str, at: datetime, timeout: float = 10.0) -> list[Firing]:
+    """The alerts whose expression has a sample at ``at`` (built with ``inline=True``), one per replica."""
+    profile = target if isinstance(target, Profile) else profile_for_url(target)
+    shown = redact_url(profile.url)
+    client = _client(profile, timeout)
+    moment = at.timestamp()
+    with ThreadPoolExecutor(max_workers=MAX_WORKERS, thread_name_prefix="dry-run") as pool:
+        results = list(pool.map(lambda a: _query(client, a.expr, moment, timeout, shown), rules.alerts))
+    firing: list[Firing] = []
+    for alert, vector in zip(rules.alerts, results):
+        for sample in vector:
+            labels = {k: v for k, v in sample["metric"].items() if k != "__name__"}
+            firing.append(Firing(alert.name, alert.cause, alert.symptom, labels, float(sample["value"][1])))
+    return firing

@@ -1,0 +1,285 @@
+"""Prometheus rules from the tree: recording rules per signal, one alert per cause decidable from server metrics.
+
+An alert fires for a replica when, as in triage/diagnosis/rules.py, its symptom is present (any trigger holds,
+unless a measurable requirement fails) and its cause matches (a primary condition holds and at least
+``min_agree`` conditions hold). Conditions on signals no engine exports are left out, as the Python diagnosis
+finds them not measurable; a cause left with nothing to decide on is reported as skipped, with the reason.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import Field
+
+from triage.alerting.promql import (
+    Compiler,
+    duration_seconds,
+    duration_text,
+    recipe_signals,
+    record_name,
+    replica_labels,
+)
+from triage.diagnosis.rules import Slo
+from triage.errors import TriageError
+from triage.knowledge.engines import EngineSpec, load_engines
+from triage.knowledge.loader import DEFAULT_TREE_DIR, KnowledgeBase, _parse, _read_yaml
+from triage.knowledge.model import Condition, Strict
+
+NEGATE = {">": "<=", ">=": "<", "<": ">=", "<=": ">", "==": "!="}
+DASHBOARD_ENV = "TRIAGE_DASHBOARD_URL"
+LIVE_PATH = "live"
+EVIDENCE_LABEL = "triage_evidence"
+
+
+class AlertingConfig(Strict):
+    """tree/alerting.yaml."""
+
+    window: str = "15m"
+    evaluation_interval: str = "1m"
+    for_: str = Field(default="5m", alias="for")
+    group: str = "inference-triage"
+    dashboard_url: str = "http://localhost:8501"
+    target_labels: list[str] = Field(default_factory=list)
+    severity: dict[str, str] = Field(default_factory=dict)
+
+
+def load_config(tree_dir: Path = DEFAULT_TREE_DIR) -> AlertingConfig:
+    path = Path(tree_dir) / "alerting.yaml"
+    return _parse(AlertingConfig, _read_yaml(path), path)
+
+
+def default_dashboard_url(config: AlertingConfig) -> str:
+    return os.environ.get(DASHBOARD_ENV) or config.dashboard_url
+
+
+@dataclass(frozen=True)
+class Skipped:
+    cause: str
+    symptom: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Alert:
+    name: str
+    cause: str
+    symptom: str
+    severity: str
+    expr: str  # reads the recording rules
+    signals: list[str]  # recording rules it reads
+    rule: dict[str, Any]  # the alerting rule as written to the file
+
+
+@dataclass
+class RuleSet:
+    window: str
+    group_labels: tuple[str, ...]
+    records: dict[str, str]  # signal → expression
+    alerts: list[Alert]
+    skipped: list[Skipped]
+    config: AlertingConfig
+    evaluation_interval: str = "1m"
+
+    def group(self) -> dict[str, Any]:
+        rules: list[dict[str, Any]] = [{"record": record_name(s, self.window), "expr": e} for s, e in
+                                       self.records.items()]
+        rules += [a.rule for a in self.alerts]
+        return {"name": self.config.group, "interval": self.evaluation_interval, "rules": rules}
+
+    def rule_file(self) -> dict[str, Any]:
+        return {"groups": [self.group()]}
+
+    def prometheus_rule(self, name: str, namespace: str | None) -> dict[str, Any]:
+        meta: dict[str, Any] = {"name": name, "labels": {"app.kubernetes.io/part-of": "inference-triage"}}
+        if namespace:
+            meta["namespace"] = namespace
+        return {"apiVersion": "monitoring.coreos.com/v1", "kind": "PrometheusRule", "metadata": meta,
+                "spec": self.rule_file()}
+
+
+def alert_name(cause_id: str) -> str:
+    return "Triage" + "".join(part.capitalize() for chunk in cause_id.split(".") for part in chunk.split("_"))
+
+
+@dataclass
+class _Builder:
+    kb: KnowledgeBase
+    slo: Slo
+    compiler: Compiler
+    window: str
+
+    def threshold(self, cond: Condition) -> float:
+        value = cond.value if cond.slo is None else float(self.slo.values[cond.slo]) * cond.factor
+        assert value is not None  # the model requires a value or an SLO key
+        return float(value)  # a bool compares as 1 / 0
+
+    def measurable(self, signal: str) -> bool:
+        return self.compiler.signal(signal) is not None
+
+    def condition(self, cond: Condition) -> str | None:
+        """``signal op threshold`` as a PromQL filter (None when not measurable); a measurable requirement that
+        fails removes the replica (``unless``), an unmeasurable one does not block, as in rules.check."""
+        if not self.measurable(cond.signal):
+            return None
+        expr = f"{self.compiler.ref(cond.signal)} {cond.op} {_num(self.threshold(cond))}"
+        for req in cond.requires:
+            if req.only_if is not None and not self.slo.values.get(req.only_if):
+                continue
+            if self.measurable(req.signal):
+                block = f"{self.compiler.ref(req.signal)} {NEGATE[req.op]} {_num(self.threshold(req))}"
+                expr = f"({expr}) unless {self.compiler.on()} ({block})"
+        return expr
+
+    def active(self, conds: list[Condition]) -> list[tuple[Condition, str | None]]:
+        """Conditions the SLO switches on, each with its filter (None: not measurable from server metrics); context
+        conditions (shown for their value, never counted for or against) are left out, as rules.py does."""
+        return [(c, self.condition(c)) for c in conds
+                if (c.only_if is None or self.slo.values.get(c.only_if)) and not c.context]
+
+
+def _num(value: float) -> str:
+    return repr(float(value)) if value != int(value) else str(int(value))
+
+
+def _or(parts: list[str], on: str) -> str:
+    return f" or {on} ".join(f"({p})" for p in parts) if len(parts) > 1 else parts[0]
+
+
+def _signals_in(conds: list[tuple[Condition, str | None]], b: _Builder) -> list[str]:
+    """The recorded signals the filters read: each condition's signal and its measurable requirements'."""
+    out: list[str] = []
+    for c, expr in conds:
+        if expr is not None:
+            out += [s for s in (c.signal, *(r.signal for r in c.requires)) if s not in out and b.measurable(s)]
+    return out
+
+
+def _unmeasured(conds: list[tuple[Condition, str | None]], compiler: Compiler) -> str:
+    names = sorted({c.signal for c, e in conds if e is None})
+    return ", ".join(compiler.why_not(n) for n in names) if names else "none"
+
+
+def build(kb: KnowledgeBase, slo: Slo, *, window: str | None = None, for_: str | None = None,
+          dashboard_url: str | None = None, profile: str | None = None,
+          engines: Mapping[str, EngineSpec] | None = None, config: AlertingConfig | None = None,
+          match: Mapping[str, str] | None = None, inline: bool = False) -> RuleSet:
+    """The rule set for an SLO. ``match`` narrows every selector and ``inline`` writes each recording rule's
+    expression into the alerts that read it (both for the dry run, which has no rules loaded)."""
+    config = config or load_config(kb.source_dir)
+    engines = dict(engines or load_engines())
+    window = window or config.window
+    try:
+        window = duration_text(duration_seconds(window))
+        for_ = duration_text(duration_seconds(for_ or config.for_))
+    except ValueError as exc:
+        raise TriageError(str(exc), key="--window/--for") from None
+    group = replica_labels(config.target_labels, engines)
+    compiler = Compiler(kb, engines, window, group, dict(match or {}), inline)
+    b = _Builder(kb, slo, compiler, window)
+    alerts: list[Alert] = []
+    skipped: list[Skipped] = []
+    url = (dashboard_url or default_dashboard_url(config)).rstrip("/")
+    for sym in kb.symptoms:
+        triggers = b.active(sym.trigger)
+        sym_parts = [e for _, e in triggers if e is not None]
+        for cause in sym.causes:
+            if cause.rule is None:
+                skipped.append(Skipped(cause.id, sym.id, "the cause has no rule in tree.yaml"))
+                continue
+            if not sym_parts:
+                why = (f"symptom '{sym.id}' has no trigger measurable from server metrics under SLO "
+                       f"'{slo.name}' (not measurable: {_unmeasured(triggers, compiler)})")
+                skipped.append(Skipped(cause.id, sym.id, why))
+                continue
+            evidence = b.active(cause.rule.evidence)
+            primary = [e for c, e in evidence if e is not None and not c.supports_only]
+            measured = [e for _, e in evidence if e is not None]
+            if not primary or len(measured) < cause.rule.min_agree:
+                why = f"its evidence needs signals not measurable on the server: {_unmeasured(evidence, compiler)}"
+                if primary:
+                    why += f" (needs {cause.rule.min_agree} to agree, {len(measured)} measurable)"
+                skipped.append(Skipped(cause.id, sym.id, why))
+                continue
+            on = compiler.on()
+            expr = f"({_or(primary, on)})"
+            if cause.rule.min_agree > 1:
+                tagged = [f'label_replace({e}, "{EVIDENCE_LABEL}", "{i}", "", "")' for i, e in enumerate(measured)]
+                expr += f" and {on} (count {compiler.by()} ({' or '.join(tagged)}) >= {cause.rule.min_agree})"
+            expr += f" and {on} ({_or(sym_parts, on)})"
+            signals = list(dict.fromkeys(_signals_in(triggers, b) + _signals_in(evidence, b)))
+            severity = config.severity.get(sym.id, "warning")
+            rule = _alert_rule(kb, sym.id, cause.id, expr, for_, severity, evidence, triggers, url, group, window,
+                               profile, b)
+            alerts.append(Alert(alert_name(cause.id), cause.id, sym.id, severity, expr, signals, rule))
+    records = _records(kb, compiler, alerts)
+    return RuleSet(window, group, records, alerts, skipped, config, config.evaluation_interval)
+
+
+def _records(kb: KnowledgeBase, compiler: Compiler, alerts: list[Alert]) -> dict[str, str]:
+    """Recording rules for every signal an alert reads, dependencies first, in signals.yaml order."""
+    wanted: list[str] = []
+
+    def need(name: str) -> None:
+        for dep in recipe_signals(kb, name):
+            need(dep)
+        if name not in wanted:
+            wanted.append(name)
+
+    for alert in alerts:
+        for s in alert.signals:
+            need(s)
+    order = list(kb.signals)
+    wanted.sort(key=lambda s: (len(recipe_signals(kb, s)) > 0, order.index(s)))
+    out: dict[str, str] = {}
+    for s in wanted:
+        expr = compiler.signal(s)
+        assert expr is not None
+        out[s] = expr
+    return out
+
+
+def _describe(kb: KnowledgeBase, conds: list[tuple[Condition, str | None]], b: _Builder) -> str:
+    return "; ".join(f"{c.signal} {c.op} {_num(b.threshold(c))} ({c.meaning.en})" for c, e in conds if e is not None)
+
+
+def runbook_url(base: str, cause: str, group: tuple[str, ...], window: str, profile: str | None) -> str:
+    """The Live view of this replica (its labels as match_<label>), at the alert's evaluation time, node=cause."""
+    labels = "".join(f"{{{{ if $labels.{g} }}}}&match_{g}={{{{ $labels.{g} | urlquery }}}}{{{{ end }}}}"
+                      for g in group)
+    at = '{{ with query "time()" }}{{ . | first | value | printf "%.0f" }}{{ end }}'
+    prof = f"&profile={profile}" if profile else ""
+    return f"{base}/{LIVE_PATH}?source=prometheus{prof}&window={window}&end={at}{labels}&node={cause}"
+
+
+def _alert_rule(kb: KnowledgeBase, symptom: str, cause: str, expr: str, for_: str, severity: str,
+                evidence: list[tuple[Condition, str | None]], triggers: list[tuple[Condition, str | None]],
+                url: str, group: tuple[str, ...], window: str, profile: str | None, b: _Builder) -> dict[str, Any]:
+    c = kb.causes[cause]
+    sym = next(s for s in kb.symptoms if s.id == symptom)
+    who = "".join(f"{{{{ with $labels.{g} }}}}{g}={{{{ . }}}} {{{{ end }}}}" for g in group)
+    min_agree = c.rule.min_agree if c.rule else 1
+    agree = f"at least {min_agree} of: " if min_agree > 1 else "any of: "
+    description = (f"{sym.title.en}, because: {c.title.en}. Evidence over the last {window}, {agree}"
+                   f"{_describe(kb, evidence, b)}. The first of these that holds reads {{{{ $value | humanize }}}}. "
+                   f"Symptom: {_describe(kb, triggers, b)}. SLO preset '{b.slo.name}'.")
+    return {
+        "alert": alert_name(cause),
+        "expr": expr,
+        "for": for_,
+        "labels": {"cause": cause, "symptom": symptom, "severity": severity},
+        "annotations": {
+            "summary": f"{c.title.en} ({sym.short.en}) on {who}: {{{{ $value | humanize }}}}",
+            "description": description,
+            "runbook_url": runbook_url(url, cause, group, window, profile),
+        },
+    }
+
+
+def dump_yaml(data: dict[str, Any]) -> str:
+    return yaml.safe_dump(data, sort_keys=False, allow_unicode=True, width=10**6)

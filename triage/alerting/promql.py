@@ -1,0 +1,225 @@
+"""Signal recipes (tree/signals.yaml) compiled to PromQL grouped by replica, for every engine map at once.
+
+One expression per signal covers vLLM (current and older names, ``vllm:`` and ``vllm_``), SGLang and TGI: each
+engine's candidate names are joined with ``or``, which keeps, per replica, the first that has series.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+
+from triage.knowledge.engines import EngineSpec, MetricSpec
+from triage.knowledge.loader import KnowledgeBase
+from triage.knowledge.model import NeedRef, Recipe
+from triage.sources.metrics.snapshot_window import ADDON_IDS, SERVING_ORDER, gauge_agg, selector
+
+SUBQUERY_POINTS = 1000  # as prometheus_window: gauge means sample the aggregated gauge at window/1000 ...
+MIN_SUBQUERY_STEP = 15  # ... but no finer than a typical scrape interval
+# server signals computed from tree/models.yaml and tree/gpus.yaml (model_name / DCGM modelName labels looked up in
+# tables): no PromQL can give them, so the rule export treats them as not measurable
+MODEL_TABLE_SIGNALS = frozenset({"decode_gb_per_step", "tpot_over_roofline"})
+CARRIER_KEY = "running"  # every serving engine exports it with all its replica labels: info labels join onto it
+
+
+def duration_seconds(text: str) -> int:
+    """'15m' → 900 (s, m, h, d)."""
+    units = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+    text = text.strip()
+    if len(text) < 2 or text[-1] not in units or not text[:-1].isdigit() or int(text[:-1]) <= 0:
+        raise ValueError(f"'{text}' is not a duration like 5m, 15m, 1h")
+    return int(text[:-1]) * units[text[-1]]
+
+
+def duration_text(seconds: int) -> str:
+    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
+        if seconds % size == 0:
+            return f"{seconds // size}{unit}"
+    return f"{seconds}s"
+
+
+def record_name(signal: str, window: str) -> str:
+    return f"triage:{signal}:{window}"
+
+
+@dataclass(frozen=True)
+class Compiler:
+    """Compiles recipes for a window and a grouping. ``ref`` names another signal's value: the recording rule by
+    default, or (``inline=True``) its whole expression, for a dry run without the rules loaded."""
+
+    kb: KnowledgeBase
+    engines: Mapping[str, EngineSpec]
+    window: str
+    group: tuple[str, ...]
+    match: Mapping[str, str] = field(default_factory=dict)
+    inline: bool = False
+
+    @property
+    def range_s(self) -> int:
+        return duration_seconds(self.window)
+
+    @property
+    def serving(self) -> list[EngineSpec]:
+        return serving_engines(self.engines)
+
+    def why_not(self, name: str) -> str:
+        """Why a signal has no PromQL: benchmark/model-only, or read from an add-on without replica labels."""
+        recipe = self.kb.signals[name].recipe
+        if recipe is None:
+            kinds = [k for k in self.kb.signals[name].sources if k != "server"]
+            if name in MODEL_TABLE_SIGNALS:
+                return f"{name} (the server diagnosis computes it from the model and GPU tables, not in PromQL)"
+            if "server" in self.kb.signals[name].sources:
+                return f"{name} (the server diagnosis does not compute it)"
+            return f"{name} ({'/'.join(kinds)} only)"
+        return f"{name} (from DCGM, whose series carry no replica labels to join on)"
+
+    def by(self, *extra: str) -> str:
+        return f"by ({', '.join([*self.group, *extra])})"
+
+    def on(self) -> str:
+        """Matching on the replica labels only, so labels a rule engine adds to the recorded series (vmalert's or a
+        Thanos ruler's external labels) never split a replica."""
+        return f"on ({', '.join(self.group)})"
+
+    # ------------------------------------------------------------ signals
+
+    def signal(self, name: str) -> str | None:
+        """The PromQL of a signal, or None when no engine map can give it (not measurable from server metrics)."""
+        recipe = self.kb.signals[name].recipe
+        return None if recipe is None else self.recipe(recipe)
+
+    def ref(self, name: str) -> str | None:
+        if self.inline:
+            body = self.signal(name)
+            return None if body is None else f"({body})"
+        return record_name(name, self.window) if self.signal(name) is not None else None
+
+    def recipe(self, r: Recipe) -> str | None:
+        if r.need is not None:
+            return self.need(r.need)
+        if r.signal is not None:
+            return self.ref(r.signal)
+        if r.div is not None:
+            top, bottom = (self.recipe(x) for x in r.div)
+            return None if top is None or bottom is None else f"({top}) / {self.on()} (({bottom}) != 0)"
+        if r.first is not None:
+            parts = [p for p in (self.recipe(x) for x in r.first) if p is not None]
+            return " or ".join(f"({p})" for p in parts) if parts else None
+        assert r.flag is not None
+        return self.flag(r.flag.key, r.flag.label)
+
+    # ------------------------------------------------------------ readings
+
+    def need(self, need: NeedRef) -> str | None:
+        """Every serving engine's answer to ``need`` joined with ``or``; add-on engines (DCGM) carry no replica
+        labels to join on, so their needs are not measurable per replica."""
+        if need.engine:
+            return None
+        parts = []
+        for engine in self.serving:
+            spec = engine.metric(need.key)
+            if spec is not None and _fits(need, spec):
+                parts += [self._need_one(need, spec, name) for name in engine.candidates(need.key)]
+        return " or ".join(parts) if parts else None
+
+    def _sel(self, name: str) -> str:
+        return selector(name, self.match)
+
+    def _need_one(self, need: NeedRef, spec: MetricSpec, name: str) -> str:
+        w = f"[{self.range_s}s]"
+        if need.kind == "rate":
+            series = name + "_count" if spec.type == "histogram" else name
+            return f"sum {self.by()} (rate({self._sel(series)}{w}))"
+        if need.kind == "quantile":
+            return f"histogram_quantile({need.q!r}, sum {self.by('le')} (rate({self._sel(name + '_bucket')}{w})))"
+        if need.kind == "hist_mean":
+            return (f"(sum {self.by()} (rate({self._sel(name + '_sum')}{w}))"
+                    f" / sum {self.by()} (rate({self._sel(name + '_count')}{w})))")
+        agg = gauge_agg(spec)
+        step = max(MIN_SUBQUERY_STEP, math.ceil(self.range_s / SUBQUERY_POINTS))
+        if need.kind == "gauge_mean":
+            return f"avg_over_time(({agg} {self.by()} ({self._sel(name)}))[{self.range_s}s:{step}s])"
+        if need.kind == "gauge_max":
+            return f"max_over_time(({agg} {self.by()} ({self._sel(name)}))[{self.range_s}s:{step}s])"
+        return f"{agg} {self.by()} (last_over_time({self._sel(name)}{w}))"  # gauge_last
+
+    def flag(self, key: str, label: str) -> str | None:
+        """1 when the info metric's ``label`` is "True", 0 when "False", per replica; joined onto the replica's
+        running gauge on the labels the info metric carries (vllm:cache_config_info has no model_name)."""
+        parts = []
+        w = f"[{self.range_s}s]"
+        for engine in self.serving:
+            spec = engine.metric(key)
+            if spec is None or spec.type != "info":
+                continue
+            carried = tuple(g for g in self.group if g not in spec.lacks_labels)
+            for name in engine.candidates(key):
+                on = selector(name, {**self.match, label: "True"})
+                off = selector(name, {**self.match, label: "False"})
+                value = (f"max by ({', '.join(carried)}) ((last_over_time({on}{w}) * 0 + 1)"
+                         f" or (last_over_time({off}{w}) * 0))")
+                if carried == self.group:
+                    parts.append(value)
+                    continue
+                carrier = " or ".join(f"last_over_time({self._sel(n)}{w})" for n in engine.candidates(CARRIER_KEY))
+                parts.append(f"group {self.by()} ({carrier}) * on ({', '.join(carried)}) group_left () ({value})")
+        return " or ".join(f"({p})" for p in parts) if parts else None
+
+
+def serving_engines(engines: Mapping[str, EngineSpec]) -> list[EngineSpec]:
+    """Serving engine maps, vLLM first (SERVING_ORDER), add-ons left out."""
+    found = [e for e in engines.values() if e.id not in ADDON_IDS]
+    return sorted(found, key=lambda e: SERVING_ORDER.index(e.id) if e.id in SERVING_ORDER else len(SERVING_ORDER))
+
+
+def _fits(need: NeedRef, spec: MetricSpec) -> bool:
+    allowed = {"rate": ("counter", "histogram"), "quantile": ("histogram",), "hist_mean": ("histogram",)}
+    return spec.type in allowed.get(need.kind, ("gauge",))
+
+
+def replica_labels(target: list[str] | tuple[str, ...], engines: Mapping[str, EngineSpec]) -> tuple[str, ...]:
+    """Target labels, then every serving engine's replica labels, each once."""
+    out: list[str] = list(target)
+    for engine in serving_engines(engines):
+        out += [label for label in engine.replica_labels if label not in out]
+    return tuple(out)
+
+
+def recipe_signals(kb: KnowledgeBase, name: str) -> list[str]:
+    """The other signals a signal's recipe reads (recording rules it depends on)."""
+    recipe = kb.signals[name].recipe
+    found: list[str] = []
+
+    def walk(r: Recipe) -> None:
+        if r.signal is not None and r.signal not in found:
+            found.append(r.signal)
+        for child in (r.div or []) + (r.first or []):
+            walk(child)
+
+    if recipe is not None:
+        walk(recipe)
+    return found
+
+
+Reading = Callable[[NeedRef], float | None]
+
+
+def evaluate_recipe(r: Recipe, reading: Reading, info: Callable[[str], dict[str, str]],
+                    value_of: Callable[[str], float | bool | None]) -> float | bool | None:
+    """A recipe over window readings in Python, the arithmetic the PromQL does: None when not measurable."""
+    if r.need is not None:
+        got = reading(r.need)
+        return None if got is None or math.isnan(got) else float(got)
+    if r.signal is not None:
+        return value_of(r.signal)
+    if r.div is not None:
+        top, bottom = (evaluate_recipe(x, reading, info, value_of) for x in r.div)
+        return top / bottom if top is not None and bottom else None
+    if r.first is not None:
+        values = (evaluate_recipe(x, reading, info, value_of) for x in r.first)
+        return next((v for v in values if v is not None), None)
+    assert r.flag is not None
+    labels = info(r.flag.key)
+    return labels[r.flag.label] == "True" if labels.get(r.flag.label) in ("True", "False") else None

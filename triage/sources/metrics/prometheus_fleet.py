@@ -1,0 +1,168 @@
+"""A fleet of metric windows from one Prometheus: every PromQL grouped by the given labels server-side, so one request
+per need answers every replica (a per-group answer equals what a PrometheusWindow matching that group reads)."""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable
+from datetime import datetime
+from functools import partial
+from typing import Any
+
+from triage.diagnosis.readings import Need, Readings, SeriesPoint
+from triage.errors import TriageError
+from triage.sources.metrics.profiles import Profile
+from triage.sources.metrics.prometheus_window import (
+    MIN_SUBQUERY_STEP,
+    SUBQUERY_POINTS,
+    PrometheusWindow,
+    Query,
+    QueryFailed,
+)
+from triage.sources.metrics.snapshot_window import (
+    LABEL_RE,
+    NO_OBSERVATIONS,
+    EngineMaps,
+    bucket_quantile,
+    gauge_agg,
+    need_label,
+    selector,
+)
+
+GroupKey = tuple[tuple[str, str], ...]  # sorted (label, value) pairs
+
+
+def group_key(labels: dict[str, str]) -> GroupKey:
+    return tuple(sorted(labels.items()))
+
+
+class FleetWindow(PrometheusWindow):
+    """[start, end] of a Prometheus read for every group of ``by`` labels at once."""
+
+    def __init__(self, profile_or_url: Profile | str, start: datetime, end: datetime, by: Iterable[str],
+                 match: dict[str, str] | None = None, timeout: float | None = None,
+                 engines: EngineMaps = None, engine: str | None = None) -> None:
+        self.by = tuple(dict.fromkeys(by))
+        if not self.by:
+            raise TriageError("give at least one label to group by", key="--by")
+        for label in self.by:
+            if not LABEL_RE.match(label) or label.startswith("__"):
+                raise TriageError(f"'{label}' is not a label name to group by", key="--by")
+        super().__init__(profile_or_url, start, end, match=match, timeout=timeout, engines=engines, engine=engine)
+        clash = [label for label in self.by if label in self.match]
+        if clash:
+            raise TriageError(f"'{clash[0]}' is both matched and grouped by", key="--by")
+
+    # ------------------------------------------------------------ PromQL by group
+
+    def _labels_for(self, q: Query) -> tuple[str, ...]:
+        """The grouping labels this need is split by: all of them for the serving engine; for an add-on (DCGM)
+        those its map lists, as a single window's match only passes those to it."""
+        if q.resolved.engine.id == self.engine.id:
+            return self.by
+        return tuple(label for label in self.by if label in q.resolved.engine.labels)
+
+    def grouped_promql(self, q: Query) -> str:
+        need, r, w = q.need, q.resolved, self.window_seconds
+        labels = self._labels_for(q)
+        by = f"by ({', '.join(labels)})" if labels else ""
+        sel = selector(r.name, r.match)
+        if need.kind == "rate":
+            name = r.name + "_count" if r.spec.type == "histogram" else r.name
+            return f"sum {by} (increase({selector(name, r.match)}[{w}s])) / {w}"
+        if need.kind == "quantile":
+            return f"sum by ({', '.join(('le', *labels))}) (increase({selector(r.name + '_bucket', r.match)}[{w}s]))"
+        if need.kind == "hist_mean":
+            return (f"sum {by} (increase({selector(r.name + '_sum', r.match)}[{w}s]))"
+                    f" / sum {by} (increase({selector(r.name + '_count', r.match)}[{w}s]))")
+        agg = gauge_agg(r.spec)
+        step = max(MIN_SUBQUERY_STEP, math.ceil(w / SUBQUERY_POINTS))
+        if need.kind == "gauge_mean":
+            return f"avg_over_time(({agg} {by} ({sel}))[{w}s:{step}s])"
+        if need.kind == "gauge_max":
+            return f"max_over_time(({agg} {by} ({sel}))[{w}s:{step}s])"
+        if need.kind == "gauge_last":
+            return f"{agg} {by} (last_over_time({sel}[{w}s]))"
+        return f"last_over_time({sel}[{w}s])"  # info: every series; each group takes its first
+
+    # ------------------------------------------------------------ reading
+
+    def read_groups(self, needs: list[Need]) -> dict[GroupKey, Readings]:
+        """Readings per group: one query per need (one per histogram for its quantiles) for the whole fleet. The
+        groups are those the serving engine's series form; each gets what a window matching it would read."""
+        skeleton = Readings(window_seconds=float(self.window_seconds))
+        queries = self._plan(needs, skeleton)
+        plain = [q for q in queries if q.need.kind != "quantile"]
+        hists: dict[str, list[Query]] = {}
+        for q in queries:
+            if q.need.kind == "quantile":
+                hists.setdefault(self.grouped_promql(q), []).append(q)
+        at = self.end.timestamp()
+        texts = [self.grouped_promql(q) for q in plain] + list(hists)
+        calls: list[Callable[[], Any]] = [partial(self._instant, text, at) for text in texts]
+        results = self._run(calls)
+        self._raise_if_all_fatal(results)
+        answers: list[tuple[Query, Any]] = list(zip(plain, results))
+        answers += [(q, result) for group, result in zip(hists.values(), results[len(plain):]) for q in group]
+        groups = self._groups(answers)
+        out: dict[GroupKey, Readings] = {}
+        for key in groups:
+            readings = Readings(window_seconds=skeleton.window_seconds, values=dict(skeleton.values),
+                                missing=dict(skeleton.missing), errors=list(skeleton.errors))
+            for q, result in answers:
+                self._store_group(readings, q, result, dict(key))
+            if not any(isinstance(r, QueryFailed) for r in results) and all(
+                    readings.values[q.need] is None for q in queries):
+                readings.errors.append(f"no samples between {self._span_text()}")
+            out[key] = readings
+        return out
+
+    def read(self, needs: list[Need]) -> Readings:
+        raise TriageError("a fleet window is read per group (read_groups)")
+
+    def series(self, needs: list[Need], points: int = 60) -> dict[Need, list[SeriesPoint]]:
+        raise TriageError("a fleet window has no time series; open one replica's Live view")
+
+    def _groups(self, answers: list[tuple[Query, Any]]) -> list[GroupKey]:
+        """Every group the serving engine's numeric answers show (info series alone do not make a replica)."""
+        seen: dict[GroupKey, None] = {}
+        for q, result in answers:
+            if isinstance(result, QueryFailed) or q.need.kind == "info" or self._labels_for(q) != self.by:
+                continue
+            for sample in result:
+                seen[self._key(sample["metric"], self.by)] = None
+        return sorted(seen)
+
+    @staticmethod
+    def _key(metric: dict[str, str], labels: tuple[str, ...]) -> GroupKey:
+        return tuple((label, metric.get(label, "")) for label in sorted(labels))
+
+    def _store_group(self, out: Readings, q: Query, result: Any, group: dict[str, str]) -> None:
+        """What PrometheusWindow._store / _store_quantile record for a window matching ``group``."""
+        need = q.need
+        labels = self._labels_for(q)
+        mine = self._key(group, labels)
+        match = {**q.resolved.match, **{k: v for k, v in group.items() if k in labels}}
+        if isinstance(result, QueryFailed):
+            out.values[need] = None
+            out.missing[need] = result.sentence
+            out.errors.append(f"{need_label(need)} ({q.resolved.name}): {result.sentence}")
+            return
+        samples = [s for s in result if self._key(s["metric"], labels) == mine]
+        value: float | dict[str, str] | None = None
+        why = ""
+        if not samples:
+            why = f"no samples of {selector(q.resolved.name, match)} between {self._span_text()}"
+        elif need.kind == "quantile":
+            pairs = [(float(s["metric"]["le"]), float(s["value"][1])) for s in samples if "le" in s["metric"]]
+            number = bucket_quantile(need.q if need.q is not None else math.nan, pairs)
+            value, why = (None, NO_OBSERVATIONS) if math.isnan(number) else (number, "")
+        elif need.kind == "info":
+            value = {k: v for k, v in samples[0]["metric"].items() if k != "__name__"}
+        else:
+            number = float(samples[0]["value"][1])
+            value, why = (None, NO_OBSERVATIONS) if math.isnan(number) else (number, "")
+        out.values[need] = value
+        if value is None:
+            out.missing[need] = why
+
