@@ -4,7 +4,8 @@ import streamlit as st
 
 from components.boundary import error_boundary
 from components.fleet_view import fleet_controls, refresh_and_render
-from components.shell import adopt_navigation, t
+from components.navigation import adopt_navigation
+from components.shell import t
 from components.slo_picker import slo_sidebar
 
 adopt_navigation()

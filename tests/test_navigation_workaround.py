@@ -77,3 +77,11 @@ def test_adopt_navigation_is_the_only_place_that_touches_the_flag() -> None:
              *(ROOT / "triage").rglob("*.py")]
     users = sorted(str(p.relative_to(ROOT)) for p in files if "uses_pages_directory" in p.read_text(encoding="utf-8"))
     assert users == ["components/navigation.py"], users
+
+
+def test_every_page_adopts_navigation_first() -> None:
+    """Each page file calls the workaround from components/navigation.py before drawing anything."""
+    for page in sorted((ROOT / "pages").glob("*.py")):
+        text = page.read_text(encoding="utf-8")
+        assert "from components.navigation import adopt_navigation" in text, page.name
+        assert "\nadopt_navigation()\n" in text, page.name
