@@ -119,7 +119,7 @@ def _diagnose_fleet(kb, args: argparse.Namespace) -> int:
     if args.json:
         groups = []
         for row in rows:
-            item = {"labels": row.labels, "diagnosis": live_json(row.live, label)}
+            item: dict[str, object] = {"labels": row.labels, "diagnosis": live_json(row.live, label)}
             if row.diagnosis.empty:
                 item["empty"] = row.diagnosis.empty
             groups.append(item)
