@@ -124,11 +124,12 @@ def test_within_slo_but_is_a_warning_card_and_still_healthy():
     path = ROOT / "tests" / "fixtures" / "bench" / "guidellm_v05.json"
     at = upload(bench_page(), path.name, path.read_bytes())
     picker = next(s for s in at.selectbox if s.label == "Run")
-    assert "concurrency 16" in picker.options[1]
-    picker.set_value(1).run()
+    # run 1 is within the SLO, but only 75 % of its requests meet it (tail_latency.slo_sensitive as a note)
+    picker.set_value(0).run()
     body = texts(at)
     assert "No symptom" in body and "Within the SLO, but" in body
-    assert any("Requests queue too long" in w.value for w in at.warning)
+    assert any("The tail matters for some requests" in w.value and "still within the SLO" in w.value
+               for w in at.warning), [w.value for w in at.warning]
 
 
 def test_refused_upload_shows_no_sample_findings():

@@ -105,11 +105,12 @@ class FleetWindow(PrometheusWindow):
         answers: list[tuple[Query, Any]] = list(zip(plain, results))
         answers += [(q, result) for group, result in zip(hists.values(), results[len(plain):]) for q in group]
         groups = self._groups(answers)
+        indexed = [(q, self._index(q, result)) for q, result in answers]  # each answer split by group once
         out: dict[GroupKey, Readings] = {}
         for key in groups:
             readings = Readings(window_seconds=skeleton.window_seconds, values=dict(skeleton.values),
                                 missing=dict(skeleton.missing), errors=list(skeleton.errors))
-            for q, result in answers:
+            for q, result in indexed:
                 self._store_group(readings, q, result, dict(key))
             if not any(isinstance(r, QueryFailed) for r in results) and all(
                     readings.values[q.need] is None for q in queries):
@@ -133,6 +134,16 @@ class FleetWindow(PrometheusWindow):
                 seen[self._key(sample["metric"], self.by)] = None
         return sorted(seen)
 
+    def _index(self, q: Query, result: Any) -> Any:
+        """A query's samples by the group key of its labels (a failure stays as it is)."""
+        if isinstance(result, QueryFailed):
+            return result
+        labels = self._labels_for(q)
+        by_key: dict[GroupKey, list[dict]] = {}
+        for sample in result:
+            by_key.setdefault(self._key(sample["metric"], labels), []).append(sample)
+        return by_key
+
     @staticmethod
     def _key(metric: dict[str, str], labels: tuple[str, ...]) -> GroupKey:
         return tuple((label, metric.get(label, "")) for label in sorted(labels))
@@ -148,7 +159,7 @@ class FleetWindow(PrometheusWindow):
             out.missing[need] = result.sentence
             out.errors.append(f"{need_label(need)} ({q.resolved.name}): {result.sentence}")
             return
-        samples = [s for s in result if self._key(s["metric"], labels) == mine]
+        samples = result.get(mine, [])
         value: float | dict[str, str] | None = None
         why = ""
         if not samples:
