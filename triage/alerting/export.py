@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import Field
 
 from triage.alerting.promql import (
     Compiler,
@@ -29,24 +28,12 @@ from triage.diagnosis.rules import Slo
 from triage.errors import TriageError
 from triage.knowledge.engines import EngineSpec, load_engines
 from triage.knowledge.loader import DEFAULT_TREE_DIR, KnowledgeBase, _parse, _read_yaml
-from triage.knowledge.model import Condition, Strict
+from triage.knowledge.model import AlertingConfig, Condition
 
 NEGATE = {">": "<=", ">=": "<", "<": ">=", "<=": ">", "==": "!="}
 DASHBOARD_ENV = "TRIAGE_DASHBOARD_URL"
 LIVE_PATH = "live"
 EVIDENCE_LABEL = "triage_evidence"
-
-
-class AlertingConfig(Strict):
-    """tree/alerting.yaml."""
-
-    window: str = "15m"
-    evaluation_interval: str = "1m"
-    for_: str = Field(default="5m", alias="for")
-    group: str = "inference-triage"
-    dashboard_url: str = "http://localhost:8501"
-    target_labels: list[str] = Field(default_factory=list)
-    severity: dict[str, str] = Field(default_factory=dict)
 
 
 def load_config(tree_dir: Path = DEFAULT_TREE_DIR) -> AlertingConfig:

@@ -23,6 +23,7 @@ from triage.knowledge.engines import EngineSpec
 from triage.knowledge.hardware import GpuEntry, ModelEntry
 from triage.knowledge.model import (
     LANGS,
+    AlertingConfig,
     Cause,
     CompareMetric,
     Condition,
@@ -361,7 +362,7 @@ def _load_scenarios(path: Path) -> dict[str, Scenario]:
 
 # Every file the loader knows, relative to the tree directory (a folder name covers its *.yaml files).
 KNOWN_FILES = ("tree.yaml", "guidance.yaml", "techniques", "signals.yaml", "slo.yaml", "engines", "panels.yaml",
-               "gate.yaml", "retro.yaml", "models.yaml", "gpus.yaml", "ui.yaml", "scenarios.yaml")
+               "gate.yaml", "retro.yaml", "models.yaml", "gpus.yaml", "ui.yaml", "scenarios.yaml", "alerting.yaml")
 
 
 def yaml_files(root: Path) -> list[Path]:
@@ -410,6 +411,9 @@ def _read(root: Path) -> KnowledgeBase:
         retro=tuple(retro_steps), models=_by_id(_load_list(models, "models", ModelEntry), models, "models"),
         gpus=_by_id(_load_list(gpus, "gpus", GpuEntry), gpus, "gpus"), strings=_load_strings(root / "ui.yaml"),
         scenarios=_load_scenarios(root / "scenarios.yaml"))
+    alerting = root / "alerting.yaml"
+    if alerting.exists():  # read by `triage rules`; checked here so a broken file is refused with the rest
+        _parse(AlertingConfig, _read_yaml(alerting), alerting)
     for path in unknown_yaml_files(root):
         _read_yaml(path)  # data another part adds: at least it must parse
     return kb

@@ -354,3 +354,15 @@ class GateRule(Strict):
 
 class GateSpec(Strict):
     metrics: list[GateRule] = Field(min_length=1)
+
+
+class AlertingConfig(Strict):
+    """tree/alerting.yaml: how `triage rules` turns the tree into Prometheus rules."""
+
+    window: str = "15m"
+    evaluation_interval: str = "1m"
+    for_: str = Field(default="5m", alias="for")
+    group: str = "inference-triage"
+    dashboard_url: str = "http://localhost:8501"
+    target_labels: list[str] = Field(default_factory=list)
+    severity: dict[str, str] = Field(default_factory=dict)
