@@ -15,8 +15,7 @@ import streamlit as st
 from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from components import session
-from triage.service.uploads import BoundedCache, Held, Refused, SingleUploads, Upload, snapshot_cache_from_env
-from triage.sources.metrics.exposition import Snapshot
+from triage.service.uploads import BoundedCache, Held, Refused, SingleUploads, Snapshot, Upload, snapshot_cache_from_env
 
 T = TypeVar("T")
 

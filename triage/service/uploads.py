@@ -19,8 +19,8 @@ from triage.sources.files.parse_cache import MB, BoundedCache, ParseCache, diges
 from triage.sources.metrics.exposition import Snapshot
 
 __all__ = ["CACHE_MB_ENV", "MB", "SAMPLE_ID", "SAMPLE_PATH", "BoundedCache", "Held", "ParseCache", "Refused",
-           "SingleUploads", "Upload", "Uploads", "digest_of", "format_title", "open_benchmark", "parse_cache_from_env",
-           "sample_benchmark", "snapshot_cache_from_env"]
+           "SingleUploads", "Snapshot", "Upload", "Uploads", "digest_of", "format_title", "open_benchmark",
+           "parse_cache_from_env", "sample_benchmark", "snapshot_cache_from_env"]
 
 SAMPLE_PATH = DEFAULT_TREE_DIR / "sample" / "benchmark.csv"
 SAMPLE_ID = "sample"
