@@ -3,7 +3,6 @@ per need answers every replica (a per-group answer equals what a PrometheusWindo
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable, Iterable
 from datetime import datetime
 from functools import partial
@@ -13,18 +12,18 @@ from triage.diagnosis.readings import Need, Readings, SeriesPoint
 from triage.errors import TriageError
 from triage.sources.metrics.profiles import Profile
 from triage.sources.metrics.prometheus_window import (
-    MIN_SUBQUERY_STEP,
-    SUBQUERY_POINTS,
     PrometheusWindow,
     Query,
     QueryFailed,
+    bucket_pairs,
+    buckets_promql,
+    promql,
+    quantile_value,
+    sample_number,
 )
 from triage.sources.metrics.snapshot_window import (
     LABEL_RE,
-    NO_OBSERVATIONS,
     EngineMaps,
-    bucket_quantile,
-    gauge_agg,
     need_label,
     selector,
 )
@@ -63,27 +62,11 @@ class FleetWindow(PrometheusWindow):
         return tuple(label for label in self.by if label in q.resolved.engine.labels)
 
     def grouped_promql(self, q: Query) -> str:
-        need, r, w = q.need, q.resolved, self.window_seconds
+        """The need's PromQL grouped by this fleet's labels; a quantile need gets its histogram's bucket query."""
         labels = self._labels_for(q)
-        by = f"by ({', '.join(labels)})" if labels else ""
-        sel = selector(r.name, r.match)
-        if need.kind == "rate":
-            name = r.name + "_count" if r.spec.type == "histogram" else r.name
-            return f"sum {by} (increase({selector(name, r.match)}[{w}s])) / {w}"
-        if need.kind == "quantile":
-            return f"sum by ({', '.join(('le', *labels))}) (increase({selector(r.name + '_bucket', r.match)}[{w}s]))"
-        if need.kind == "hist_mean":
-            return (f"sum {by} (increase({selector(r.name + '_sum', r.match)}[{w}s]))"
-                    f" / sum {by} (increase({selector(r.name + '_count', r.match)}[{w}s]))")
-        agg = gauge_agg(r.spec)
-        step = max(MIN_SUBQUERY_STEP, math.ceil(w / SUBQUERY_POINTS))
-        if need.kind == "gauge_mean":
-            return f"avg_over_time(({agg} {by} ({sel}))[{w}s:{step}s])"
-        if need.kind == "gauge_max":
-            return f"max_over_time(({agg} {by} ({sel}))[{w}s:{step}s])"
-        if need.kind == "gauge_last":
-            return f"{agg} {by} (last_over_time({sel}[{w}s]))"
-        return f"last_over_time({sel}[{w}s])"  # info: every series; each group takes its first
+        if q.need.kind == "quantile":
+            return buckets_promql(q.resolved, self.window_seconds, labels)
+        return promql(q.need, q.resolved, self.window_seconds, labels)
 
     # ------------------------------------------------------------ reading
 
@@ -165,14 +148,11 @@ class FleetWindow(PrometheusWindow):
         if not samples:
             why = f"no samples of {selector(q.resolved.name, match)} between {self._span_text()}"
         elif need.kind == "quantile":
-            pairs = [(float(s["metric"]["le"]), float(s["value"][1])) for s in samples if "le" in s["metric"]]
-            number = bucket_quantile(need.q if need.q is not None else math.nan, pairs)
-            value, why = (None, NO_OBSERVATIONS) if math.isnan(number) else (number, "")
+            value, why = quantile_value(need.quantile, bucket_pairs(samples, lambda s: s["value"][1]))
         elif need.kind == "info":
             value = {k: v for k, v in samples[0]["metric"].items() if k != "__name__"}
         else:
-            number = float(samples[0]["value"][1])
-            value, why = (None, NO_OBSERVATIONS) if math.isnan(number) else (number, "")
+            value, why = sample_number(samples[0]["value"][1])
         out.values[need] = value
         if value is None:
             out.missing[need] = why
