@@ -3,7 +3,8 @@
 Run: .venv/bin/python bench/cli_start.py [--repeat K]
 Both commands run K times (default 5), interleaved, in fresh interpreters; prints the medians and their ratio
 (target ≤ 1.5×) and which heavy modules (pandas, pyarrow, streamlit, numpy) `tree --json` imported. The ratio is
-for the usual start, when the tree passed a check before and nothing changed since (triage/knowledge/checked.py);
+for the usual start, when the tree passed a check before and nothing changed since (triage/knowledge/checked.py:
+the record is keyed by the content hash of every YAML file, so the run still reads and hashes all of them);
 the cold start (an empty cache: every YAML file parsed and validated) is printed beside it.
 """
 
@@ -34,7 +35,7 @@ PROBE = ("import runpy, sys, io, contextlib\n"
 
 def _time(cmd: list[str], cold: bool = False) -> float:
     with tempfile.TemporaryDirectory() as empty:
-        env = {**os.environ, "XDG_CACHE_HOME": empty} if cold else None
+        env = {**os.environ, "TRIAGE_CACHE_DIR": empty} if cold else None
         t0 = time.perf_counter()
         subprocess.run(cmd, cwd=ROOT, check=True, stdout=subprocess.DEVNULL, env=env)
         return time.perf_counter() - t0

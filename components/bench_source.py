@@ -1,20 +1,21 @@
 """Benchmark files in the session: the server's bounded parse cache, this session's uploads
-(triage.service.uploads), and releasing an upload's bytes as soon as it is parsed."""
+(triage.service.uploads); an upload's bytes are released as soon as it is parsed (components.upload_store)."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import partial
 
 import streamlit as st
-from streamlit.runtime.scriptrunner import get_script_run_ctx
 
 from components import session
+from components.upload_store import release, uploader_ids
 from triage.run import Benchmark
 from triage.service.uploads import SAMPLE_ID, ParseCache, Upload, Uploads, parse_cache_from_env, sample_benchmark
 
-__all__ = ["SAMPLE_ID", "Loaded", "current", "dropped", "fresh", "ingest", "loaded", "parse", "picked", "refused",
+__all__ = ["SAMPLE_ID", "Loaded", "current", "dropped", "fresh", "ingest", "loaded", "parse_cache", "picked", "refused",
            "sample", "sync_picker", "view", "viewed"]
 
 
@@ -29,22 +30,6 @@ class Loaded:
 def parse_cache() -> ParseCache:
     """One cache for the server process, bounded by TRIAGE_PARSE_CACHE_MB (default 512 MB of parsed tables)."""
     return parse_cache_from_env(os.environ)
-
-
-def parse(name: str, data: bytes) -> tuple[str, Benchmark]:
-    """(digest, parsed benchmark) of an upload, through the bounded cache; TriageError if it does not parse."""
-    return parse_cache().parse(data, name)
-
-
-def release(upload: Upload) -> None:
-    """Drop an upload's bytes from Streamlit's upload store: the parse is all the page needs from now on.
-
-    The uploader keeps showing the file (the browser holds its name); its bytes are gone from the server."""
-    ctx = get_script_run_ctx()
-    # remove_file is on Streamlit's in-memory manager, not on the UploadedFileManager protocol
-    remove = getattr(getattr(ctx, "uploaded_file_mgr", None), "remove_file", None)
-    if ctx is not None and callable(remove):
-        remove(ctx.session_id, upload.file_id)
 
 
 @st.cache_resource(show_spinner=False)
@@ -64,19 +49,20 @@ def fresh(files: Sequence[Upload]) -> list[Upload]:
     return _uploads().fresh(files)
 
 
-def ingest(files: Sequence[Upload], status) -> tuple[list[str], list[str]]:
-    """Parse newly uploaded files: (names loaded, names refused); the last good one becomes the file viewed."""
+def ingest(files: Sequence[Upload], status, key: str) -> tuple[list[str], list[str]]:
+    """Parse newly uploaded files of uploader ``key``: (names loaded, names refused); the last good one becomes
+    the file viewed. Each file's bytes are released once it is parsed or refused."""
     uploads = _uploads()
     result = uploads.ingest(files, parse_cache(), progress=lambda text: status.update(label=text),
-                            loaded=status.write, release=release)
+                            loaded=status.write, release=partial(release, key=key))
     if uploads.viewed is not None:
         view(uploads.viewed)
     return result
 
 
-def refused(file_ids: set[str]) -> list[tuple[str, str]]:
-    """(name, message) of the files now in the uploader that did not parse."""
-    return _uploads().refused(file_ids)
+def refused(key: str) -> list[tuple[str, str]]:
+    """(name, message) of the files now in uploader ``key`` that did not parse (their bytes already released)."""
+    return _uploads().refused(uploader_ids(key))
 
 
 def view(digest: str) -> None:

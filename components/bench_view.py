@@ -29,14 +29,14 @@ def upload_area() -> list[tuple[str, str]]:
     fresh = bench_source.fresh(files or [])
     if fresh:
         with st.status(t("parsing"), expanded=False) as status:
-            good, bad = bench_source.ingest(fresh, status)
+            good, bad = bench_source.ingest(fresh, status, UPLOAD_KEY)
             if bad:  # the status says what happened, never "parsed" for a file that was refused
                 status.update(label=t("upload_refused", names=", ".join(bad)), state="error", expanded=False)
             else:
                 status.update(label=t("parsed_files", names=", ".join(good)), state="complete")
     if bench_source.dropped():
         st.caption(t("bench_dropped", n=bench_source.dropped()))
-    return bench_source.refused({f.file_id for f in files or []})
+    return bench_source.refused(UPLOAD_KEY)
 
 
 def file_picker(failed: list[tuple[str, str]]) -> bench_source.Loaded | None:

@@ -10,9 +10,10 @@ from typing import Any
 
 import streamlit as st
 
-from components import live_source, session
+from components import live_source, session, upload_store
 from components.shell import labels_now, lang, t
 from triage.report.links import parse_live_link
+from triage.service.uploads import Refused
 from triage.service.windows import Profile, demo_scenarios, prometheus_profiles
 
 SOURCES = ("demo", "scrape", "snapshots", "prometheus")
@@ -97,11 +98,19 @@ def _snapshots(minutes: float, end: datetime | None) -> partial[Any] | None:
     before = cols[0].file_uploader(t("live_before"), key="snap_before")
     after = cols[1].file_uploader(t("live_after"), key="snap_after")
     interval = cols[2].number_input(t("live_interval"), min_value=1.0, value=60.0, step=5.0, key="snap_interval")
-    if before is None or after is None:
-        st.info(t("live_snapshots_hint"))
+    # each text is parsed once into the server's bounded snapshot cache and its bytes released; a refresh
+    # rebuilds the pair from the digests
+    got = [upload_store.take(key, upload, upload_store.snapshot_cache())
+           for key, upload in (("snap_before", before), ("snap_after", after))]
+    for item in got:
+        if isinstance(item, Refused):
+            st.error(t("upload_failed", name=item.name, reason=item.reason))
+    held = [item[0] for item in got if isinstance(item, tuple)]
+    if len(held) < 2:
+        if None in got:
+            st.info(t("live_snapshots_hint"))
         return None
-    return partial(live_source.snapshot_windows, before.getvalue(), after.getvalue(), (before.name, after.name),
-                   interval)
+    return partial(live_source.snapshot_windows, held[0].digest, held[1].digest, interval)
 
 
 MATCH_LABELS = ("model_name", "namespace", "pod", "instance")

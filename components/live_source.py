@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from components import session
+from components import session, upload_store
+from triage.errors import TriageError
 from triage.service import windows
 from triage.service.windows import LiveFeeds, Profile, WindowPair
 
@@ -25,9 +26,15 @@ def scrape_windows(url: str, minutes: float, timeout: float) -> WindowPair:
     return feeds().scrape(url, minutes, timeout)
 
 
-def snapshot_windows(before: bytes, after: bytes, names: tuple[str, str], interval: float) -> WindowPair:
-    """Two /metrics texts taken ``interval`` seconds apart: the offline form of a scrape."""
-    return windows.snapshot_pair(before, after, names, interval)
+def snapshot_windows(before: str, after: str, interval: float) -> WindowPair:
+    """Two uploaded /metrics texts taken ``interval`` seconds apart, by digest in the server's snapshot cache
+    (parsed once at upload; the bytes are gone): the offline form of a scrape."""
+    cache = upload_store.snapshot_cache()
+    snaps = [cache.get(before), cache.get(after)]
+    if snaps[0] is None or snaps[1] is None:
+        raise TriageError("a snapshot was dropped from server memory to make room for newer uploads; upload it "
+                          "again")
+    return windows.parsed_snapshot_pair(snaps[0], snaps[1], interval)
 
 
 def prometheus_windows(profile: Profile, end: datetime | None, minutes: float, match: dict[str, str],

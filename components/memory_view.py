@@ -112,7 +112,8 @@ TP_CHOICES, PP_CHOICES = [1, 2, 4, 8, 16], [1, 2, 4, 8]
 def deployment(model: ModelSpec) -> MemoryInput:
     gpus = load_gpus()
     live = _live_cache_config()
-    util_default = round(min(0.98, max(0.5, float(live.get("gpu_memory_utilization", 0.9)))), 2)
+    util_live = float(live.get("gpu_memory_utilization", MemoryInput.gpu_memory_utilization))
+    util_default = round(min(0.98, max(0.5, util_live)), 2)
     default_weights = model.checkpoint_dtype if model.checkpoint_dtype in WEIGHT_DTYPES else WEIGHT_DTYPES[0]
     if session.MEMORY_MODEL_SEEN.get() != model.id:  # a new model starts at its checkpoint's dtype
         if session.MEMORY_MODEL_SEEN.present():

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from triage.diagnosis.rules import Diagnosis
     from triage.report.retro import RetroState
     from triage.service.live import LiveResult
-    from triage.service.uploads import Uploads
+    from triage.service.uploads import SingleUploads, Uploads
     from triage.service.windows import LiveFeeds
 
 T = TypeVar("T")
@@ -66,6 +66,9 @@ DIAGNOSIS: StateKey[tuple[str, Diagnosis]] = StateKey(
     "diagnosis", "components.findings", "(source label, Diagnosis) of the source diagnosed last (the retro walks it)")
 BENCH_UPLOADS: StateKey[Uploads] = StateKey(
     "bench_uploads", "components.bench_source", "benchmark files that parsed in this session, by content hash")
+SINGLE_UPLOADS: StateKey[SingleUploads] = StateKey(
+    "single_uploads", "components.upload_store",
+    "Verify's and the Live page's single uploaders: upload id, name and digests of each file parsed, no bytes")
 BENCH_CHOICE: StateKey[str] = StateKey(
     "bench_choice", "components.bench_source", "content hash of the benchmark file being viewed", widget=True)
 LIVE_FEEDS: StateKey[LiveFeeds] = StateKey(
@@ -90,9 +93,9 @@ RETRO_IMPORTED: StateKey[str] = StateKey(
     "retro_imported", "components.retro_view", "upload id of the report imported last (imported once)")
 
 KEYS: tuple[StateKey[Any], ...] = (
-    LANG, JUMP, TREE_SCROLL, FINDINGS, DIAGNOSIS, BENCH_UPLOADS, BENCH_CHOICE, LIVE_FEEDS, LIVE_LINK_APPLIED,
-    LIVE_LINK_LABELS, LIVE_BY_SOURCE, LIVE_CACHE_CONFIG, FLEET_LAST, VERIFY_VERDICT, MEMORY_MODEL_SEEN, RETRO,
-    RETRO_IMPORTED,
+    LANG, JUMP, TREE_SCROLL, FINDINGS, DIAGNOSIS, BENCH_UPLOADS, SINGLE_UPLOADS, BENCH_CHOICE, LIVE_FEEDS,
+    LIVE_LINK_APPLIED, LIVE_LINK_LABELS, LIVE_BY_SOURCE, LIVE_CACHE_CONFIG, FLEET_LAST, VERIFY_VERDICT,
+    MEMORY_MODEL_SEEN, RETRO, RETRO_IMPORTED,
 )
 
 

@@ -44,13 +44,20 @@ def t(key: str, **fmt: object) -> str:
 
 
 def _localize_builtin_text() -> None:
-    """Streamlit's own uploader text ("200MB per file") has no translation; in Chinese, CSS swaps it."""
+    """Streamlit's own uploader text ("Upload", "200MB per file") has no translation; in Chinese, CSS swaps it.
+
+    The originals are hidden with ``display: none`` (not a zero font size) so that they leave the page's text,
+    for screen readers and copy-paste too; the Chinese words come from ``::after`` content."""
     if lang() != "zh":
         return
     limit = t("upload_limit", mb=st.get_option("server.maxUploadSize"))
+    button = t("upload_button")
+    zone = '[data-testid="stFileUploaderDropzone"]'
     st.html(f"""<style>
-[data-testid="stFileUploaderDropzoneInstructions"] * {{ font-size: 0 !important; }}
-[data-testid="stFileUploaderDropzoneInstructions"] > *::after {{ content: "{limit}"; font-size: 0.875rem; }}
+{zone} [data-testid="stFileUploaderDropzoneInstructions"] > * {{ display: none !important; }}
+{zone} [data-testid="stFileUploaderDropzoneInstructions"]::after {{ content: "{limit}"; font-size: 0.875rem; }}
+{zone} button [data-testid="stMarkdownContainer"] > p {{ display: none !important; }}
+{zone} button [data-testid="stMarkdownContainer"]::after {{ content: "{button}"; }}
 </style>""")
 
 

@@ -8,8 +8,8 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from components import session
-from components.bench_source import parse
+from components import session, upload_store
+from components.bench_source import parse_cache
 from components.shell import knowledge, labels_now, lang, t
 from triage.diagnosis.rules import Slo
 from triage.errors import TriageError
@@ -17,9 +17,10 @@ from triage.params import SQLITE_MAX_ID, int_param, shown_param
 from triage.report.units import fmt_value
 from triage.run import Run
 from triage.safe_text import md_escape
+from triage.service.uploads import Refused
 from triage.service.windows import prometheus_run
 from triage.verify.comparison import Comparison, MetricDelta, compare, comparison_json
-from triage.verify.experiment_log import ExperimentLog, entry_from
+from triage.verify.experiment_log import ExperimentLog, entry_from, sha256
 
 VERDICT_ICON = {"gain": "🟢", "regression": "🔴", "no effect": "⚪"}
 
@@ -29,25 +30,28 @@ def log() -> ExperimentLog:
     return ExperimentLog(os.environ.get("TRIAGE_LOG_DB") or None)
 
 
-def _pick(side: str) -> tuple[str, bytes, Run] | None:
-    upload = st.file_uploader(t(f"verify_{side}"), key=f"verify_{side}")
-    if upload is None:
+Picked = tuple[str, str, Run]  # (file name or window label, SHA-256 of the file or label, the run compared)
+
+
+def _pick(side: str) -> Picked | None:
+    """The run of one side: the upload is parsed once through the server's bounded cache, then its bytes are
+    released; the session keeps its name and hashes."""
+    key = f"verify_{side}"
+    got = upload_store.take(key, st.file_uploader(t(key), key=key), parse_cache())
+    if got is None:
         return None
-    data = upload.getvalue()
-    try:
-        _, bench = parse(upload.name, data)
-    except TriageError as exc:
-        st.error(t("upload_failed", name=upload.name, reason=exc.line()))
+    if isinstance(got, Refused):
+        st.error(t("upload_failed", name=got.name, reason=got.reason))
         return None
+    held, bench = got
     labels = [f"{i}. {r.label}" for i, r in enumerate(bench.runs, start=1)]
     i = st.selectbox(t("run_picker"), range(len(labels)), index=len(labels) - 1, format_func=labels.__getitem__,
                      key=f"verify_{side}_run") if len(labels) > 1 else 0
-    return upload.name, data, bench.runs[i]
+    return held.name, held.sha256, bench.runs[i]
 
 
 
-
-def _pick_windows() -> tuple[tuple[str, bytes, Run], tuple[str, bytes, Run]] | None:
+def _pick_windows() -> tuple[Picked, Picked] | None:
     from components.live_picker import WINDOWS_MIN, pick_end, prometheus_profile
 
     profile = prometheus_profile()
@@ -68,7 +72,7 @@ def _pick_windows() -> tuple[tuple[str, bytes, Run], tuple[str, bytes, Run]] | N
     except TriageError as exc:
         st.error(md_escape(exc.line()))
         return None
-    return tuple((r.label, r.label.encode(), r) for r in runs)  # type: ignore[return-value]
+    return tuple((r.label, sha256(r.label.encode()), r) for r in runs)  # type: ignore[return-value]
 
 
 def _label(m: MetricDelta) -> str:
@@ -132,7 +136,7 @@ def _verdict(c: Comparison) -> None:
     st.caption(c.basis)
 
 
-def _save(c: Comparison, base: tuple[str, bytes, Run], cand: tuple[str, bytes, Run]) -> None:
+def _save(c: Comparison, base: Picked, cand: Picked) -> None:
     with st.container(border=True):
         who = st.text_input(t("verify_who"), key="verify_who")
         note = st.text_area(t("verify_note"), key="verify_note")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import shutil
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,8 @@ ROOT = Path(__file__).resolve().parent.parent
 # Unexpected exceptions surface in tests (AppTest's at.exception, a CLI traceback) instead of being turned into
 # the one-line message visitors and users see; the tests of those boundaries unset it.
 os.environ.setdefault("TRIAGE_DEBUG", "1")
+# Records of checked trees (triage/knowledge/checked.py) go to a folder of this run, never the user's ~/.cache.
+os.environ["TRIAGE_CACHE_DIR"] = tempfile.mkdtemp(prefix="triage-test-cache-")
 sys.path.insert(0, str(ROOT))
 
 from tests.fleet_history import fleet_history  # noqa: E402,F401  (session fixture: the simulated fleet)

@@ -29,7 +29,7 @@ print(json.dumps({"heavy": [m for m in HEAVY if m in sys.modules], "out": out.ge
 
 
 def _run(args: list[str], cache: Path) -> dict:
-    env = {**os.environ, "XDG_CACHE_HOME": str(cache)}
+    env = {**os.environ, "TRIAGE_CACHE_DIR": str(cache)}
     out = subprocess.run([sys.executable, "-c", PROBE, json.dumps(args)], cwd=ROOT, capture_output=True, text=True,
                          timeout=180, env=env)
     assert out.returncode == 0, out.stderr
@@ -58,3 +58,18 @@ def test_a_file_changed_after_a_passing_check_is_checked_again(tiny_tree, capsys
     (tiny_tree / "panels.yaml").write_text("panels: [\n", encoding="utf-8")
     assert main(["tree", "--tree-dir", str(tiny_tree)]) == 2
     assert str(tiny_tree / "panels.yaml") in capsys.readouterr().err
+
+
+def test_a_same_size_edit_with_the_same_mtime_is_checked_again(tiny_tree, capsys):
+    """The record is keyed by content: an edit that keeps the size and the modification time is still seen."""
+    path = tiny_tree / "ui.yaml"
+    assert main(["tree", "--tree-dir", str(tiny_tree)]) == 0
+    before = os.stat(path)
+    text = path.read_text(encoding="utf-8")
+    broken = text.replace("zh:", "zx:", 1)  # a missing language, same size
+    assert len(broken) == len(text) and broken != text
+    path.write_text(broken, encoding="utf-8")
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+    capsys.readouterr()
+    assert main(["tree", "--tree-dir", str(tiny_tree)]) == 2
+    assert str(path) in capsys.readouterr().err

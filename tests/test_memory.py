@@ -109,17 +109,17 @@ def test_tp_beyond_kv_heads_replicates_kv():
 
 
 def test_llama_8b_h100_budget_by_hand():
-    # usable 0.9 × 79.19 = 71.271 GiB; weights 16.06e9 B = 14.957 GiB;
+    # usable 0.92 (vLLM 0.33's default) × 79.19 = 72.855 GiB; weights 16.06e9 B = 14.957 GiB;
     # activation (8192 tokens × 4096 × 14 × 2 B + 32 seqs × 128256 × 4 B) = 0.890 GiB; overhead 0.3 + 0.5 GiB;
-    # KV 54.624 GiB → floor(54.624 GiB / (16 × 131072 B)) = 27967 blocks = 447472 tokens → 54 × 8192-token sequences
+    # KV 56.207 GiB → floor(56.207 GiB / (16 × 131072 B)) = 28778 blocks = 460448 tokens → 56 × 8192-token sequences
     b = budget(inp(L8))
-    assert b.usable_gib == pytest.approx(71.271)
+    assert b.usable_gib == pytest.approx(72.8548)
     assert b.weights_gib == pytest.approx(14.957, abs=1e-3)
     assert b.activation_gib == pytest.approx(0.890, abs=1e-3)
     assert b.overhead_gib == pytest.approx(0.8)
-    assert b.kv_available_gib == pytest.approx(54.624, abs=1e-3)
-    assert b.kv_capacity_tokens == 447472 and b.kv_capacity_tokens % 16 == 0
-    assert b.max_concurrency == 447472 // 8192 == 54
+    assert b.kv_available_gib == pytest.approx(56.207, abs=1e-3)
+    assert b.kv_capacity_tokens == 460448 and b.kv_capacity_tokens % 16 == 0
+    assert b.max_concurrency == 460448 // 8192 == 56
     assert b.kv_needed_gib == pytest.approx(32 * 8192 * 131072 / GIB) == 32.0
     assert b.fits
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
@@ -20,12 +21,15 @@ from triage.service.uploads import (
     MB,
     SAMPLE_PATH,
     ParseCache,
+    Refused,
+    SingleUploads,
     Uploads,
     digest_of,
     format_title,
     open_benchmark,
     parse_cache_from_env,
     sample_benchmark,
+    snapshot_cache_from_env,
 )
 from triage.service.windows import DemoFeed, WindowPair, demo_pair, prometheus_pair, snapshot_pair
 from triage.sources.files.parse_cache import benchmark_bytes
@@ -276,3 +280,35 @@ def test_prometheus_faults_raise_one_clear_error(kb, behaviour, expected):
     with fake_prometheus(FakeBehaviour(**behaviour)) as url, pytest.raises(TriageError) as exc:
         refresh(kb, prometheus_pair(url, None, 15, {}, None, 1.0), resolve_slo(kb))
     assert expected in exc.value.line()
+
+
+def test_single_uploads_parse_once_release_and_keep_no_bytes():
+    uploads, cache, released = SingleUploads(), CountingCache(), []
+    take = lambda key, fid, up: uploads.take(key, fid, up, cache, lambda u: released.append(u.file_id))  # noqa: E731
+    held, bench = take("base", "1", FakeUpload("1", "a.csv", GOOD))  # type: ignore[misc]
+    assert held.name == "a.csv" and held.digest == digest_of(GOOD, "a.csv") and released == ["1"]
+    assert held.sha256 == hashlib.sha256(GOOD).hexdigest() and bench.runs
+    # a rerun: the uploader shows the same upload id, its bytes released; from the cache, nothing parsed
+    assert take("base", "1", None) == (held, bench) and cache.parsed == ["a.csv"]
+    assert not any(isinstance(v, bytes) for v in vars(held).values())
+    # a refused file: the message stays while the uploader shows it, its bytes are released at once
+    refused = take("cand", "2", FakeUpload("2", "bad.json", BAD))
+    assert isinstance(refused, Refused) and refused.name == "bad.json" and released[-1] == "2"
+    assert take("cand", "2", None) == refused
+    # the uploader emptied: nothing
+    assert take("cand", None, None) is None and "cand" not in uploads.refused
+    # the memory bound dropped the parse: a message, not a crash
+    tiny = ParseCache(max_bytes=1024)
+    dropped = SingleUploads()
+    assert isinstance(dropped.take("x", "9", FakeUpload("9", "c.csv", GOOD), tiny), Refused)
+
+
+def test_snapshot_cache_parses_once_and_refuses_past_the_metrics_cap():
+    sim = Simulator("queueing", seed=1, start=T0)
+    text = sim.render().encode()
+    cache = snapshot_cache_from_env({})
+    assert cache.max_bytes == 128 * MB
+    digest, snap = cache.parse(text, "a.txt")
+    assert cache.get(digest) is snap and snap.where == "a.txt" and snap.series
+    with pytest.raises(TriageError, match="larger than 32 MB"):
+        cache.parse(b"#" * (32 * MB + 1), "huge.txt")

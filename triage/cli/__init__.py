@@ -74,17 +74,18 @@ def _tree_record(tree_dir: Path | None) -> dict[str, Any]:
         from triage.knowledge.loader import load_knowledge
 
         kb = load_knowledge(root)
-        record = {"json": _tree_json(kb), "text": {lang: _tree_text(kb, lang) for lang in ("en", "zh")}}
-        checked.remember(key, record)
+        # kept as the terminal will get it (redacted, no control characters): a recalled record is printed as is
+        record = {"json": terminal_text(json.dumps(_tree_json(kb), ensure_ascii=False, indent=2)),
+                  "text": {lang: terminal_text(_tree_text(kb, lang)) for lang in ("en", "zh")}}
+        checked.remember(root, key, record)
     return record
 
 
 def cmd_tree(args: argparse.Namespace) -> int:
     record = _tree_record(args.tree_dir)
-    if args.json:
-        print(json.dumps(record["json"], ensure_ascii=False, indent=2))
-    else:
-        print(record["text"][args.lang])
+    text = record["json"] if args.json else record["text"][args.lang]
+    out = sys.stdout.inner if isinstance(sys.stdout, SafeStream) else sys.stdout  # already made terminal_text
+    out.write(text + "\n")
     return 0
 
 

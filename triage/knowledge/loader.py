@@ -18,7 +18,7 @@ from pydantic import BaseModel, ValidationError
 
 from triage.errors import TriageError
 from triage.knowledge import DEFAULT_TREE_DIR
-from triage.knowledge.checked import signature
+from triage.knowledge.checked import content_key, yaml_files
 from triage.knowledge.engines import EngineSpec
 from triage.knowledge.hardware import GpuEntry, ModelEntry
 from triage.knowledge.model import (
@@ -365,11 +365,6 @@ KNOWN_FILES = ("tree.yaml", "guidance.yaml", "techniques", "signals.yaml", "slo.
                "gate.yaml", "retro.yaml", "models.yaml", "gpus.yaml", "ui.yaml", "scenarios.yaml", "alerting.yaml")
 
 
-def yaml_files(root: Path) -> list[Path]:
-    """Every YAML file under the tree directory, sorted."""
-    return sorted(p for p in root.rglob("*") if p.suffix in (".yaml", ".yml") and p.is_file())
-
-
 def unknown_yaml_files(root: Path) -> list[Path]:
     """YAML files no part of the loader reads (syntax-checked only); a test keeps this list empty."""
     known = {root / k for k in KNOWN_FILES}
@@ -421,7 +416,7 @@ def _read(root: Path) -> KnowledgeBase:
 
 _active_dir: Path = DEFAULT_TREE_DIR
 _active_kb: KnowledgeBase | None = None  # the active tree, once loaded: the hot path (every UI string) asks it
-_cache: dict[Path, tuple[tuple, KnowledgeBase]] = {}
+_cache: dict[Path, tuple[str, KnowledgeBase]] = {}
 
 
 def use_tree_dir(tree_dir: Path | str | None) -> None:
@@ -453,10 +448,14 @@ def load_knowledge(tree_dir: Path | str | None = None) -> KnowledgeBase:
 def _load_checked(root: Path) -> KnowledgeBase:
     if not root.is_dir():
         raise TriageError("not a directory", where=str(root))
-    sig = tuple(signature(root))  # the cache is rebuilt when any file changes
+    try:
+        key = content_key(root)  # the cache is rebuilt when the content of any YAML file changes
+    except OSError:
+        key = ""  # an unreadable file: read now, so the loader names it
     hit = _cache.get(root)
-    if hit is not None and hit[0] == sig:
+    if key and hit is not None and hit[0] == key:
         return hit[1]
     kb = _read(root)
-    _cache[root] = (sig, kb)
+    if key and content_key(root) == key:  # no file changed while it was read
+        _cache[root] = (key, kb)
     return kb

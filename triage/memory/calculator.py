@@ -91,7 +91,7 @@ class MemoryInput:
     pp: int = 1
     max_model_len: int = 8192
     concurrency: int = 32
-    gpu_memory_utilization: float = 0.9
+    gpu_memory_utilization: float = 0.92  # vLLM 0.33.0's default (tree/engines/flags/vllm-0.33.0.json); 0.9 before
     block_size: int = 16
     max_num_batched_tokens: int | None = None  # None: vLLM's default for this GPU (§1)
 

@@ -1,24 +1,33 @@
-"""Benchmark uploads: parsed once per content hash into a memory-bounded cache; a session keeps digests only."""
+"""Uploads: parsed once per content hash into a memory-bounded cache; a session keeps digests only, never bytes.
+
+Benchmark files (the Benchmark page's multi-file uploader, ``Uploads``) and single-file uploaders (Verify's two
+sides, the Live page's two /metrics snapshots, ``SingleUploads``) alike: the parse goes into a ``BoundedCache``
+shared by the server's sessions, the session keeps the upload id, name and hashes, and the bytes are released.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Protocol, TypeVar
 
 from triage.errors import TriageError
 from triage.knowledge.loader import DEFAULT_TREE_DIR
 from triage.run import Benchmark
 from triage.safe_text import md_escape
-from triage.sources.files.parse_cache import MB, ParseCache, digest_of
+from triage.sources.files.parse_cache import MB, BoundedCache, ParseCache, digest_of, file_digests
+from triage.sources.metrics.exposition import Snapshot
 
-__all__ = ["CACHE_MB_ENV", "MB", "SAMPLE_ID", "SAMPLE_PATH", "ParseCache", "Upload", "Uploads", "digest_of",
-           "format_title", "open_benchmark", "parse_cache_from_env", "sample_benchmark"]
+__all__ = ["CACHE_MB_ENV", "MB", "SAMPLE_ID", "SAMPLE_PATH", "BoundedCache", "Held", "ParseCache", "Refused",
+           "SingleUploads", "Snapshot", "Upload", "Uploads", "digest_of", "format_title", "open_benchmark",
+           "parse_cache_from_env", "sample_benchmark", "snapshot_cache_from_env"]
 
 SAMPLE_PATH = DEFAULT_TREE_DIR / "sample" / "benchmark.csv"
 SAMPLE_ID = "sample"
 CACHE_MB_ENV = "TRIAGE_PARSE_CACHE_MB"
 DEFAULT_CACHE_MB = 512.0
+SNAPSHOT_SHARE = 4  # the /metrics snapshot cache gets a quarter of the benchmark cache's bound
+T = TypeVar("T")
 
 
 class Upload(Protocol):
@@ -64,6 +73,18 @@ def parse_cache_from_env(env: Mapping[str, str]) -> ParseCache:
     return ParseCache(int(max(16.0, megabytes) * MB))
 
 
+def snapshot_cache_from_env(env: Mapping[str, str]) -> BoundedCache[Snapshot]:
+    """Parsed /metrics snapshots (the Live page's uploads), bounded by a quarter of TRIAGE_PARSE_CACHE_MB."""
+    from triage.service.windows import parse_snapshot, snapshot_bytes
+
+    return BoundedCache(parse_cache_from_env(env).max_bytes // SNAPSHOT_SHARE, parse_snapshot, snapshot_bytes)
+
+
+def _too_large(cache: BoundedCache[T]) -> str:
+    return (f"parsed, but it is larger than the {cache.max_bytes / MB:g} MB this server keeps for uploads "
+            f"({CACHE_MB_ENV}); split the file or raise the limit")
+
+
 @dataclass
 class Uploads:
     """A session's benchmark files: digests that parsed (oldest first), the one viewed, the ones refused.
@@ -86,7 +107,7 @@ class Uploads:
         """Parse the fresh uploads through ``cache``: (names loaded, names refused); the last good one is viewed.
 
         ``progress`` hears "name (size) — i/n" before each parse, ``loaded`` one line per file that parsed,
-        ``release`` gets each upload that parsed (its bytes are no longer needed).
+        ``release`` gets each upload once it is parsed or refused (its bytes are no longer needed).
         """
         good, bad = [], []
         for i, upload in enumerate(uploads, start=1):
@@ -96,16 +117,15 @@ class Uploads:
                 progress(f"{md_escape(upload.name)} ({upload.size / 1e6:.1f} MB) — {i}/{len(uploads)}")
             try:
                 digest, bench = cache.parse(upload.getvalue(), upload.name)
-            except TriageError as exc:  # the bytes stay while the file is in the uploader, so its error shows
+            except TriageError as exc:  # the error is kept by upload id: the bytes are not needed to show it
                 self.errors[upload.file_id] = (upload.name, exc.line())
                 bad.append(upload.name)
                 continue
-            if release:
-                release(upload)
+            finally:
+                if release:
+                    release(upload)
             if digest not in cache:
-                self.errors[upload.file_id] = (upload.name, TriageError(
-                    f"parsed, but its tables are larger than the {cache.max_bytes / MB:g} MB this server keeps "
-                    f"for uploads ({CACHE_MB_ENV}); split the file or raise the limit").line())
+                self.errors[upload.file_id] = (upload.name, TriageError(_too_large(cache)).line())
                 bad.append(upload.name)
                 continue
             self.seen[upload.file_id] = digest
@@ -131,3 +151,74 @@ class Uploads:
     def dropped(self, cache: ParseCache) -> int:
         """How many of this session's files the memory bound has dropped (to upload again if needed)."""
         return sum(d not in cache for d in self.digests)
+
+
+@dataclass(frozen=True)
+class Held:
+    """A single uploader's file once parsed, as a session keeps it: ids and hashes, never the bytes."""
+
+    file_id: str   # the upload id the uploader shows
+    name: str
+    digest: str    # the cache key (content hash and name)
+    sha256: str    # of the bytes alone (the experiment log records it)
+
+
+@dataclass(frozen=True)
+class Refused:
+    """A single uploader's file that cannot be shown: its name and one line saying why."""
+
+    name: str
+    reason: str
+
+
+@dataclass
+class SingleUploads:
+    """The files of single-file uploaders, by uploader key: each parsed once through a bounded cache, after
+    which the session keeps a ``Held`` (or the refusal) and the bytes are released."""
+
+    held: dict[str, Held] = field(default_factory=dict)
+    refused: dict[str, tuple[str, Refused]] = field(default_factory=dict)  # key → (upload id, why)
+
+    def take(self, key: str, file_id: str | None, upload: Upload | None, cache: BoundedCache[T],
+             release: Callable[[Upload], None] | None = None) -> tuple[Held, T] | Refused | None:
+        """What uploader ``key`` shows: None when it is empty, (held, parse) once it parsed, else a Refused.
+
+        ``file_id`` is the upload id the uploader shows (its bytes may be released already), ``upload`` the
+        upload with its bytes while the server has them; ``release`` gets it once parsed or refused."""
+        try:
+            return self._take(key, file_id, upload, cache)
+        finally:
+            if upload is not None and release:
+                release(upload)
+
+    def _take(self, key: str, file_id: str | None, upload: Upload | None,
+              cache: BoundedCache[T]) -> tuple[Held, T] | Refused | None:
+        if file_id is None:
+            self.held.pop(key, None)
+            self.refused.pop(key, None)
+            return None
+        held = self.held.get(key)
+        if held is not None and held.file_id == file_id:
+            value = cache.get(held.digest)
+            if value is None:
+                return Refused(held.name, "dropped from server memory to make room for newer uploads; upload it "
+                               "again")
+            return held, value
+        known = self.refused.get(key)
+        if known is not None and known[0] == file_id:
+            return known[1]
+        self.held.pop(key, None)
+        self.refused.pop(key, None)
+        if upload is None:
+            return Refused("the file", "its bytes are no longer on the server; upload it again")
+        data = upload.getvalue()
+        digest, whole = file_digests(data, upload.name)
+        try:
+            digest, value = cache.parse(data, upload.name, digest)
+            if digest not in cache:
+                raise TriageError(_too_large(cache), where=upload.name)
+        except TriageError as exc:
+            self.refused[key] = (file_id, Refused(upload.name, exc.line()))
+            return self.refused[key][1]
+        self.held[key] = Held(file_id, upload.name, digest, whole)
+        return self.held[key], value

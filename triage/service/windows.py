@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 
 from triage.diagnosis.readings import MetricWindow
@@ -13,8 +14,9 @@ from triage.errors import TriageError
 from triage.knowledge.loader import KnowledgeBase
 from triage.run import Run
 from triage.safe_text import redact_url
+from triage.sources.bounded import MAX_METRICS_BYTES, MB
 from triage.sources.metrics.demo_feed import DemoFeed, shared_feed, warm
-from triage.sources.metrics.exposition import parse_metrics_text
+from triage.sources.metrics.exposition import Snapshot, parse_metrics_text
 from triage.sources.metrics.profiles import Profile, list_profiles
 from triage.sources.metrics.scrape import scrape
 from triage.sources.metrics.simulator import SCENARIOS, Scenario
@@ -22,7 +24,8 @@ from triage.sources.metrics.snapshot_window import ScrapeBuffer, SnapshotWindow
 from triage.verify.windows import run_from_signals
 
 __all__ = ["BUFFER_CAPACITY", "DemoFeed", "LiveFeeds", "Profile", "Scenario", "WindowPair", "demo_pair",
-           "demo_scenarios", "prometheus_pair", "prometheus_profiles", "prometheus_run", "snapshot_pair", "warm_demo"]
+           "demo_scenarios", "parse_snapshot", "parsed_snapshot_pair", "prometheus_pair", "prometheus_profiles",
+           "prometheus_run", "snapshot_bytes", "snapshot_pair", "warm_demo"]
 
 BUFFER_CAPACITY = 240          # scrapes kept per scraped URL: 1 h at 15 s
 DEMO_SEED, BASELINE_SEED = 1, 2
@@ -82,20 +85,50 @@ class LiveFeeds:
         return WindowPair(buf.window(minutes * 60), None, redact_url(url))
 
 
+def parse_snapshot(data: bytes, name: str) -> Snapshot:
+    """One uploaded /metrics text, parsed once (its time is given when a pair is built): refused past
+    MAX_METRICS_BYTES before a byte is decoded, and when it is not UTF-8 or not an exposition."""
+    if len(data) > MAX_METRICS_BYTES:
+        raise TriageError(f"larger than {MAX_METRICS_BYTES // MB} MB ({len(data) / MB:,.1f} MB); one /metrics "
+                          "text is a few MB", where=name)
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise TriageError(f"not UTF-8 text (byte {exc.start})", where=name) from exc
+    return parse_metrics_text(text, 0.0, name)
+
+
+def snapshot_bytes(snap: Snapshot) -> int:
+    """An estimate of the memory a parsed snapshot holds (its series, labels and values)."""
+    total = 1024
+    for name, samples in snap.series.items():
+        total += sys.getsizeof(name) + sys.getsizeof(samples)
+        for labels, _ in samples:
+            total += 120 + sys.getsizeof(labels) + sum(sys.getsizeof(k) + sys.getsizeof(v) for k, v in labels.items())
+    return total
+
+
 def snapshot_pair(before: bytes, after: bytes, names: tuple[str, str], interval: float,
                   match: dict[str, str] | None = None, clock: Clock = time.time) -> WindowPair:
     """Two /metrics texts taken ``interval`` seconds apart: the offline form of a scrape."""
-    if interval <= 0:
-        raise TriageError("the interval between the snapshots must be positive", key="interval")
-    texts = []
-    for data, name in zip((before, after), names):
-        try:
-            texts.append(data.decode("utf-8"))
-        except UnicodeDecodeError as exc:
-            raise TriageError(f"not UTF-8 text (byte {exc.start})", where=name) from exc
+    _check_interval(interval)
+    return parsed_snapshot_pair(parse_snapshot(before, names[0]), parse_snapshot(after, names[1]), interval,
+                                match, clock)
+
+
+def parsed_snapshot_pair(before: Snapshot, after: Snapshot, interval: float, match: dict[str, str] | None = None,
+                         clock: Clock = time.time) -> WindowPair:
+    """Two parsed snapshots (``parse_snapshot``) taken ``interval`` seconds apart, the later one now; the parses
+    are shared, not copied (a window only reads them)."""
+    _check_interval(interval)
     t1 = clock()
-    snaps = [parse_metrics_text(texts[0], t1 - interval, names[0]), parse_metrics_text(texts[1], t1, names[1])]
-    return WindowPair(SnapshotWindow(snaps, match=match), None, f"{names[0]} → {names[1]}")
+    snaps = [replace(before, taken_at=t1 - interval), replace(after, taken_at=t1)]
+    return WindowPair(SnapshotWindow(snaps, match=match), None, f"{before.where} → {after.where}")
+
+
+def _check_interval(interval: float) -> None:
+    if not interval > 0:
+        raise TriageError("the interval between the snapshots must be positive", key="interval")
 
 
 def prometheus_pair(profile: Profile | str, end: datetime | None, minutes: float, match: dict[str, str],

@@ -310,10 +310,14 @@ def csv_text(entries: list[Entry]) -> str:
     return out.getvalue()
 
 
-def entry_from(comparison_json: dict[str, Any], baseline: tuple[str, bytes], candidate: tuple[str, bytes],
+def entry_from(comparison_json: dict[str, Any], baseline: tuple[str, bytes | str], candidate: tuple[str, bytes | str],
                who: str | None = None, note: str = "") -> Entry:
-    """An entry for a comparison (``verify.comparison_json``) of two files given as (name, bytes)."""
+    """An entry for a comparison (``verify.comparison_json``) of two files given as (name, bytes) or
+    (name, the bytes' SHA-256 in hex, as the pages keep it once the upload's bytes are released)."""
+    def digest(data: bytes | str) -> str:
+        return data if isinstance(data, str) else sha256(data)
+
     return Entry(technique=comparison_json.get("technique"), workload=comparison_json.get("workload", {}),
-                 baseline_name=baseline[0], baseline_sha256=sha256(baseline[1]),
-                 candidate_name=candidate[0], candidate_sha256=sha256(candidate[1]),
+                 baseline_name=baseline[0], baseline_sha256=digest(baseline[1]),
+                 candidate_name=candidate[0], candidate_sha256=digest(candidate[1]),
                  metrics=comparison_json.get("metrics", []), overall=comparison_json["overall"], note=note, who=who)

@@ -1,4 +1,5 @@
-"""Parsed benchmarks by content hash, within a memory bound: the parse is kept, never the uploaded bytes.
+"""Parsed uploads (benchmarks, /metrics snapshots) by content hash, within a memory bound: the parse is kept,
+never the uploaded bytes.
 
 The pages keep only digests in a session and look the parse up here; when the bound is reached the least
 recently used parse goes, so the memory all sessions together hold for uploads stays under ``max_bytes``
@@ -12,19 +13,28 @@ import sys
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 from triage.run import Benchmark
 
 MB = 1024 * 1024
 DEFAULT_MAX_BYTES = 512 * MB
+T = TypeVar("T")
 
 
 def digest_of(data: bytes, name: str = "") -> str:
     """The cache key: the content hash, and the name (it decides the format sniffed and the label shown)."""
+    return file_digests(data, name)[0]
+
+
+def file_digests(data: bytes, name: str = "") -> tuple[str, str]:
+    """(the cache key, the SHA-256 of the bytes alone), from one pass over the bytes."""
     h = hashlib.sha256(data)
+    whole = h.hexdigest()
     h.update(b"\0" + name.encode("utf-8", "replace"))
-    return h.hexdigest()[:24]
+    return h.hexdigest()[:24], whole
 
 
 def benchmark_bytes(bench: Benchmark) -> int:
@@ -38,46 +48,47 @@ def benchmark_bytes(bench: Benchmark) -> int:
 
 
 @dataclass(frozen=True)
-class Entry:
-    bench: Benchmark
+class Entry(Generic[T]):
+    value: T
     size: int
 
 
-class ParseCache:
-    """A thread-safe LRU of parsed benchmarks bounded by their estimated size in bytes."""
+class BoundedCache(Generic[T]):
+    """A thread-safe LRU of parsed uploads keyed by content hash, bounded by their estimated size in bytes.
 
-    def __init__(self, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
+    ``load(data, name)`` parses (TriageError if it cannot), ``measure(value)`` estimates what a parse holds."""
+
+    def __init__(self, max_bytes: int, load: Callable[[bytes, str], T], measure: Callable[[T], int]) -> None:
         self.max_bytes = max_bytes
-        self._entries: OrderedDict[str, Entry] = OrderedDict()
+        self._load = load
+        self._measure = measure
+        self._entries: OrderedDict[str, Entry[T]] = OrderedDict()
         self._lock = threading.Lock()
         self.total = 0
 
-    def get(self, digest: str) -> Benchmark | None:
+    def get(self, digest: str) -> T | None:
         with self._lock:
             entry = self._entries.get(digest)
             if entry is None:
                 return None
             self._entries.move_to_end(digest)
-            return entry.bench
+            return entry.value
 
-    def parse(self, data: bytes, name: str) -> tuple[str, Benchmark]:
-        """(digest, the parsed benchmark): from the cache, else parsed now and kept if it fits the bound.
-        Raises TriageError for a file that does not parse (nothing is cached then)."""
-        from triage.sources.files import load_benchmark
-
-        digest = digest_of(data, name)
+    def parse(self, data: bytes, name: str, digest: str | None = None) -> tuple[str, T]:
+        """(digest, the parse): from the cache, else parsed now and kept if it fits the bound (``digest``: the
+        key ``digest_of`` gives, when the caller has it). Raises TriageError for a file that does not parse
+        (nothing is cached then)."""
+        digest = digest or digest_of(data, name)
         cached = self.get(digest)
         if cached is not None:
             return digest, cached
-        started = time.perf_counter()
-        bench = load_benchmark(data, name)
-        bench.parse_seconds = time.perf_counter() - started
-        self.put(digest, bench)
-        return digest, bench
+        value = self._load(data, name)
+        self.put(digest, value)
+        return digest, value
 
-    def put(self, digest: str, bench: Benchmark) -> bool:
-        """Keep ``bench``; older entries go until the total fits. False if it alone is larger than the bound."""
-        size = benchmark_bytes(bench)
+    def put(self, digest: str, value: T) -> bool:
+        """Keep ``value``; older entries go until the total fits. False if it alone is larger than the bound."""
+        size = self._measure(value)
         with self._lock:
             old = self._entries.pop(digest, None)
             if old is not None:
@@ -87,7 +98,7 @@ class ParseCache:
             while self._entries and self.total + size > self.max_bytes:
                 _, dropped = self._entries.popitem(last=False)
                 self.total -= dropped.size
-            self._entries[digest] = Entry(bench, size)
+            self._entries[digest] = Entry(value, size)
             self.total += size
             return True
 
@@ -98,3 +109,19 @@ class ParseCache:
     def __len__(self) -> int:
         with self._lock:
             return len(self._entries)
+
+
+def _load_timed(data: bytes, name: str) -> Benchmark:
+    from triage.sources.files import load_benchmark
+
+    started = time.perf_counter()
+    bench = load_benchmark(data, name)
+    bench.parse_seconds = time.perf_counter() - started
+    return bench
+
+
+class ParseCache(BoundedCache[Benchmark]):
+    """Parsed benchmark files (``parse_seconds`` set) within ``max_bytes`` of per-request tables."""
+
+    def __init__(self, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
+        super().__init__(max_bytes, _load_timed, benchmark_bytes)

@@ -40,6 +40,7 @@ from triage.sources.metrics.simulator import (
     _Hist,
     build_1_2_5_buckets,
     get_scenario,
+    prefix_cache_hit,
 )
 
 TOKEN_RE = re.compile(r"\w+|[^\w\s]+")  # = the `tokenizers` Whitespace pre-tokenizer
@@ -189,14 +190,7 @@ class Engine:
             self.running.append(req)
 
     def _cached(self, tokens: int) -> int:
-        p = self.p
-        if not p.prefix_caching:
-            return 0
-        share = float(np.clip(self.rng.normal(p.prefix_hit, 0.1), 0.0, 0.98))
-        cached = min(int(tokens * share) // p.block_size * p.block_size, tokens - 1)
-        self.counters["prefix_queries"] += tokens
-        self.counters["prefix_hits"] += cached
-        return cached
+        return prefix_cache_hit(self.p, self.rng, self.counters, tokens)
 
     def _plan(self) -> tuple[float, list[Request], list[tuple[Request, int]]]:
         """This step's duration, its decoding requests and its prefill chunks (chunked prefill, FCFS)."""

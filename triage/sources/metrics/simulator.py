@@ -66,6 +66,17 @@ def build_1_2_5_buckets(max_value: int) -> list[float]:
         exponent += 1
 
 
+def prefix_cache_hit(p: Params, rng: np.random.Generator, counters: dict[str, float], tokens: int) -> int:
+    """Prompt tokens served from the prefix cache (whole blocks, never the last token), counted like vLLM does."""
+    if not p.prefix_caching:
+        return 0
+    share = float(np.clip(rng.normal(p.prefix_hit, 0.1), 0.0, 0.98))
+    cached = min(int(tokens * share) // p.block_size * p.block_size, tokens - 1)
+    counters["prefix_queries"] += tokens
+    counters["prefix_hits"] += cached
+    return cached
+
+
 class _Hist:
     """A Prometheus histogram kept as per-bucket counts; observations may carry a count (weight)."""
 
@@ -258,14 +269,7 @@ class Simulator:
         self.running.append(rid)
 
     def _cached_tokens(self, tokens: int) -> int:
-        p = self.p
-        if not p.prefix_caching:
-            return 0
-        share = float(np.clip(self.rng.normal(p.prefix_hit, 0.1), 0.0, 0.98))
-        cached = min(int(tokens * share) // p.block_size * p.block_size, tokens - 1)
-        self.counters["prefix_queries"] += tokens
-        self.counters["prefix_hits"] += cached
-        return cached
+        return prefix_cache_hit(self.p, self.rng, self.counters, tokens)
 
     def _step_time(self, ids: np.ndarray) -> float:
         p, tab = self.p, self.tab
@@ -438,7 +442,7 @@ _HISTS = (("vllm:time_to_first_token_seconds", "ttft", "Histogram of time to fir
 
 def _cache_config_labels(p: Params) -> dict[str, str]:
     return {"block_size": str(p.block_size), "cache_dtype": "auto", "enable_prefix_caching": str(p.prefix_caching),
-            "engine": ENGINE, "gpu_memory_utilization": "0.9",
+            "engine": ENGINE, "gpu_memory_utilization": "0.92",
             "kv_cache_max_concurrency": f"{round(p.kv_max_concurrency, 2):g}",
             "kv_cache_size_tokens": str(p.num_gpu_blocks * p.block_size), "num_gpu_blocks": str(p.num_gpu_blocks)}
 
