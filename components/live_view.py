@@ -112,7 +112,7 @@ def panels(result: LiveResult) -> None:
             if fig is None:
                 st.info(_why_missing(panel, result), icon=":material/info:")
             else:
-                st.plotly_chart(fig, width="stretch", key=f"panel:{panel.id}")
+                st.plotly_chart(fig, width="stretch", key=session.LIVE_PANEL.key(panel.id))
 
 
 def render(result: LiveResult) -> None:
