@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import os
 import resource
 import shutil
 import statistics
@@ -89,12 +90,20 @@ def child(args: argparse.Namespace) -> None:
     print(json.dumps({"seconds": seconds, "peak_mb": peak_mb, **found}))
 
 
-def run_child(kind: str, url: str, end: int, hours: float) -> dict:
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU a process has used so far (/proc/<pid>/stat)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def run_child(kind: str, url: str, end: int, hours: float, server_pid: int) -> dict:
+    """One diagnosis in a fresh process; adds the CPU seconds Prometheus spent while it ran."""
+    before = cpu_seconds(server_pid)
     done = subprocess.run([sys.executable, __file__, "--child", kind, "--url", url, "--end", str(end), "--hours",
                            str(hours)], capture_output=True, text=True, timeout=600)
     if done.returncode:
         raise RuntimeError(f"{kind} diagnosis failed: {done.stderr[-2000:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    return {**json.loads(done.stdout.strip().splitlines()[-1]), "server_cpu": cpu_seconds(server_pid) - before}
 
 
 def main() -> int:
@@ -131,11 +140,12 @@ def main() -> int:
         print(f"simulated {len(files)} scenarios × {args.hours:g} h, cloned to {args.engines} engines and "
               f"backfilled in {time.perf_counter() - t0:.0f} s")
     server = start(folder, data, end)
+    pid = server.process.pid
     try:
-        run_child("one", server.url, end, args.hours)  # warm Prometheus' caches for both kinds alike
-        run_child("fleet", server.url, end, args.hours)
-        one = [run_child("one", server.url, end, args.hours) for _ in range(args.repeat)]
-        fleet = [run_child("fleet", server.url, end, args.hours) for _ in range(args.repeat)]
+        run_child("one", server.url, end, args.hours, pid)  # warm Prometheus' caches for both kinds alike
+        run_child("fleet", server.url, end, args.hours, pid)
+        one = [run_child("one", server.url, end, args.hours, pid) for _ in range(args.repeat)]
+        fleet = [run_child("fleet", server.url, end, args.hours, pid) for _ in range(args.repeat)]
     finally:
         server.stop()
         if args.keep is None:
@@ -150,6 +160,12 @@ def main() -> int:
           f"{'OK' if ratio <= TARGET_RATIO else 'OVER'}")
     print(f"client peak memory (fleet): {peak:.0f} MB (target < {TARGET_MB:g} MB) "
           f"{'OK' if peak < TARGET_MB else 'OVER'}")
+    one_cpu = statistics.median(r["server_cpu"] for r in one)
+    fleet_cpu = statistics.median(r["server_cpu"] for r in fleet)
+    cores = os.cpu_count() or 1
+    print(f"Prometheus CPU per diagnosis: one engine {one_cpu:.2f} s, fleet {fleet_cpu:.2f} s; on {cores} cores the "
+          f"fleet's server work alone takes >= {fleet_cpu / cores:.2f} s = {fleet_cpu / cores / one_s:.1f}x one engine "
+          f"(load average {os.getloadavg()[0]:.1f} at the end: the machine is shared)")
     return 0
 
 

@@ -182,16 +182,6 @@ def vmctl_import(blocks: Path, server: VictoriaServer, probe: str = '{__name__=~
             raise RuntimeError(f"vmctl imported {got} of {expected} series matching {probe}: {done.stdout[-800:]}")
 
 
-def replayable(rule_file: Path) -> None:
-    """Drop the runbook_url annotation: its alert time comes from a ``query "time()"`` template, which vmalert
-    renders when it runs but refuses in -replay mode (annotations do not decide what fires)."""
-    doc = yaml.safe_load(rule_file.read_text())
-    for group in doc["groups"]:
-        for rule in group["rules"]:
-            rule.get("annotations", {}).pop("runbook_url", None)
-    rule_file.write_text(yaml.safe_dump(doc, sort_keys=False, width=10**6))
-
-
 def vmalert_replay(folder: Path, rule_file: Path, server: VictoriaServer, start: str, end: str,
                    interval: str = "1m", extra_label: str | None = None) -> subprocess.CompletedProcess:
     """``vmalert -replay`` of the rule file over [start, end] reading and writing the same VictoriaMetrics: the

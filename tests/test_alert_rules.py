@@ -5,11 +5,13 @@ that fire are the causes the Python diagnosis finds."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from urllib.parse import quote_plus
 
 import pytest
 import requests
@@ -21,7 +23,6 @@ from tests.rules_harness import (
     have_victoria,
     merge_openmetrics,
     promtool_test_file,
-    replayable,
     run_promtool_test,
     series_count,
     start_victoria,
@@ -184,11 +185,11 @@ def test_signal_recipes_compute_what_the_server_diagnosis_computes(kb, scenario)
 # fleet_history (tests/fleet_history.py): every scenario is one replica, instance=<scenario>, of a real Prometheus.
 
 
-def _rule_file(folder: Path, slo: str) -> Path:
-    path = folder / f"rules-{slo}.yml"
+def _rule_file(folder: Path, slo: str, *extra: str) -> Path:
+    path = folder / f"rules-{slo}{''.join(extra)}.yml"
     if not path.exists():
-        done = subprocess.run([sys.executable, "-m", "triage", "rules", "--slo", slo], cwd=ROOT, capture_output=True,
-                              text=True, timeout=60)
+        done = subprocess.run([sys.executable, "-m", "triage", "rules", "--slo", slo, *extra], cwd=ROOT,
+                              capture_output=True, text=True, timeout=60)
         assert done.returncode == 0, done.stderr
         path.write_text(done.stdout)
     return path
@@ -255,6 +256,39 @@ def test_promtool_unit_tests_from_scenario(fleet_history, tmp_path, scenario):
     assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
 
 
+def test_prometheus_renders_the_runbook_link(fleet_history, tmp_path):
+    """promtool test rules: each firing alert of a sick replica carries a runbook_url naming its replica's labels,
+    the window, the evaluation time (query "time()") and its node."""
+    scenario, base = "queueing", "https://triage.example/"
+    done = subprocess.run([sys.executable, "-m", "triage", "rules", "--slo", slo_of(scenario), "--dashboard-url", base],
+                          cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    doc = yaml.safe_load(done.stdout)
+    order: list[str] = []
+    for rule in doc["groups"][0]["rules"]:
+        if "alert" in rule:  # only the link is checked here (the other annotations quote the evidence values)
+            rule["annotations"] = {"runbook_url": rule["annotations"]["runbook_url"]}
+            order = re.findall(r"&match_(\w+)=", rule["annotations"]["runbook_url"])
+    rules = tmp_path / "rules.yml"
+    rules.write_text(yaml.safe_dump(doc, sort_keys=False, width=10**6))
+    labels = {**REPLICA, "instance": scenario}
+    causes = fleet_history.causes[scenario]
+    assert causes and set(labels) <= set(order)
+    test = promtool_test_file(rules, merge_openmetrics({scenario: fleet_history.texts[scenario]}), STEP, [], [])
+    case = test["tests"][0]
+    at = case.pop("promql_expr_test")[0]["eval_time"]
+    match = "".join(f"&match_{k}={quote_plus(labels[k])}" for k in order if k in labels)
+    case["alert_rule_test"] = [{
+        "eval_time": at, "alertname": alert_name(c),
+        "exp_alerts": [{"exp_labels": {"cause": c, "symptom": c.split(".")[0], "severity": _severity(rules, c),
+                                       **labels},
+                        "exp_annotations": {"runbook_url": f"{base.rstrip('/')}/live?source=prometheus&window=15m"
+                                                           f"&end={at.removesuffix('s')}{match}&node={c}"}}]}
+        for c in causes]
+    done = run_promtool_test(tmp_path, test)
+    assert done.returncode == 0, (done.stdout + done.stderr)[-3000:]
+
+
 # ---------------------------------------------------------------- VictoriaMetrics: the second backend
 
 
@@ -292,9 +326,10 @@ def test_vmalert_replay_fires_the_python_causes(fleet_history, fleet_blocks, tmp
     fleet (its recording rules written back for the alerts to read): at the end, per replica, the firing alerts are
     the causes the Python diagnosis finds; the healthy replica fires none. vmalert adds slo=<preset> to what it
     writes, as a deployment's external labels would: the alerts must still join their signals per replica."""
-    rules = tmp_path / f"replay-{slo}.yml"
-    rules.write_text(_rule_file(fleet_history.folder, slo).read_text())
-    replayable(rules)
+    rules = _rule_file(fleet_history.folder, slo, "--replayable")
+    links = {r["labels"]["cause"]: r["annotations"]["runbook_url"] for r in
+             yaml.safe_load(rules.read_text())["groups"][0]["rules"] if "alert" in r}
+    assert links and all(url.endswith(f"&node={cause}") and "&end=" not in url for cause, url in links.items())
     end = fleet_history.end
     iso = lambda t: datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")  # noqa: E731
     with victoria_with_fleet(fleet_blocks, tmp_path) as victoria:

@@ -1,10 +1,12 @@
-"""PrometheusWindow against a real backfilled Prometheus (known values) and fake servers (faults); profiles."""
+"""PrometheusWindow against a real backfilled Prometheus and the same data in VictoriaMetrics (known values), and
+fake servers (faults); profiles."""
 
 from __future__ import annotations
 
 import math
 import time
 from datetime import UTC, datetime, timedelta
+from types import SimpleNamespace
 
 import pytest
 
@@ -12,10 +14,14 @@ from tests.prom_harness import (
     CACHE_CONFIG,
     E2E_STEP,
     FakeBehaviour,
+    backfill,
     closed_port_url,
+    data_end,
     fake_prometheus,
+    generate_openmetrics,
     prometheus_fixture,
 )
+from tests.rules_harness import have_victoria, series_count, start_victoria, vmctl_import, with_import_padding
 from triage.diagnosis.readings import Need
 from triage.errors import TriageError
 from triage.knowledge.engines import load_engines
@@ -29,6 +35,52 @@ USER, PASSWORD = "triage", "s3cret-pass"
 prom = prometheus_fixture("prom")
 prom_auth = prometheus_fixture("prom_auth", auth=(USER, PASSWORD))
 M = {"model_name": "m"}
+
+
+def _victoria(folder, auth: tuple[str, str] | None = None):
+    """VictoriaMetrics single-node holding the same generated data, imported by vmctl from promtool-built blocks;
+    with ``auth``, restarted over the imported data behind basic auth."""
+    if not have_victoria():
+        pytest.fail("victoria-metrics / vmctl missing: scripts/test.sh installs the Debian package")
+    end = data_end()
+    text = generate_openmetrics(end)
+    blocks = backfill(with_import_padding(text), folder)
+    server = start_victoria(folder)
+    try:
+        vmctl_import(blocks, server, probe='{__name__=~"vllm:.+|DCGM_.+"}', expected=series_count(text))
+        if auth:
+            server.flush()
+            server.stop()
+            server = start_victoria(folder, auth=auth)
+        yield SimpleNamespace(url=server.url, end=end)
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="module")
+def victoria(tmp_path_factory):
+    yield from _victoria(tmp_path_factory.mktemp("victoria"))
+
+
+@pytest.fixture(scope="module")
+def victoria_auth(tmp_path_factory):
+    yield from _victoria(tmp_path_factory.mktemp("victoria_auth"), auth=(USER, PASSWORD))
+
+
+@pytest.fixture(scope="module", params=["prometheus", "victoria"])
+def store(request):
+    """Each known-value test runs against Prometheus and against VictoriaMetrics (one server of each per module)."""
+    server = request.getfixturevalue("prom" if request.param == "prometheus" else "victoria")
+    return SimpleNamespace(name=request.param, url=server.url, end=server.end)
+
+
+@pytest.fixture(scope="module", params=["prometheus", "victoria"])
+def store_auth(request):
+    """A store behind basic auth: Prometheus (web config) and VictoriaMetrics (-httpAuth.*)."""
+    server = request.getfixturevalue("prom_auth" if request.param == "prometheus" else "victoria_auth")
+    return SimpleNamespace(name=request.param, url=server.url, end=server.end)
+
+
 VLLM_NAMES = ["vllm:num_requests_running", "vllm:prompt_tokens_total", "vllm:kv_cache_usage_perc",
               "vllm:e2e_request_latency_seconds_bucket"]
 
@@ -50,13 +102,13 @@ def read(win: PrometheusWindow, *needs: Need):
 # ---------------------------------------------------------------- known values
 
 
-def test_engine_and_addon_detected(prom):
-    win = window(prom)
+def test_engine_and_addon_detected(store):
+    win = window(store)
     assert win.engine.id == "vllm" and [a.id for a in win.addons] == ["dcgm"]
     assert win.window_seconds == 600
 
 
-def test_rates_and_gauges_match_the_generator(prom):
+def test_rates_and_gauges_match_the_generator(store):
     needs = {
         "prompt": Need("rate", "prompt_tokens"), "gen": Need("rate", "generation_tokens"),
         "run_mean": Need("gauge_mean", "running"), "run_max": Need("gauge_max", "running"),
@@ -65,7 +117,7 @@ def test_rates_and_gauges_match_the_generator(prom):
         "kv_last": Need("gauge_last", "kv_usage"), "kv_mean": Need("gauge_mean", "kv_usage"),
         "gpu": Need("gauge_max", "gpu_util", engine="dcgm"),
     }
-    r = window(prom).read(list(needs.values()))
+    r = window(store).read(list(needs.values()))
     v = {k: r.values[n] for k, n in needs.items()}
     assert r.errors == []
     assert v["prompt"] == pytest.approx(15.0) and v["gen"] == pytest.approx(40.0)
@@ -77,11 +129,11 @@ def test_rates_and_gauges_match_the_generator(prom):
     assert v["gpu"] == 90.0  # percent: max across GPUs, not a sum
 
 
-def test_quantiles_and_mean_match_hand_computation(prom):
+def test_quantiles_and_mean_match_hand_computation(store):
     needs = [Need("quantile", "e2e", q=q) for q in (0.5, 0.9, 0.99)] + [
         Need("hist_mean", "e2e"), Need("quantile", "ttft", q=0.99), Need("quantile", "ttft", q=0.5),
         Need("quantile", "ttft", q=0.1)]
-    r = window(prom).read(needs)
+    r = window(store).read(needs)
     got = [r.values[n] for n in needs]
     # e2e per step: le 0.1:2, 0.25:5, 0.5:8, 1:10 → p50 on the 0.25 bound, p90 = 0.5 + 0.5·1/2, p99 = 0.5 + 0.5·1.9/2
     # ttft per step: 0.5:5, 1:12, 2.5:19, +Inf:20 → p99 in +Inf = 2.5; p50 = 0.5 + 0.5·5/7; p10 = 0.5·2/5
@@ -91,39 +143,42 @@ def test_quantiles_and_mean_match_hand_computation(prom):
     assert [bucket_quantile(q, E2E_STEP) for q in (0.5, 0.9, 0.99)] == pytest.approx(got[:3])
 
 
-def test_info_labels(prom):
+def test_info_labels(store):
     need = Need("info", "cache_config")
-    assert window(prom, match=None).read([need]).values[need] == CACHE_CONFIG
+    assert window(store, match=None).read([need]).values[need] == CACHE_CONFIG
 
 
-def test_match_filter(prom):
+def test_match_filter(store):
     need = Need("gauge_last", "running")
-    assert read(window(prom, match=None), need).values[need] == 108.0
-    assert read(window(prom, match={"model_name": "other"}), need).values[need] == 100.0
+    assert read(window(store, match=None), need).values[need] == 108.0
+    assert read(window(store, match={"model_name": "other"}), need).values[need] == 100.0
 
 
-def test_range_series_has_the_requested_points(prom):
+def test_range_series_has_the_requested_points(store):
     rate, gauge, info = Need("rate", "prompt_tokens"), Need("gauge_last", "running"), Need("info", "cache_config")
-    out = window(prom).series([rate, gauge, info], points=20)
+    out = window(store).series([rate, gauge, info], points=20)
     assert len(out[rate]) == 20 and len(out[gauge]) == 20 and out[info] == []
-    assert out[rate][-1].t == prom.end and out[rate][1].t - out[rate][0].t == 30
+    assert out[rate][-1].t == store.end and out[rate][1].t - out[rate][0].t == 30
     assert all(p.value == pytest.approx(15.0) for p in out[rate])
 
 
-def test_missing_metric_is_none_with_the_engine_reason(prom):
+def test_missing_metric_is_none_with_the_engine_reason(store):
     need = Need("rate", "preemptions")
-    r = read(window(prom), need)
+    r = read(window(store), need)
     assert r.values[need] is None and r.errors == []
     assert r.missing[need] == load_engines()["vllm"].metric("preemptions").missing.en
 
 
-def test_empty_window_gives_none_and_a_message(prom):
+def test_empty_window_gives_none_and_a_message(store):
     needs = [Need("rate", "prompt_tokens"), Need("gauge_mean", "running")]
-    r = window(prom, ago=5 * 3600).read(needs)  # hours before the first sample
+    r = window(store, ago=5 * 3600).read(needs)  # hours before the first sample
     assert all(r.values[n] is None for n in needs)
-    assert all("no data in this window" in r.missing[n] for n in needs)
+    # Prometheus lists no metric name in the window, so nothing is queried; VictoriaMetrics' name index is per day
+    # (it lists the day's names for any range within it), so each need is queried and finds no sample
+    reason = "no samples of" if store.name == "victoria" else "no data in this window"
+    assert all(reason in r.missing[n] for n in needs)
     assert r.errors and "no samples between" in r.errors[0]
-    assert window(prom, ago=5 * 3600).series(needs) == {n: [] for n in needs}
+    assert window(store, ago=5 * 3600).series(needs) == {n: [] for n in needs}
 
 
 # ---------------------------------------------------------------- faults
@@ -178,19 +233,19 @@ def test_one_failing_query_lands_in_errors_not_an_exception():
                         "internal: fake failure for a test"]
 
 
-def test_http_401_names_the_profile(prom_auth):
-    wrong = Profile(name="prod", url=prom_auth.url, username=USER, password="wrong")
+def test_http_401_names_the_profile(store_auth):
+    wrong = Profile(name="prod", url=store_auth.url, username=USER, password="wrong")
     with pytest.raises(TriageError) as err:
-        window(prom_auth, target=wrong)
+        window(store_auth, target=wrong)
     assert err.value.reason == "Prometheus answered HTTP 401: check the token / basic auth of profile 'prod'"
     with pytest.raises(TriageError, match="HTTP 401"):
-        window(prom_auth)  # no credentials at all
+        window(store_auth)  # no credentials at all
 
 
-def test_basic_auth_profile_reads(prom_auth):
-    right = Profile(name="prod", url=prom_auth.url + "/", username=USER, password=PASSWORD)
+def test_basic_auth_profile_reads(store_auth):
+    right = Profile(name="prod", url=store_auth.url + "/", username=USER, password=PASSWORD)
     need = Need("rate", "prompt_tokens")
-    assert read(window(prom_auth, target=right), need).values[need] == pytest.approx(15.0)
+    assert read(window(store_auth, target=right), need).values[need] == pytest.approx(15.0)
 
 
 def test_bad_window_and_no_engine():

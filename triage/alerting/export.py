@@ -155,9 +155,10 @@ def _unmeasured(conds: list[tuple[Condition, str | None]], compiler: Compiler) -
 def build(kb: KnowledgeBase, slo: Slo, *, window: str | None = None, for_: str | None = None,
           dashboard_url: str | None = None, profile: str | None = None,
           engines: Mapping[str, EngineSpec] | None = None, config: AlertingConfig | None = None,
-          match: Mapping[str, str] | None = None, inline: bool = False) -> RuleSet:
+          match: Mapping[str, str] | None = None, inline: bool = False, alert_time: bool = True) -> RuleSet:
     """The rule set for an SLO. ``match`` narrows every selector and ``inline`` writes each recording rule's
-    expression into the alerts that read it (both for the dry run, which has no rules loaded)."""
+    expression into the alerts that read it (both for the dry run, which has no rules loaded). Without
+    ``alert_time`` the runbook links leave the time out (vmalert -replay refuses the template that reads it)."""
     config = config or load_config(kb.source_dir)
     engines = dict(engines or load_engines())
     window = window or config.window
@@ -201,8 +202,8 @@ def build(kb: KnowledgeBase, slo: Slo, *, window: str | None = None, for_: str |
             expr += f" and {on} ({_or(sym_parts, on)})"
             signals = list(dict.fromkeys(_signals_in(triggers, b) + _signals_in(evidence, b)))
             severity = config.severity.get(sym.id, "warning")
-            rule = _alert_rule(kb, sym.id, cause.id, expr, for_, severity, evidence, triggers, url, group, window,
-                               profile, b)
+            link = runbook_url(url, cause.id, group, window, profile, alert_time)
+            rule = _alert_rule(kb, sym.id, cause.id, expr, for_, severity, evidence, triggers, link, group, window, b)
             alerts.append(Alert(alert_name(cause.id), cause.id, sym.id, severity, expr, signals, rule))
     records = _records(kb, compiler, alerts)
     return RuleSet(window, group, records, alerts, skipped, config, config.evaluation_interval)
@@ -235,18 +236,25 @@ def _describe(kb: KnowledgeBase, conds: list[tuple[Condition, str | None]], b: _
     return "; ".join(f"{c.signal} {c.op} {_num(b.threshold(c))} ({c.meaning.en})" for c, e in conds if e is not None)
 
 
-def runbook_url(base: str, cause: str, group: tuple[str, ...], window: str, profile: str | None) -> str:
-    """The Live view of this replica (its labels as match_<label>), at the alert's evaluation time, node=cause."""
+ALERT_TIME = '&end={{ with query "time()" }}{{ . | first | value | printf "%.0f" }}{{ end }}'
+
+
+def runbook_url(base: str, cause: str, group: tuple[str, ...], window: str, profile: str | None,
+                alert_time: bool = True) -> str:
+    """The Live view of this replica (its labels as match_<label>), at the alert's evaluation time, node=cause.
+    The time comes from the template function ``query "time()"`` (neither Prometheus nor vmalert offers the time
+    otherwise); vmalert -replay refuses ``query``, so a file for replay leaves it out (``alert_time`` False) and the
+    link opens the Live view at the time it is clicked."""
     labels = "".join(f"{{{{ if $labels.{g} }}}}&match_{g}={{{{ $labels.{g} | urlquery }}}}{{{{ end }}}}"
                       for g in group)
-    at = '{{ with query "time()" }}{{ . | first | value | printf "%.0f" }}{{ end }}'
     prof = f"&profile={profile}" if profile else ""
-    return f"{base}/{LIVE_PATH}?source=prometheus{prof}&window={window}&end={at}{labels}&node={cause}"
+    return f"{base}/{LIVE_PATH}?source=prometheus{prof}&window={window}{ALERT_TIME if alert_time else ''}{labels}" \
+           f"&node={cause}"
 
 
 def _alert_rule(kb: KnowledgeBase, symptom: str, cause: str, expr: str, for_: str, severity: str,
                 evidence: list[tuple[Condition, str | None]], triggers: list[tuple[Condition, str | None]],
-                url: str, group: tuple[str, ...], window: str, profile: str | None, b: _Builder) -> dict[str, Any]:
+                link: str, group: tuple[str, ...], window: str, b: _Builder) -> dict[str, Any]:
     c = kb.causes[cause]
     sym = next(s for s in kb.symptoms if s.id == symptom)
     who = "".join(f"{{{{ with $labels.{g} }}}}{g}={{{{ . }}}} {{{{ end }}}}" for g in group)
@@ -263,7 +271,7 @@ def _alert_rule(kb: KnowledgeBase, symptom: str, cause: str, expr: str, for_: st
         "annotations": {
             "summary": f"{c.title.en} ({sym.short.en}) on {who}: {{{{ $value | humanize }}}}",
             "description": description,
-            "runbook_url": runbook_url(url, cause, group, window, profile),
+            "runbook_url": link,
         },
     }
 

@@ -28,7 +28,7 @@ def _rules(kb, args: argparse.Namespace, inline: bool = False) -> RuleSet:
     config = load_config(args.tree_dir or active_tree_dir())
     return build(kb, slo_from_args(kb, args), window=args.window, for_=args.for_, dashboard_url=args.dashboard_url,
                  profile=args.profile, config=config, inline=inline,
-                 match=parse_match(args.match) if inline else None)
+                 match=parse_match(args.match) if inline else None, alert_time=not args.replayable)
 
 
 def _evaluate(kb, args: argparse.Namespace) -> int:
@@ -84,6 +84,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="base URL of this dashboard for runbook links (default TRIAGE_DASHBOARD_URL or "
                         "tree/alerting.yaml)")
     p.add_argument("--profile", default=None, help="Prometheus profile name the runbook link opens the Live view with")
+    p.add_argument("--replayable", action="store_true",
+                   help="for vmalert -replay: runbook links without the alert time (vmalert refuses the `query` "
+                        "template function that reads it when replaying)")
     p.add_argument("--name", default="inference-triage", help="metadata.name of the PrometheusRule")
     p.add_argument("--namespace", default=None, help="metadata.namespace of the PrometheusRule")
     p.add_argument("--evaluate", action="store_true", help="dry run: evaluate every alert now against --prometheus")

@@ -3,8 +3,7 @@ per need answers every replica (a per-group answer equals what a PrometheusWindo
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from datetime import datetime
 from functools import partial
 from typing import Any
@@ -13,18 +12,18 @@ from triage.diagnosis.readings import Need, Readings, SeriesPoint
 from triage.errors import TriageError
 from triage.sources.metrics.profiles import Profile
 from triage.sources.metrics.prometheus_window import (
-    MIN_SUBQUERY_STEP,
-    SUBQUERY_POINTS,
     PrometheusWindow,
     Query,
     QueryFailed,
+    bucket_pairs,
+    buckets_promql,
+    promql,
+    quantile_value,
+    sample_number,
 )
 from triage.sources.metrics.snapshot_window import (
     LABEL_RE,
-    NO_OBSERVATIONS,
     EngineMaps,
-    bucket_quantile,
-    gauge_agg,
     need_label,
     selector,
 )
@@ -63,57 +62,38 @@ class FleetWindow(PrometheusWindow):
         return tuple(label for label in self.by if label in q.resolved.engine.labels)
 
     def grouped_promql(self, q: Query) -> str:
-        need, r, w = q.need, q.resolved, self.window_seconds
+        """The need's PromQL grouped by this fleet's labels; a quantile need gets its histogram's bucket query."""
         labels = self._labels_for(q)
-        by = f"by ({', '.join(labels)})" if labels else ""
-        sel = selector(r.name, r.match)
-        if need.kind == "rate":
-            name = r.name + "_count" if r.spec.type == "histogram" else r.name
-            return f"sum {by} (increase({selector(name, r.match)}[{w}s])) / {w}"
-        if need.kind == "quantile":
-            return f"sum by ({', '.join(('le', *labels))}) (increase({selector(r.name + '_bucket', r.match)}[{w}s]))"
-        if need.kind == "hist_mean":
-            return (f"sum {by} (increase({selector(r.name + '_sum', r.match)}[{w}s]))"
-                    f" / sum {by} (increase({selector(r.name + '_count', r.match)}[{w}s]))")
-        agg = gauge_agg(r.spec)
-        step = max(MIN_SUBQUERY_STEP, math.ceil(w / SUBQUERY_POINTS))
-        if need.kind == "gauge_mean":
-            return f"avg_over_time(({agg} {by} ({sel}))[{w}s:{step}s])"
-        if need.kind == "gauge_max":
-            return f"max_over_time(({agg} {by} ({sel}))[{w}s:{step}s])"
-        if need.kind == "gauge_last":
-            return f"{agg} {by} (last_over_time({sel}[{w}s]))"
-        return f"last_over_time({sel}[{w}s])"  # info: every series; each group takes its first
+        if q.need.kind == "quantile":
+            return buckets_promql(q.resolved, self.window_seconds, labels)
+        return promql(q.need, q.resolved, self.window_seconds, labels)
 
     # ------------------------------------------------------------ reading
 
-    def read_groups(self, needs: list[Need]) -> dict[GroupKey, Readings]:
+    def read_groups(self, needs: list[Need], groups: list[GroupKey] | None = None) -> dict[GroupKey, Readings]:
         """Readings per group: one query per need (one per histogram for its quantiles) for the whole fleet. The
-        groups are those the serving engine's series form; each gets what a window matching it would read."""
+        groups are those the serving engine's series form (or ``groups``, e.g. those a first round found); each
+        gets what a window matching it would read."""
         skeleton = Readings(window_seconds=float(self.window_seconds))
         queries = self._plan(needs, skeleton)
-        plain = [q for q in queries if q.need.kind != "quantile"]
-        hists: dict[str, list[Query]] = {}
-        for q in queries:
-            if q.need.kind == "quantile":
-                hists.setdefault(self.grouped_promql(q), []).append(q)
+        texts: dict[str, list[Query]] = {}  # one request per PromQL text (a histogram's quantiles share one) ...
+        for q in sorted(queries, key=lambda q: q.need.kind == "quantile"):  # ... in PrometheusWindow.read's order
+            texts.setdefault(self.grouped_promql(q), []).append(q)
         at = self.end.timestamp()
-        texts = [self.grouped_promql(q) for q in plain] + list(hists)
-        calls: list[Callable[[], Any]] = [partial(self._instant, text, at) for text in texts]
-        results = self._run(calls)
+        results = self._run([partial(self._instant, text, at) for text in texts])
         self._raise_if_all_fatal(results)
-        answers: list[tuple[Query, Any]] = list(zip(plain, results))
-        answers += [(q, result) for group, result in zip(hists.values(), results[len(plain):]) for q in group]
-        groups = self._groups(answers)
-        indexed = [(q, self._index(q, result)) for q, result in answers]  # each answer split by group once
+        answers = [(qs, self._index(qs[0], result)) for qs, result in zip(texts.values(), results)]
+        if groups is None:
+            groups = self._groups(answers)
+        failed = any(isinstance(r, QueryFailed) for r in results)
         out: dict[GroupKey, Readings] = {}
         for key in groups:
             readings = Readings(window_seconds=skeleton.window_seconds, values=dict(skeleton.values),
                                 missing=dict(skeleton.missing), errors=list(skeleton.errors))
-            for q, result in indexed:
-                self._store_group(readings, q, result, dict(key))
-            if not any(isinstance(r, QueryFailed) for r in results) and all(
-                    readings.values[q.need] is None for q in queries):
+            group = dict(key)
+            for qs, result in answers:
+                self._store_group(readings, qs, result, group)
+            if queries and not failed and all(readings.values[q.need] is None for q in queries):
                 readings.errors.append(f"no samples between {self._span_text()}")
             out[key] = readings
         return out
@@ -124,56 +104,56 @@ class FleetWindow(PrometheusWindow):
     def series(self, needs: list[Need], points: int = 60) -> dict[Need, list[SeriesPoint]]:
         raise TriageError("a fleet window has no time series; open one replica's Live view")
 
-    def _groups(self, answers: list[tuple[Query, Any]]) -> list[GroupKey]:
+    def _groups(self, answers: list[tuple[list[Query], Any]]) -> list[GroupKey]:
         """Every group the serving engine's numeric answers show (info series alone do not make a replica)."""
         seen: dict[GroupKey, None] = {}
-        for q, result in answers:
-            if isinstance(result, QueryFailed) or q.need.kind == "info" or self._labels_for(q) != self.by:
-                continue
-            for sample in result:
-                seen[self._key(sample["metric"], self.by)] = None
+        for qs, by_key in answers:
+            if not isinstance(by_key, QueryFailed) and qs[0].need.kind != "info" and self._labels_for(qs[0]) == self.by:
+                seen.update(dict.fromkeys(by_key))
         return sorted(seen)
 
     def _index(self, q: Query, result: Any) -> Any:
-        """A query's samples by the group key of its labels (a failure stays as it is)."""
+        """A query's samples by the group key of its labels (a failure stays as it is); a histogram's buckets as
+        (le, increase) pairs."""
         if isinstance(result, QueryFailed):
             return result
-        labels = self._labels_for(q)
+        labels = sorted(self._labels_for(q))
         by_key: dict[GroupKey, list[dict]] = {}
         for sample in result:
-            by_key.setdefault(self._key(sample["metric"], labels), []).append(sample)
+            metric = sample["metric"]
+            by_key.setdefault(tuple((label, metric.get(label, "")) for label in labels), []).append(sample)
+        if q.need.kind == "quantile":
+            return {key: bucket_pairs(samples, lambda s: s["value"][1]) for key, samples in by_key.items()}
         return by_key
 
     @staticmethod
     def _key(metric: dict[str, str], labels: tuple[str, ...]) -> GroupKey:
         return tuple((label, metric.get(label, "")) for label in sorted(labels))
 
-    def _store_group(self, out: Readings, q: Query, result: Any, group: dict[str, str]) -> None:
-        """What PrometheusWindow._store / _store_quantile record for a window matching ``group``."""
-        need = q.need
-        labels = self._labels_for(q)
-        mine = self._key(group, labels)
-        match = {**q.resolved.match, **{k: v for k, v in group.items() if k in labels}}
+    def _store_group(self, out: Readings, qs: list[Query], result: Any, group: dict[str, str]) -> None:
+        """What PrometheusWindow._store / _store_quantile record for a window matching ``group``, for each need
+        answered by one query."""
+        labels = self._labels_for(qs[0])
         if isinstance(result, QueryFailed):
-            out.values[need] = None
-            out.missing[need] = result.sentence
-            out.errors.append(f"{need_label(need)} ({q.resolved.name}): {result.sentence}")
+            for q in qs:
+                out.values[q.need] = None
+                out.missing[q.need] = result.sentence
+                out.errors.append(f"{need_label(q.need)} ({q.resolved.name}): {result.sentence}")
             return
-        samples = result.get(mine, [])
-        value: float | dict[str, str] | None = None
-        why = ""
-        if not samples:
-            why = f"no samples of {selector(q.resolved.name, match)} between {self._span_text()}"
-        elif need.kind == "quantile":
-            pairs = [(float(s["metric"]["le"]), float(s["value"][1])) for s in samples if "le" in s["metric"]]
-            number = bucket_quantile(need.q if need.q is not None else math.nan, pairs)
-            value, why = (None, NO_OBSERVATIONS) if math.isnan(number) else (number, "")
-        elif need.kind == "info":
-            value = {k: v for k, v in samples[0]["metric"].items() if k != "__name__"}
-        else:
-            number = float(samples[0]["value"][1])
-            value, why = (None, NO_OBSERVATIONS) if math.isnan(number) else (number, "")
-        out.values[need] = value
-        if value is None:
-            out.missing[need] = why
-
+        samples = result.get(self._key(group, labels))
+        for q in qs:
+            need = q.need
+            value: float | dict[str, str] | None = None
+            why = ""
+            if not samples:
+                match = {**q.resolved.match, **{k: v for k, v in group.items() if k in labels}}
+                why = f"no samples of {selector(q.resolved.name, match)} between {self._span_text()}"
+            elif need.kind == "quantile":
+                value, why = quantile_value(need.quantile, samples)
+            elif need.kind == "info":
+                value = {k: v for k, v in samples[0]["metric"].items() if k != "__name__"}
+            else:
+                value, why = sample_number(samples[0]["value"][1])
+            out.values[need] = value
+            if value is None:
+                out.missing[need] = why

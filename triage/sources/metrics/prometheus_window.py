@@ -63,41 +63,47 @@ class Query:
     promql: str
 
 
-def buckets_promql(r: Resolved, range_s: int) -> str:
-    """Every bucket's increase over the window, summed by ``le``: one query serves all quantiles of a histogram."""
-    return f"sum by (le) (increase({selector(r.name + '_bucket', r.match)}[{range_s}s]))"
+def _by(labels: tuple[str, ...]) -> str:
+    return f" by ({', '.join(labels)})" if labels else ""
 
 
-def _bucket_pairs(vector: list[dict], pick: Callable[[dict], str]) -> list[tuple[float, float]]:
+def buckets_promql(r: Resolved, range_s: int, by: tuple[str, ...] = ()) -> str:
+    """Every bucket's increase over the window, summed by ``le`` (and ``by``): one query serves all quantiles of a
+    histogram."""
+    return f"sum{_by(('le', *by))} (increase({selector(r.name + '_bucket', r.match)}[{range_s}s]))"
+
+
+def bucket_pairs(vector: list[dict], pick: Callable[[dict], str]) -> list[tuple[float, float]]:
     return [(float(s["metric"]["le"]), float(pick(s))) for s in vector if "le" in s["metric"]]
 
 
-def _quantile_value(q: float, pairs: list[tuple[float, float]]) -> tuple[float | None, str]:
+def quantile_value(q: float, pairs: list[tuple[float, float]]) -> tuple[float | None, str]:
     value = bucket_quantile(q, pairs)
     return (None, NO_OBSERVATIONS) if math.isnan(value) else (value, "")
 
 
-def promql(need: Need, r: Resolved, range_s: int) -> str:
-    """The PromQL answering ``need`` over the ``range_s`` seconds before the evaluation time."""
-    w = f"[{range_s}s]"
+def promql(need: Need, r: Resolved, range_s: int, by: tuple[str, ...] = ()) -> str:
+    """The PromQL answering ``need`` over the ``range_s`` seconds before the evaluation time: one answer for the
+    whole selection, or one per group of the ``by`` labels (a fleet's replicas). Info needs answer every series."""
+    w, agg_by = f"[{range_s}s]", _by(by)
     sel = selector(r.name, r.match)
     if need.kind == "rate":
         name = r.name + "_count" if r.spec.type == "histogram" else r.name
-        return f"sum(increase({selector(name, r.match)}{w})) / {range_s}"
+        return f"sum{agg_by} (increase({selector(name, r.match)}{w})) / {range_s}"
     if need.kind == "quantile":
-        return f"histogram_quantile({need.q!r}, sum by (le) (increase({selector(r.name + '_bucket', r.match)}{w})))"
+        return f"histogram_quantile({need.q!r}, {buckets_promql(r, range_s, by)})"
     if need.kind == "hist_mean":
-        return (f"sum(increase({selector(r.name + '_sum', r.match)}{w}))"
-                f" / sum(increase({selector(r.name + '_count', r.match)}{w}))")
+        return (f"sum{agg_by} (increase({selector(r.name + '_sum', r.match)}{w}))"
+                f" / sum{agg_by} (increase({selector(r.name + '_count', r.match)}{w}))")
     agg = gauge_agg(r.spec)
     step = max(MIN_SUBQUERY_STEP, math.ceil(range_s / SUBQUERY_POINTS))
     if need.kind == "gauge_mean":
-        return f"avg_over_time({agg}({sel})[{range_s}s:{step}s])"
+        return f"avg_over_time(({agg}{agg_by} ({sel}))[{range_s}s:{step}s])"
     if need.kind == "gauge_max":
-        return f"max_over_time({agg}({sel})[{range_s}s:{step}s])"
+        return f"max_over_time(({agg}{agg_by} ({sel}))[{range_s}s:{step}s])"
     if need.kind == "gauge_last":
-        return f"{agg}(last_over_time({sel}{w}))"
-    return f"last_over_time({sel}{w})"  # info
+        return f"{agg}{agg_by} (last_over_time({sel}{w}))"
+    return f"last_over_time({sel}{w})"  # info: every series (a fleet's group takes its first)
 
 
 def prometheus_client(profile: Profile, timeout: float) -> PrometheusConnect:
@@ -310,7 +316,7 @@ class PrometheusWindow:
         elif need.kind == "info":
             value = {k: v for k, v in result[0]["metric"].items() if k != "__name__"}
         else:
-            value, why = _number(result[0]["value"][1])
+            value, why = sample_number(result[0]["value"][1])
         out.values[need] = value
         if value is None:
             out.missing[need] = why
@@ -320,7 +326,7 @@ class PrometheusWindow:
         if isinstance(result, QueryFailed) or not result:
             self._store(out, query, result)
             return
-        value, why = _quantile_value(query.need.quantile, _bucket_pairs(result, lambda s: s["value"][1]))
+        value, why = quantile_value(query.need.quantile, bucket_pairs(result, lambda s: s["value"][1]))
         out.values[query.need] = value
         if value is None:
             out.missing[query.need] = why
@@ -357,7 +363,7 @@ def _outcome(future) -> Any:
     return QueryFailed(f"query failed ({type(error).__name__}: {error})", False)
 
 
-def _number(text: str) -> tuple[float | None, str]:
+def sample_number(text: str) -> tuple[float | None, str]:
     value = float(text)
     if math.isnan(value):
         return None, NO_OBSERVATIONS
