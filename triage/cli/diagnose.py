@@ -58,13 +58,12 @@ def hardware(args: argparse.Namespace) -> Hardware | None:
 
 
 def live_diagnosis(kb, args: argparse.Namespace):
-    from triage.cli.live import live_window
+    from triage.cli.live import live_pair
     from triage.service.live import refresh
-    from triage.service.windows import WindowPair
 
-    window, label = live_window(args)
-    live = refresh(kb, WindowPair(window, None, label), slo_from_args(kb, args), series_points=0,
-                   hardware=hardware(args)).live
+    pair = live_pair(args)
+    label = pair.label
+    live = refresh(kb, pair, slo_from_args(kb, args), series_points=0, hardware=hardware(args)).live
     if live.diagnosis.empty:
         raise TriageError(f"nothing to diagnose: {live.diagnosis.empty}", where=label)
     return live, label

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import argparse
 import re
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from triage.cli import numbers
-from triage.diagnosis.readings import MetricWindow
 from triage.errors import TriageError
-from triage.safe_text import redact_url
+
+if TYPE_CHECKING:
+    from triage.service.windows import WindowPair
 
 WINDOW_RE = re.compile(r"^(\d+(?:\.\d+)?)([smhd])$")
 DEFAULT_TIMEOUT_S = 10.0
@@ -59,49 +61,45 @@ def prometheus_label(profile, args: argparse.Namespace, end: datetime) -> str:
 
 
 def fleet_window(args: argparse.Namespace):
-    """A FleetWindow grouped by the --by labels over the --prometheus window, and the report label."""
+    """A FleetWindow grouped by the --by labels over the --prometheus window (the Fleet page's), and the label."""
+    from triage.service.fleet import fleet_window as open_fleet
     from triage.sources.metrics.profiles import resolve_profile
-    from triage.sources.metrics.prometheus_fleet import FleetWindow
 
     profile = resolve_profile(args.prometheus)
     end = parse_end(args.end)
-    start = end - timedelta(seconds=window_seconds(args.window))
-    window = FleetWindow(profile, start, end, by=args.by, match=parse_match(args.match), timeout=args.timeout)
+    window = open_fleet(profile, end, window_seconds(args.window) / 60, tuple(args.by), parse_match(args.match),
+                        args.timeout)
     return window, prometheus_label(profile, args, end)
 
 
-def live_window(args: argparse.Namespace) -> tuple[MetricWindow, str]:
-    """The window the arguments name, and a label for the report."""
+def live_pair(args: argparse.Namespace) -> WindowPair:
+    """The window the arguments name (no baseline), labelled for the report: opened by triage.service.windows,
+    as the Live page opens its sources."""
+    from triage.service import windows
+    from triage.service.windows import WindowPair
+
+    match = parse_match(args.match)
     if args.prometheus:
         from triage.sources.metrics.profiles import resolve_profile
-        from triage.sources.metrics.prometheus_window import PrometheusWindow
 
         profile = resolve_profile(args.prometheus)
         end = parse_end(args.end)
-        start = end - timedelta(seconds=window_seconds(args.window))
-        window = PrometheusWindow(profile, start, end, match=parse_match(args.match), timeout=args.timeout)
-        return window, prometheus_label(profile, args, end)
+        pair = windows.prometheus_pair(profile, end, window_seconds(args.window) / 60, match, None, args.timeout)
+        return WindowPair(pair.current, None, prometheus_label(profile, args, end))
     if args.endpoint:
-        from triage.sources.metrics.scrape import two_scrapes
-        from triage.sources.metrics.snapshot_window import SnapshotWindow
-
-        snaps = two_scrapes(args.endpoint, args.interval, timeout=args.timeout or DEFAULT_TIMEOUT_S)
-        return SnapshotWindow(snaps, match=parse_match(args.match)), redact_url(args.endpoint)
-    return _snapshot_files(args.scrape, args.interval, parse_match(args.match))
+        return windows.endpoint_pair(args.endpoint, args.interval, args.timeout or DEFAULT_TIMEOUT_S, match)
+    return _snapshot_files(args.scrape, args.interval, match)
 
 
-def _snapshot_files(paths: list[Path], interval: float, match: dict[str, str]) -> tuple[MetricWindow, str]:
-    from triage.sources.bounded import MAX_METRICS_BYTES, read_text_bounded
-    from triage.sources.metrics.exposition import parse_metrics_text
-    from triage.sources.metrics.snapshot_window import SnapshotWindow
+def _snapshot_files(paths: list[Path], interval: float, match: dict[str, str]) -> WindowPair:
+    from triage.service.windows import WindowPair, snapshot_pair
+    from triage.sources.bounded import MAX_METRICS_BYTES, read_bounded
 
     if interval <= 0:
         raise TriageError("the interval between the snapshots must be positive", key="--interval")
-    snaps = []
-    for i, path in enumerate(paths):
-        text = read_text_bounded(path, MAX_METRICS_BYTES)
-        snaps.append(parse_metrics_text(text, i * interval, str(path)))
-    return SnapshotWindow(snaps, match=match), f"{paths[0]} → {paths[1]} ({interval:g} s apart)"
+    before, after = (read_bounded(p, MAX_METRICS_BYTES) for p in paths)
+    pair = snapshot_pair(before, after, (str(paths[0]), str(paths[1])), interval, match)
+    return WindowPair(pair.current, None, f"{pair.label} ({interval:g} s apart)")
 
 
 def add_live_arguments(p: argparse.ArgumentParser) -> None:

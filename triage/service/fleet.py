@@ -13,14 +13,21 @@ from triage.sources.metrics.prometheus_fleet import FleetWindow
 DEFAULT_TIMEOUT_S = 10.0
 
 
+def fleet_window(profile: Profile | str, end: datetime | None, minutes: float, by: tuple[str, ...],
+                 match: dict[str, str] | None = None, timeout: float | None = None) -> FleetWindow:
+    """A Prometheus window of ``minutes`` ending at ``end`` (None: now), every need grouped by the ``by`` labels."""
+    stop = end or datetime.now(UTC)
+    if timeout is None:
+        timeout = (profile.timeout if isinstance(profile, Profile) else None) or DEFAULT_TIMEOUT_S
+    return FleetWindow(profile, stop - timedelta(minutes=minutes), stop, by=by, match=match, timeout=timeout)
+
+
 def fleet_refresh(kb: KnowledgeBase, profile: Profile, minutes: float, window: str, by: tuple[str, ...],
                   end: datetime | None, slo: Slo) -> list[dict[str, object]]:
     """One fleet read (one grouped query per need) and every replica's diagnosis, as table records.
 
     ``window`` is the label of the span (``15m``) the records' Live links carry; ``end`` None means now.
     """
-    stop = end or datetime.now(UTC)
-    fleet = FleetWindow(profile, stop - timedelta(minutes=minutes), stop, by=by,
-                        timeout=profile.timeout or DEFAULT_TIMEOUT_S)
+    fleet = fleet_window(profile, end, minutes, by)
     rows = diagnose_fleet(kb, fleet, slo)
     return fleet_records(rows, profile=profile.name or None, window=window, end=end)

@@ -18,14 +18,14 @@ from triage.sources.bounded import MAX_METRICS_BYTES, MB
 from triage.sources.metrics.demo_feed import DemoFeed, shared_feed, warm
 from triage.sources.metrics.exposition import Snapshot, parse_metrics_text
 from triage.sources.metrics.profiles import Profile, list_profiles
-from triage.sources.metrics.scrape import scrape
+from triage.sources.metrics.scrape import scrape, two_scrapes
 from triage.sources.metrics.simulator import SCENARIOS, Scenario
 from triage.sources.metrics.snapshot_window import ScrapeBuffer, SnapshotWindow
 from triage.verify.windows import run_from_signals
 
 __all__ = ["BUFFER_CAPACITY", "DemoFeed", "LiveFeeds", "Profile", "Scenario", "WindowPair", "demo_pair",
-           "demo_scenarios", "parse_snapshot", "parsed_snapshot_pair", "prometheus_pair", "prometheus_profiles",
-           "prometheus_run", "snapshot_bytes", "snapshot_pair", "warm_demo"]
+           "demo_scenarios", "endpoint_pair", "parse_snapshot", "parsed_snapshot_pair", "prometheus_pair",
+           "prometheus_profiles", "prometheus_run", "snapshot_bytes", "snapshot_pair", "warm_demo"]
 
 BUFFER_CAPACITY = 240          # scrapes kept per scraped URL: 1 h at 15 s
 DEMO_SEED, BASELINE_SEED = 1, 2
@@ -83,6 +83,12 @@ class LiveFeeds:
         buf = self.scrapes.setdefault(url, ScrapeBuffer(BUFFER_CAPACITY))
         buf.add(scrape(url, timeout=timeout))  # bounded, no redirects, metadata refused, TRIAGE_SCRAPE_ALLOW honoured
         return WindowPair(buf.window(minutes * 60), None, redact_url(url))
+
+
+def endpoint_pair(url: str, interval: float, timeout: float, match: dict[str, str] | None = None) -> WindowPair:
+    """A /metrics URL scraped twice, ``interval`` seconds apart: the one-shot form of the Live page's poll."""
+    snaps = two_scrapes(url, interval, timeout=timeout)  # the same bounded, redirect-free, metadata-refusing scrape
+    return WindowPair(SnapshotWindow(snaps, match=match), None, redact_url(url))
 
 
 def parse_snapshot(data: bytes, name: str) -> Snapshot:
