@@ -3,6 +3,8 @@
 Paths: /metrics (good), /trickle (body 1 byte per ``TRICKLE_S``), /trickle-headers, /endless (chunked, never
 ends), /bomb (4 MB of gzip inflating to 4.2 GB), /loop (redirects to itself), /elsewhere (redirects to
 ``redirect_to``), /passwd (200 text/plain with a passwd-like line), /html, /badle, /negative, /dup, /auth.
+Under /endless/, /bomb/, /trickle/ and /trickle-headers/ every path misbehaves the same way (a Prometheus base
+URL whose API answers so).
 Used by the hostile-input tests and bench/hostile_rss.py; it never listens beyond the loopback.
 """
 
@@ -25,6 +27,7 @@ BAD = {
     "/negative": b"# TYPE vllm:request_success counter\nvllm:request_success_total{model_name=\"m\"} -5\n",
     "/dup": b"# TYPE g gauge\ng{a=\"1\"} 1\ng{a=\"1\"} 2\n",
 }
+PREFIXED = ("/endless", "/bomb", "/trickle", "/trickle-headers")
 BOMB_BLOCK = 1024 * 1024
 BOMB_BLOCKS = 4200  # 4.2 GB of zeros once inflated
 
@@ -65,6 +68,9 @@ class _Handler(socketserver.BaseRequestHandler):
 
     def respond(self, sock: socket.socket, path: str) -> None:
         text = {"Content-Type": "text/plain; version=0.0.4"}
+        for base in PREFIXED:  # /endless/api/v1/query …: a base URL that misbehaves for every API call under it
+            if path.startswith(base + "/"):
+                path = base
         if path == "/metrics":
             sock.sendall(_head("200 OK", {**text, "Content-Length": str(len(GOOD))}) + GOOD)
         elif path in BAD:

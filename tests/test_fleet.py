@@ -98,3 +98,30 @@ def test_bad_fleet_arguments_exit_2(capsys, tmp_path):
     assert "unreachable" in capsys.readouterr().err
     assert main(["diagnose", "--prometheus", closed_port_url(), "--by", "not a label"]) == 2
     assert "not a label name" in capsys.readouterr().err
+
+
+def test_itl_is_read_only_for_replicas_without_per_request_tpot(fleet_history, tmp_path):
+    """A fleet mixing a current vLLM (per-request TPOT histogram) and an older one (ITL only): the ITL quantiles are
+    asked in a second round for the older replica alone, which gets its TPOT from them, and each group still equals
+    its single-engine diagnosis."""
+    from tests.prom_harness import start_prometheus
+    from tests.rules_harness import merge_openmetrics
+
+    per_request = "vllm:request_time_per_output_token_seconds"
+    old = "\n".join(line for line in fleet_history.texts["queueing"].splitlines() if per_request not in line) + "\n"
+    texts = {"current": fleet_history.texts["queueing"], "older": old}
+    server = start_prometheus(tmp_path, merge_openmetrics(texts), fleet_history.end)
+    try:
+        args = ["--prometheus", server.url, "--end", fleet_history.stop.isoformat(), "--json"]
+        fleet = json.loads(cli(*args, "--by", "instance").stdout)
+        for group in fleet["groups"]:
+            single = cli(*args, "--match", f'instance="{group["labels"]["instance"]}"')
+            assert single.returncode == 0, single.stderr
+            assert group["diagnosis"] == json.loads(single.stdout)
+        by = {g["labels"]["instance"]: g["diagnosis"] for g in fleet["groups"]}
+        assert set(by) == {"current", "older"}
+        assert "ITL histogram" in by["older"]["signals"]["tpot_p99_s"]["source"]
+        assert "per-request TPOT" in by["current"]["signals"]["tpot_p99_s"]["source"]
+        assert not any(k.startswith("quantile:itl") for k in by["current"]["missing"])
+    finally:
+        server.stop()

@@ -9,11 +9,12 @@ from typing import Any
 
 import requests
 from prometheus_api_client import PrometheusApiClientException, PrometheusConnect
-from urllib3.util.retry import Retry
 
 from triage.alerting.export import RuleSet
 from triage.errors import TriageError
+from triage.sources.metrics.fetch import AnswerTooLarge
 from triage.sources.metrics.profiles import Profile, profile_for_url, redact_url
+from triage.sources.metrics.prometheus_window import prometheus_client
 from triage.sources.metrics.scrape import connection_reason
 
 MAX_WORKERS = 4
@@ -33,9 +34,7 @@ class Firing:
 
 
 def _client(profile: Profile, timeout: float) -> PrometheusConnect:
-    return PrometheusConnect(url=profile.url.rstrip("/"), headers=profile.request_headers() or None,
-                             disable_ssl=not profile.verify_tls, auth=profile.auth(),
-                             retry=Retry(total=0, read=False, raise_on_status=False), timeout=timeout)
+    return prometheus_client(profile, timeout)  # every answer bounded in time and size
 
 
 def _query(client: PrometheusConnect, expr: str, at: float, timeout: float, shown: str) -> list[dict]:
@@ -49,6 +48,8 @@ def _query(client: PrometheusConnect, expr: str, at: float, timeout: float, show
         raise TriageError(f"Prometheus at {shown} refused the query: {' '.join(str(exc).split())[:300]}") from None
     except (ValueError, KeyError, TypeError):
         raise TriageError(f"{shown} did not answer with Prometheus JSON (is it the Prometheus base URL?)") from None
+    except AnswerTooLarge as exc:
+        raise TriageError(f"Prometheus at {shown}: {exc}") from None
     except requests.exceptions.RequestException as exc:
         raise TriageError(f"request to {shown} failed ({type(exc).__name__})") from None
 

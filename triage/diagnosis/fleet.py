@@ -7,7 +7,7 @@ from datetime import datetime
 
 from triage.diagnosis.roofline import Hardware
 from triage.diagnosis.rules import Diagnosis, Slo, diagnose
-from triage.diagnosis.server_signals import NEEDS, server_signals
+from triage.diagnosis.server_signals import FIRST_NEEDS, ITL_NEEDS, needs_itl, server_signals
 from triage.diagnosis.window import LiveDiagnosis, empty_reason
 from triage.knowledge.loader import KnowledgeBase
 from triage.report.links import LiveLink, live_url
@@ -36,7 +36,13 @@ def diagnose_fleet(kb: KnowledgeBase, window: FleetWindow, slo: Slo,
                    hardware: Hardware | None = None) -> list[FleetRow]:
     """One row per group of the window's labels, in label order."""
     rows = []
-    for key, readings in window.read_groups(NEEDS).items():
+    groups = window.read_groups(FIRST_NEEDS)
+    lacking = [key for key, readings in groups.items() if needs_itl(readings)]
+    if lacking:  # as window_signals does for one replica, in one grouped round for all that need it
+        second = window.read_groups(ITL_NEEDS, groups=lacking)
+        for key in lacking:
+            groups[key].merge(second[key])
+    for key, readings in groups.items():
         signals = server_signals(kb, readings, hardware)
         diag = diagnose(kb, signals, slo)
         diag.empty = empty_reason(signals)

@@ -46,6 +46,12 @@ class Readings:
     def get(self, need: Need) -> float | dict[str, str] | None:
         return self.values.get(need)
 
+    def merge(self, other: Readings) -> None:
+        """Add a second read's answers (an error already reported is not repeated)."""
+        self.values.update(other.values)
+        self.missing.update(other.missing)
+        self.errors += [e for e in other.errors if e not in self.errors]
+
 
 @dataclass(frozen=True)
 class SeriesPoint:

@@ -29,6 +29,16 @@ NEEDS: list[Need] = [
     Need("info", "gpu_info", engine=DCGM),
 ]
 
+TPOT_PER_REQUEST = _q("tpot_req", 0.5)
+ITL_NEEDS = [_q("itl", q) for q in PCT.values()]
+FIRST_NEEDS = [n for n in NEEDS if n not in ITL_NEEDS]  # what a window is asked first
+
+
+def needs_itl(readings: Readings) -> bool:
+    """The ITL quantiles stand in for TPOT only when the per-request TPOT histogram gave nothing (older engines),
+    so they are read in a second round then, and not at all otherwise."""
+    return readings.get(TPOT_PER_REQUEST) is None
+
 
 class _Reader:
     """Numbers from readings by need, None when the window could not answer."""

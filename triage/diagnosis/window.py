@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from triage.diagnosis.readings import MetricWindow, Readings
 from triage.diagnosis.roofline import Hardware
 from triage.diagnosis.rules import Diagnosis, Slo, diagnose
-from triage.diagnosis.server_signals import NEEDS, server_signals
+from triage.diagnosis.server_signals import FIRST_NEEDS, ITL_NEEDS, needs_itl, server_signals
 from triage.diagnosis.signals import SignalSet
 from triage.knowledge.loader import KnowledgeBase
 
@@ -21,8 +21,11 @@ class LiveDiagnosis:
 
 def window_signals(kb: KnowledgeBase, window: MetricWindow,
                    hardware: Hardware | None = None) -> tuple[SignalSet, Readings]:
-    """Every need read at once, then the server signals they give."""
-    readings = window.read(NEEDS)
+    """Every need read at once (the ITL quantiles in a second round, only when TPOT needs them), then the server
+    signals they give."""
+    readings = window.read(FIRST_NEEDS)
+    if needs_itl(readings):
+        readings.merge(window.read(ITL_NEEDS))
     return server_signals(kb, readings, hardware), readings
 
 

@@ -38,6 +38,7 @@ from triage.safe_text import one_line, redact_url
 
 MAX_BODY_BYTES = 32 * 1024 * 1024  # a large vLLM /metrics is a few MB
 CHUNK = 64 * 1024
+INFLATE_STEP = 1024 * 1024  # decompressed bytes per zlib call
 ALLOW_ENV = "TRIAGE_SCRAPE_ALLOW"
 DEFAULT_SECRETS = (Path.home() / ".streamlit" / "secrets.toml", Path(".streamlit") / "secrets.toml")
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
@@ -294,11 +295,10 @@ def _read_body(response: requests.Response, url: str, max_bytes: int, deadline: 
             break
         if decoder is None:
             out += chunk
-        else:
-            data = decoder.decompress(chunk, max_bytes + 1 - len(out))
-            out += data
+        else:  # inflated a step at a time: a bomb never holds more than the cap plus one step
+            out += decoder.decompress(chunk, min(INFLATE_STEP, max_bytes + 1 - len(out)))
             while decoder.unconsumed_tail and len(out) <= max_bytes:
-                out += decoder.decompress(decoder.unconsumed_tail, max_bytes + 1 - len(out))
+                out += decoder.decompress(decoder.unconsumed_tail, min(INFLATE_STEP, max_bytes + 1 - len(out)))
             if decoder.unconsumed_tail:
                 raise too_big
         if len(out) > max_bytes:
@@ -382,6 +382,72 @@ def _status_reason(status: int, reason: str | None) -> str:
     if status == 404:
         return "HTTP 404: nothing here (is the path /metrics, and metrics enabled?)"
     return f"HTTP {status} {one_line(reason or '', 60)}".rstrip()
+
+
+MAX_API_BYTES = 64 * 1024 * 1024  # one Prometheus API answer (label values, an instant vector) is far smaller
+
+
+class AnswerTooLarge(requests.exceptions.RequestException):
+    """An API answer past the size cap (after decompression), refused before the rest is read."""
+
+
+class BoundedSession(requests.Session):
+    """A requests Session for API clients (prometheus-api-client takes one): every request gets a fresh
+    guarded connection, ``timeout`` seconds in total (a watchdog shuts the socket at the deadline, so neither
+    trickled headers nor a trickled body outlast it) and a body read here within ``max_bytes`` after
+    decompression. Cloud-metadata and link-local targets are refused as for a scrape; there is no allowlist
+    (the API URL is the operator's configuration, not a visitor's).
+
+    Errors are requests exceptions, so the client's callers handle them as before: ``ReadTimeout`` past the
+    deadline, ``AnswerTooLarge`` past the cap, ``ConnectionError`` for a refused target."""
+
+    def __init__(self, timeout: float, max_bytes: int = MAX_API_BYTES) -> None:
+        super().__init__()
+        if not (timeout > 0 and timeout < float("inf")):
+            raise TriageError(f"the timeout must be a positive number of seconds, got {timeout}")
+        self.total_timeout = float(timeout)
+        self.max_bytes = max_bytes
+        self._local = threading.local()  # the adapter of the request this thread is making
+        self.headers["Accept-Encoding"] = "gzip, deflate"  # the encodings _read_body decompresses within the cap
+
+    def get_adapter(self, url: str) -> Any:
+        adapter = getattr(self._local, "adapter", None)
+        return adapter if adapter is not None else super().get_adapter(url)
+
+    def request(self, method: str | bytes, url: str | bytes, *args: Any, **kwargs: Any) -> requests.Response:
+        shown = redact_url(str(url))
+        guard = _Guard(ScrapePolicy(max_bytes=self.max_bytes))
+        adapter = _session(guard).get_adapter("http://")  # its own pool: the guard sees every socket it opens
+        self._local.adapter = adapter
+        deadline = time.monotonic() + self.total_timeout
+        watchdog = threading.Timer(self.total_timeout, guard.expire)
+        watchdog.daemon = True
+        watchdog.start()
+        kwargs["stream"] = True
+        kwargs["timeout"] = (self.total_timeout, self.total_timeout)
+        try:
+            response = super().request(method, url, *args, **kwargs)
+            with response:
+                body = _read_body(response, shown, self.max_bytes, deadline)
+            if guard.expired:
+                raise TimeoutError
+            response._content = body  # read within the bounds; .json() and .content use it
+            response._content_consumed = True  # type: ignore[attr-defined]
+            return response
+        except Refused as exc:
+            raise requests.exceptions.ConnectionError(f"refused: {exc}") from None
+        except TriageError as exc:  # from _read_body: past the cap, or an encoding it does not decode
+            if "larger than" in exc.reason:
+                raise AnswerTooLarge(exc.reason) from None
+            raise requests.exceptions.ContentDecodingError(exc.reason) from None
+        except (requests.exceptions.RequestException, Urllib3Error, OSError, zlib.error):
+            if guard.expired:
+                raise requests.exceptions.ReadTimeout(f"no complete answer within {self.total_timeout:g} s") from None
+            raise
+        finally:
+            watchdog.cancel()
+            self._local.adapter = None
+            adapter.close()
 
 
 def connection_reason(exc: BaseException) -> str:

@@ -70,9 +70,10 @@ class FleetWindow(PrometheusWindow):
 
     # ------------------------------------------------------------ reading
 
-    def read_groups(self, needs: list[Need]) -> dict[GroupKey, Readings]:
+    def read_groups(self, needs: list[Need], groups: list[GroupKey] | None = None) -> dict[GroupKey, Readings]:
         """Readings per group: one query per need (one per histogram for its quantiles) for the whole fleet. The
-        groups are those the serving engine's series form; each gets what a window matching it would read."""
+        groups are those the serving engine's series form (or ``groups``, e.g. those a first round found); each
+        gets what a window matching it would read."""
         skeleton = Readings(window_seconds=float(self.window_seconds))
         queries = self._plan(needs, skeleton)
         texts: dict[str, list[Query]] = {}  # one request per PromQL text (a histogram's quantiles share one) ...
@@ -82,7 +83,8 @@ class FleetWindow(PrometheusWindow):
         results = self._run([partial(self._instant, text, at) for text in texts])
         self._raise_if_all_fatal(results)
         answers = [(qs, self._index(qs[0], result)) for qs, result in zip(texts.values(), results)]
-        groups = self._groups(answers)
+        if groups is None:
+            groups = self._groups(answers)
         failed = any(isinstance(r, QueryFailed) for r in results)
         out: dict[GroupKey, Readings] = {}
         for key in groups:
@@ -91,7 +93,7 @@ class FleetWindow(PrometheusWindow):
             group = dict(key)
             for qs, result in answers:
                 self._store_group(readings, qs, result, group)
-            if not failed and all(readings.values[q.need] is None for q in queries):
+            if queries and not failed and all(readings.values[q.need] is None for q in queries):
                 readings.errors.append(f"no samples between {self._span_text()}")
             out[key] = readings
         return out

@@ -20,6 +20,7 @@ from urllib3.util.retry import Retry
 from triage.diagnosis.readings import Need, Readings, SeriesPoint
 from triage.errors import TriageError
 from triage.knowledge.engines import EngineSpec
+from triage.sources.metrics.fetch import AnswerTooLarge, BoundedSession
 from triage.sources.metrics.profiles import Profile, profile_for_url, redact_url
 from triage.sources.metrics.scrape import connection_reason
 from triage.sources.metrics.snapshot_window import (
@@ -105,6 +106,17 @@ def promql(need: Need, r: Resolved, range_s: int, by: tuple[str, ...] = ()) -> s
     return f"last_over_time({sel}{w})"  # info: every series (a fleet's group takes its first)
 
 
+def prometheus_client(profile: Profile, timeout: float) -> PrometheusConnect:
+    """A client for ``profile``: no retries (a refused connection, a timeout or a 500 is reported at once, as
+    itself), and every answer read within ``timeout`` seconds in total and MAX_API_BYTES after decompression
+    (a BoundedSession: a trickling or endless answer, or a gzip bomb, ends in a clear error)."""
+    session = BoundedSession(timeout)
+    session.verify = profile.verify_tls
+    return PrometheusConnect(url=profile.url.rstrip("/"), headers=profile.request_headers() or None,
+                             auth=profile.auth(), session=session,
+                             retry=Retry(total=0, read=False, raise_on_status=False), timeout=timeout)
+
+
 class PrometheusWindow:
     """MetricWindow over [start, end] of a Prometheus; values are instant queries evaluated at ``end``."""
 
@@ -129,11 +141,7 @@ class PrometheusWindow:
     # ------------------------------------------------------------ connection and errors
 
     def _connect(self) -> PrometheusConnect:
-        """No retries (a refused connection, a timeout or a 500 is reported at once, as itself) and the timeout on
-        every request (connect and read)."""
-        return PrometheusConnect(url=self.url, headers=self.profile.request_headers() or None,
-                                 disable_ssl=not self.profile.verify_tls, auth=self.profile.auth(),
-                                 retry=Retry(total=0, read=False, raise_on_status=False), timeout=self.timeout)
+        return prometheus_client(self.profile, self.timeout)
 
     def _call(self, fn: Callable[[], Any]) -> Any:
         """Run one client call, turning every failure into a QueryFailed sentence."""
@@ -151,6 +159,8 @@ class PrometheusWindow:
         except (ValueError, KeyError, TypeError):
             raise QueryFailed(f"{self.shown_url} did not answer with Prometheus JSON (is it the Prometheus base "
                               "URL?)", True) from None
+        except AnswerTooLarge as exc:
+            raise QueryFailed(f"Prometheus at {self.shown_url}: {exc}", True) from None
         except requests.exceptions.RequestException as exc:
             raise QueryFailed(f"request to {self.shown_url} failed ({type(exc).__name__})", True) from None
 
