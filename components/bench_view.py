@@ -106,7 +106,7 @@ def summary_table(run: Run) -> None:
 def panels(loaded: bench_source.Loaded, run: Run, slo: Slo) -> None:
     multi = len(loaded.bench.runs) > 1
     names = [t("tab_distributions"), t("tab_prompt"), t("tab_time")] + ([t("tab_sweep")] if multi else [])
-    tabs = st.tabs(names, key="bench_tab", on_change="rerun")  # lazy: only the open tab's charts are drawn
+    tabs = st.tabs(names, key=session.BENCH_TAB.name, on_change="rerun")  # lazy: only the open tab's charts are drawn
     if run.has_requests:
         if tabs[0].open:
             with tabs[0]:

@@ -274,7 +274,7 @@ def memory_page() -> None:
     _verdict(b)
     _measured(inp, b)
     _branch(b)
-    details = st.expander(t("mem_details"), key="mem_details", on_change="rerun")
+    details = st.expander(t("mem_details"), key=session.MEM_DETAILS.name, on_change="rerun")
     if details.open:  # lazy: computed and sent only once opened
         with details:
             st.table(numbers_table(inp, b))

@@ -203,6 +203,7 @@ PROM_BASELINE: Widget[float | str | None] = Widget(
     "prom_baseline", _LIVE_PICKER, "baseline offset in hours (24, 168), 'chosen' or None")
 PROM_BASE_END = _end_picker("prom_base", "the chosen baseline's end")
 LIVE_PANEL: WidgetFamily[Any] = WidgetFamily("panel:", _LIVE_VIEW, "a Live panel chart, per panel id")
+LIVE_ALL_DELTAS: Widget[bool] = Widget("live_all_deltas", _LIVE_VIEW, "the expander of every signal's delta is open")
 
 # the Fleet page
 FLEET_REFRESH: Widget[int] = Widget("fleet_refresh", "pages.fleet", "seconds between Fleet refreshes")
@@ -216,6 +217,7 @@ FLEET_END = _end_picker("fleet", "the Fleet window's end")
 # the Benchmark page
 BENCH_UPLOAD: Widget[Any] = Widget("bench_upload", _BENCH, "the benchmark files uploaded (UploadedFiles)")
 BENCH_RUN: WidgetFamily[int] = WidgetFamily("run:", _BENCH, "the run picked in a file, per file digest")
+BENCH_TAB: Widget[str] = Widget("bench_tab", _BENCH, "the chart tab open (only its charts are drawn)")
 
 # the Verify page
 VERIFY_MODE: Widget[str] = Widget("verify_mode", _VERIFY, "compare two files or two Prometheus windows")
@@ -277,6 +279,7 @@ MEM_HEAD_DIM: Widget[int] = Widget("mem_head_dim", _MEM, "a custom model's head 
 MEM_PARAMS: Widget[float] = Widget("mem_params", _MEM, "a custom model's parameters, billions")
 MEM_CONFIG: Widget[str] = Widget("mem_config", _MEM, "a pasted config.json")
 MEM_CHART: Widget[Any] = Widget("mem_chart", _MEM, "the memory breakdown chart")
+MEM_DETAILS: Widget[bool] = Widget("mem_details", _MEM, "the expander of the memory details is open")
 
 
 def widgets() -> list[Widget[Any]]:
