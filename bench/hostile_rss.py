@@ -1,13 +1,16 @@
 """Peak memory under hostile input: an endless /metrics stream, a gzip bomb, and 10 large uploads.
 
-Run: .venv/bin/python bench/hostile_rss.py [--uploads 10] [--rows 1000000] [--skip-uploads]
+Run: .venv/bin/python bench/hostile_rss.py [--uploads 10] [--rows 1000000] [--skip-fetch] [--skip-uploads]
+     [--skip-verify]   (TRIAGE_PARSE_CACHE_MB in the environment reaches the server)
 
 * fetch: ``python -m triage diagnose --endpoint URL`` in a fresh child against tests/hostile_server.py on
-  127.0.0.1 (/metrics good, /endless never ends, /bomb is 4 MB of gzip inflating to 4.2 GB); the child's
-  peak RSS comes from wait4 (ru_maxrss), so nothing of this process is counted.
+  127.0.0.1 (/metrics good, /endless never ends, /bomb is 4 MB of gzip inflating to 4.2 GB); the child writes
+  its own VmHWM as it exits, so nothing of this process is counted (ru_maxrss would start from this process's
+  peak).
 * uploads: a real ``streamlit run app.py``; Debian Chromium (Playwright) uploads N distinct per-request CSVs
-  (bench/parse.py's generator) on the Benchmark page, one by one; the server's RSS after each parse and its
-  peak (VmHWM) are read from /proc/<pid>/status.
+  (bench/parse.py's generator, 1M rows = 108 MB) on the Benchmark page one by one, then two on Verify; the
+  server's RSS after each parse, the largest RSS seen while each uploads, and the run's peak (VmHWM) are read
+  from /proc/<pid>/status.
 """
 
 from __future__ import annotations

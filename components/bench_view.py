@@ -108,18 +108,21 @@ def summary_table(run: Run) -> None:
 def panels(loaded: bench_source.Loaded, run: Run, slo: Slo) -> None:
     multi = len(loaded.bench.runs) > 1
     names = [t("tab_distributions"), t("tab_prompt"), t("tab_time")] + ([t("tab_sweep")] if multi else [])
-    tabs = st.tabs(names)
+    tabs = st.tabs(names, key="bench_tab", on_change="rerun")  # lazy: only the open tab's charts are drawn
     if run.has_requests:
-        with tabs[0]:
-            bench_charts.distributions(run, slo.values)
-        with tabs[1]:
-            bench_charts.ttft_vs_prompt(run)
-        with tabs[2]:
-            bench_charts.latency_over_time(run)
+        if tabs[0].open:
+            with tabs[0]:
+                bench_charts.distributions(run, slo.values)
+        if tabs[1].open:
+            with tabs[1]:
+                bench_charts.ttft_vs_prompt(run)
+        if tabs[2].open:
+            with tabs[2]:
+                bench_charts.latency_over_time(run)
     else:
         for tab in tabs[:3]:
             tab.info(t("summary_only"))
-    if multi:
+    if multi and tabs[3].open:
         with tabs[3]:
             bench_charts.sweep_curve(sweep_points(knowledge(), loaded.bench, slo.values), slo.values)
     if run.definitions:

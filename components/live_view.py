@@ -59,10 +59,13 @@ def all_deltas(result: LiveResult) -> None:
     """Every signal of the window beside the baseline's, with the change."""
     if not result.deltas:
         return
+    box = st.expander(t("live_all_deltas"), key="live_all_deltas", on_change="rerun")
+    if not box.open:  # lazy: the table (and the browser's grid code) only once it is opened
+        return
     rows = [{t("ev_signal"): d.name, t("live_current"): fmt_value(d.current, d.unit),
              t("live_baseline_col"): fmt_value(d.baseline, d.unit),
              t("verify_change"): _change(d)} for d in result.deltas]
-    with st.expander(t("live_all_deltas")):
+    with box:
         st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
 
 

@@ -272,5 +272,7 @@ def memory_page() -> None:
     _verdict(b)
     _measured(inp, b)
     _branch(b)
-    with st.expander(t("mem_details")):
-        st.table(numbers_table(inp, b))
+    details = st.expander(t("mem_details"), key="mem_details", on_change="rerun")
+    if details.open:  # lazy: computed and sent only once opened
+        with details:
+            st.table(numbers_table(inp, b))

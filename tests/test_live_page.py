@@ -34,6 +34,9 @@ def test_demo_source_shows_panels_and_lit_branch():
     labels = [m.label for m in at.metric]
     assert "TTFT p99" in labels and "KV usage (max)" in labels
     assert "vs baseline" in " ".join(str(m.proto.delta) for m in at.metric)
+    assert not at.dataframe  # "Every signal against the baseline" is lazy: no table until it is opened
+    at.session_state["live_all_deltas"] = True
+    at.run()
     table = at.dataframe[0].value
     assert {"kv_usage_max", "waiting_mean", "ttft_p99_s"} <= set(table["Signal"])
 

@@ -299,8 +299,14 @@ def test_single_uploads_parse_once_release_and_keep_no_bytes():
     assert take("cand", None, None) is None and "cand" not in uploads.refused
     # the memory bound dropped the parse: a message, not a crash
     tiny = ParseCache(max_bytes=1024)
-    dropped = SingleUploads()
-    assert isinstance(dropped.take("x", "9", FakeUpload("9", "c.csv", GOOD), tiny), Refused)
+    assert isinstance(SingleUploads().take("x", "9", FakeUpload("9", "c.csv", GOOD), tiny), Refused)
+    # a parse the bound dropped later (another session's uploads): the uploader says to upload it again
+    one = ParseCache(max_bytes=benchmark_bytes(open_benchmark(GOOD, "a.csv")) + 1)
+    later = SingleUploads()
+    assert isinstance(later.take("base", "1", FakeUpload("1", "a.csv", GOOD), one), tuple)
+    assert isinstance(later.take("cand", "2", FakeUpload("2", "b.csv", GOOD), one), tuple)  # drops a.csv
+    gone = later.take("base", "1", None, one)
+    assert isinstance(gone, Refused) and gone.name == "a.csv" and "upload it again" in gone.reason
 
 
 def test_snapshot_cache_parses_once_and_refuses_past_the_metrics_cap():
