@@ -26,6 +26,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import requests
 from requests.adapters import HTTPAdapter
@@ -467,7 +468,20 @@ class BoundedSession(requests.Session):
         self.total_timeout = float(timeout)
         self.max_bytes = max_bytes
         self._local = threading.local()  # the adapter of the request this thread is making
+        self._environment: dict[tuple[Any, ...], Any] = {}  # per host: proxies, verify from the env
         self.headers["Accept-Encoding"] = "gzip, deflate"  # the encodings _read_body decompresses within the cap
+
+    def merge_environment_settings(self, url: Any, proxies: Any, stream: Any, verify: Any, cert: Any) -> Any:
+        """As requests does it, once per host for this session (it reads every environment variable on each
+        call: a millisecond per query, a window's dozens of queries to one host)."""
+        key = (urlsplit(str(url)).netloc, tuple(sorted((proxies or {}).items())), stream, verify, cert)
+        try:
+            found = self._environment.get(key)
+        except TypeError:  # an unhashable setting: not cached
+            return super().merge_environment_settings(url, proxies, stream, verify, cert)
+        if found is None:
+            found = self._environment[key] = super().merge_environment_settings(url, proxies, stream, verify, cert)
+        return {**found, "proxies": dict(found["proxies"])}
 
     def get_adapter(self, url: str) -> Any:
         adapter = getattr(self._local, "adapter", None)
