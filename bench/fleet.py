@@ -156,8 +156,9 @@ def main() -> int:
     fleet_s = statistics.median(r["seconds"] for r in fleet)
     peak = max(r["peak_mb"] for r in fleet)
     ratio = fleet_s / one_s
-    print(f"one engine   : {one_s:.3f} s (median of {args.repeat}); causes {one[0]['causes']}")
-    print(f"fleet ({fleet[0]['groups']} engines): {fleet_s:.3f} s (median of {args.repeat})")
+    runs = lambda rs: ", ".join(f"{r['seconds']:.2f}" for r in rs)  # noqa: E731
+    print(f"one engine   : {one_s:.3f} s (median of {args.repeat}: {runs(one)}); causes {one[0]['causes']}")
+    print(f"fleet ({fleet[0]['groups']} engines): {fleet_s:.3f} s (median of {args.repeat}: {runs(fleet)})")
     print(f"ratio fleet / one engine: {ratio:.2f}x (target <= {TARGET_RATIO:g}x) "
           f"{'OK' if ratio <= TARGET_RATIO else 'OVER'}")
     print(f"client peak memory (fleet): {peak:.0f} MB (target < {TARGET_MB:g} MB) "

@@ -80,9 +80,10 @@ class FleetWindow(PrometheusWindow):
         for q in sorted(queries, key=lambda q: q.need.kind == "quantile"):  # ... in PrometheusWindow.read's order
             texts.setdefault(self.grouped_promql(q), []).append(q)
         at = self.end.timestamp()
-        results = self._run([partial(self._instant, text, at) for text in texts])
+        # each answer is split by group in its worker thread, while slower queries are still evaluated
+        results = self._run([partial(self._indexed, qs[0], text, at) for text, qs in texts.items()])
         self._raise_if_all_fatal(results)
-        answers = [(qs, self._index(qs[0], result)) for qs, result in zip(texts.values(), results)]
+        answers = list(zip(texts.values(), results))
         if groups is None:
             groups = self._groups(answers)
         failed = any(isinstance(r, QueryFailed) for r in results)
@@ -112,11 +113,11 @@ class FleetWindow(PrometheusWindow):
                 seen.update(dict.fromkeys(by_key))
         return sorted(seen)
 
-    def _index(self, q: Query, result: Any) -> Any:
-        """A query's samples by the group key of its labels (a failure stays as it is); a histogram's buckets as
-        (le, increase) pairs."""
-        if isinstance(result, QueryFailed):
-            return result
+    def _indexed(self, q: Query, text: str, at: float) -> dict[GroupKey, Any]:
+        return self._index(q, self._instant(text, at))
+
+    def _index(self, q: Query, result: list[dict]) -> dict[GroupKey, Any]:
+        """A query's samples by the group key of its labels; a histogram's buckets as (le, increase) pairs."""
         labels = sorted(self._labels_for(q))
         by_key: dict[GroupKey, list[dict]] = {}
         for sample in result:
