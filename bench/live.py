@@ -1,9 +1,16 @@
-"""Time one live refresh (all queries + signals + diagnosis) against a real Prometheus vs its slowest single query."""
+"""Time one live refresh (all queries + signals + diagnosis) against a real Prometheus vs its slowest single query.
+
+Run: .venv/bin/python bench/live.py [--hours 24] [--engines 8] [--repeat 5] [--keep DIR | --reuse DIR]
+The refresh timed is the Live page's own (triage.service.live.refresh over triage.service.windows.prometheus_pair).
+Generating and backfilling 24 h x 8 engines takes long on a small machine: ``--keep DIR`` saves the TSDB after the
+backfill and ``--reuse DIR`` measures on a saved one (its end time is read from the blocks' meta.json).
+"""
 
 from __future__ import annotations
 
 import argparse
 import itertools
+import json
 import shutil
 import statistics
 import subprocess
@@ -112,11 +119,26 @@ def start(folder: Path, data: Path, end: int) -> PromServer:
     return server
 
 
+def saved_end(tsdb: Path) -> int:
+    """The time of the last sample in a saved TSDB (the blocks' maxTime is exclusive, in ms)."""
+    ends = [json.loads(meta.read_text(encoding="utf-8"))["maxTime"] for meta in tsdb.glob("*/meta.json")]
+    if not ends:
+        raise SystemExit(f"{tsdb}: no TSDB blocks (meta.json) to reuse")
+    return int((max(ends) - 1) // 1000 // STEP * STEP)
+
+
+def reuse_data(folder: Path, saved: Path) -> PromServer:
+    data = folder / "data"
+    shutil.copytree(saved, data)
+    print(f"reusing the TSDB in {saved} ({_size_mb(data):.0f} MB)")
+    return start(folder, data, saved_end(data))
+
+
 def _size_mb(path: Path) -> float:
     return sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) / 1e6
 
 
-def load_data(folder: Path, hours: float, engines: int) -> PromServer:
+def load_data(folder: Path, hours: float, engines: int, keep: Path | None = None) -> PromServer:
     end = data_end()
     t0 = time.perf_counter()
     files, samples = generate(folder, hours, engines, end)
@@ -132,6 +154,8 @@ def load_data(folder: Path, hours: float, engines: int) -> PromServer:
           f"merge {t2 - t1:.1f} s ({merged.stat().st_size / 1e6:.0f} MB); promtool backfill {t3 - t2:.1f} s; "
           f"TSDB {_size_mb(folder / 'data'):.0f} MB")
     merged.unlink()
+    if keep is not None:
+        shutil.copytree(folder / "data", keep, dirs_exist_ok=True)
     return start(folder, folder / "data", end)
 
 
@@ -212,11 +236,16 @@ def main() -> None:
     ap.add_argument("--hours", type=float, default=24)
     ap.add_argument("--engines", type=int, default=8)
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--keep", type=Path, default=None, help="save the backfilled TSDB here for --reuse")
+    ap.add_argument("--reuse", type=Path, default=None, help="measure on a TSDB saved with --keep")
     args = ap.parse_args()
     folder = Path(tempfile.mkdtemp(prefix="bench-live-"))
     server = None
     try:
-        server = load_data(folder, args.hours, args.engines)
+        if args.reuse is not None:
+            server = reuse_data(folder, args.reuse)
+        else:
+            server = load_data(folder, args.hours, args.engines, args.keep)
         measure(server, args.repeat)
     finally:
         if server is not None:

@@ -7,6 +7,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import partial
+from typing import Any
 
 import streamlit as st
 
@@ -49,20 +50,20 @@ def fresh(files: Sequence[Upload]) -> list[Upload]:
     return _uploads().fresh(files)
 
 
-def ingest(files: Sequence[Upload], status, key: str) -> tuple[list[str], list[str]]:
-    """Parse newly uploaded files of uploader ``key``: (names loaded, names refused); the last good one becomes
+def ingest(files: Sequence[Upload], status, uploader: session.Widget[Any]) -> tuple[list[str], list[str]]:
+    """Parse newly uploaded files of ``uploader``: (names loaded, names refused); the last good one becomes
     the file viewed. Each file's bytes are released once it is parsed or refused."""
     uploads = _uploads()
     result = uploads.ingest(files, parse_cache(), progress=lambda text: status.update(label=text),
-                            loaded=status.write, release=partial(release, key=key))
+                            loaded=status.write, release=partial(release, uploader=uploader))
     if uploads.viewed is not None:
         view(uploads.viewed)
     return result
 
 
-def refused(key: str) -> list[tuple[str, str]]:
-    """(name, message) of the files now in uploader ``key`` that did not parse (their bytes already released)."""
-    return _uploads().refused(uploader_ids(key))
+def refused(uploader: session.Widget[Any]) -> list[tuple[str, str]]:
+    """(name, message) of the files now in ``uploader`` that did not parse (their bytes already released)."""
+    return _uploads().refused(uploader_ids(uploader))
 
 
 def view(digest: str) -> None:

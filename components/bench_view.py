@@ -19,24 +19,22 @@ from triage.run import Run
 from triage.safe_text import md_escape
 from triage.service.uploads import format_title
 
-UPLOAD_KEY = "bench_upload"
-
 
 def upload_area() -> list[tuple[str, str]]:
     """The uploader; returns (name, message) of each file in it that could not be read."""
-    files = st.file_uploader(t("upload"), accept_multiple_files=True, key=UPLOAD_KEY,
+    files = st.file_uploader(t("upload"), accept_multiple_files=True, key=session.BENCH_UPLOAD.name,
                              type=["json", "jsonl", "yaml", "yml", "csv", "parquet", "txt"])
     fresh = bench_source.fresh(files or [])
     if fresh:
         with st.status(t("parsing"), expanded=False) as status:
-            good, bad = bench_source.ingest(fresh, status, UPLOAD_KEY)
+            good, bad = bench_source.ingest(fresh, status, session.BENCH_UPLOAD)
             if bad:  # the status says what happened, never "parsed" for a file that was refused
                 status.update(label=t("upload_refused", names=", ".join(bad)), state="error", expanded=False)
             else:
                 status.update(label=t("parsed_files", names=", ".join(good)), state="complete")
     if bench_source.dropped():
         st.caption(t("bench_dropped", n=bench_source.dropped()))
-    return bench_source.refused(UPLOAD_KEY)
+    return bench_source.refused(session.BENCH_UPLOAD)
 
 
 def file_picker(failed: list[tuple[str, str]]) -> bench_source.Loaded | None:
@@ -70,7 +68,7 @@ def run_picker(loaded: bench_source.Loaded) -> Run:
         return bench.runs[0]
     labels = [f"{i}. {r.label}" for i, r in enumerate(bench.runs, start=1)]
     chosen = st.selectbox(t("run_picker"), range(len(labels)), index=len(labels) - 1,
-                          format_func=labels.__getitem__, key=f"run:{loaded.digest}")
+                          format_func=labels.__getitem__, key=session.BENCH_RUN.key(loaded.digest))
     return bench.runs[chosen]
 
 
@@ -108,7 +106,7 @@ def summary_table(run: Run) -> None:
 def panels(loaded: bench_source.Loaded, run: Run, slo: Slo) -> None:
     multi = len(loaded.bench.runs) > 1
     names = [t("tab_distributions"), t("tab_prompt"), t("tab_time")] + ([t("tab_sweep")] if multi else [])
-    tabs = st.tabs(names, key="bench_tab", on_change="rerun")  # lazy: only the open tab's charts are drawn
+    tabs = st.tabs(names, key=session.BENCH_TAB.name, on_change="rerun")  # lazy: only the open tab's charts are drawn
     if run.has_requests:
         if tabs[0].open:
             with tabs[0]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from components import session
 from components.findings import remember
 from components.node_panel import technique_link
 from components.shell import knowledge, lang, t
@@ -46,7 +47,7 @@ def finding_card(f: Finding, rank: int, select: bool = True) -> None:
         for tid in f.techniques:
             technique_link(tid)
         if select:  # only where the tree is on the page; elsewhere the cause's id names it
-            st.button(t("show_in_tree", title=cause.short.get(lang())), key=f"select:{f.cause}",
+            st.button(t("show_in_tree", title=cause.short.get(lang())), key=session.SHOW_CAUSE.key(f.cause),
                       on_click=request_scroll, args=(f.cause,), icon=":material/account_tree:")
 
 
@@ -98,7 +99,7 @@ def within_slo_but(diag: Diagnosis, select: bool = True) -> None:
             for tid in f.techniques:
                 technique_link(tid)
             if select:
-                st.button(t("show_in_tree", title=cause.short.get(lang())), key=f"select-note:{f.cause}",
+                st.button(t("show_in_tree", title=cause.short.get(lang())), key=session.SHOW_NOTE_CAUSE.key(f.cause),
                           on_click=request_scroll, args=(f.cause,), icon=":material/account_tree:")
 
 

@@ -33,13 +33,13 @@ def fleet_controls() -> FleetRequest | None:
         profile = prometheus_profile()
     if profile is None:
         return None
-    window = cols[1].selectbox(t("live_window"), list(WINDOWS_MIN), index=1, key="fleet_window")
-    by_text = cols[2].text_input(t("fleet_by"), value=DEFAULT_BY, key="fleet_by", help=t("fleet_by_help"))
+    window = cols[1].selectbox(t("live_window"), list(WINDOWS_MIN), index=1, key=session.FLEET_WINDOW.name)
+    by_text = cols[2].text_input(t("fleet_by"), value=DEFAULT_BY, key=session.FLEET_BY.name, help=t("fleet_by_help"))
     by = tuple(label.strip() for label in by_text.split(",") if label.strip())
     if not by:
         st.info(t("fleet_by_help"))
         return None
-    return FleetRequest(profile, window, by, end_time("fleet"))
+    return FleetRequest(profile, window, by, end_time(session.FLEET_END))
 
 
 def refresh(req: FleetRequest, slo: Slo) -> list[dict[str, object]]:
@@ -65,15 +65,15 @@ def render(records: list[dict[str, object]], at: datetime) -> None:
         return
     symptoms = sorted({str(s) for r in records for s in r["symptoms"]})  # type: ignore[attr-defined]
     c1, c2 = st.columns([2, 2])
-    text = c1.text_input(t("fleet_filter"), key="fleet_filter", placeholder="instance=…, ttft.queueing")
-    wanted = c2.multiselect(t("fleet_symptom_filter"), symptoms, key="fleet_symptom_filter")
+    text = c1.text_input(t("fleet_filter"), key=session.FLEET_FILTER.name, placeholder="instance=…, ttft.queueing")
+    wanted = c2.multiselect(t("fleet_symptom_filter"), symptoms, key=session.FLEET_SYMPTOM_FILTER.name)
     shown = [r for r in records
              if (not text or text.lower() in f"{r['replica']} {r['top_cause']}".lower())
              and (not wanted or set(wanted) & set(r["symptoms"]))]  # type: ignore[call-overload]
     sick = sum(1 for r in records if r["findings"])
     st.caption(t("fleet_summary", total=len(records), sick=sick, shown=len(shown),
                  at=at.astimezone().strftime("%H:%M:%S")))
-    st.dataframe(_table(shown), hide_index=True, width="stretch", key="fleet_table",
+    st.dataframe(_table(shown), hide_index=True, width="stretch", key=session.FLEET_TABLE.name,
                  column_config={t("fleet_live"): st.column_config.LinkColumn(t("fleet_live"),
                                                                             display_text=t("fleet_open"))})
 

@@ -23,16 +23,16 @@ RANGES = {"15m": 15, "1h": 60, "6h": 360, "custom": None}  # the time-range pick
 RANGE_LABELS = {"15m": "15 min", "1h": "1 h", "6h": "6 h"}
 
 
-def _from_url(key: str, param: str, parse: Callable[[str], object], allowed: object = None) -> None:
-    """Seed widget ``key`` from ``?param=`` once per session (an incident link reopens the same view)."""
-    if session.has_widget(key) or param not in st.query_params:
+def _from_url(widget: session.Widget[Any], param: str, parse: Callable[[str], object], allowed: object = None) -> None:
+    """Seed ``widget`` from ``?param=`` once per session (an incident link reopens the same view)."""
+    if widget.present() or param not in st.query_params:
         return
     try:
         value = parse(st.query_params[param])
     except ValueError:
         return
     if allowed is None or value in allowed:  # type: ignore[operator]
-        session.seed_widget(key, value)
+        widget.seed(value)
 
 
 def _to_url(values: dict[str, str | None]) -> None:
@@ -45,28 +45,29 @@ def _to_url(values: dict[str, str | None]) -> None:
 
 def time_range() -> tuple[float, datetime | None]:
     """(minutes, end or None for now) from the range picker: last 15 m / 1 h / 6 h, or a custom span and end."""
-    _from_url("live_range", "window", str, RANGES)
-    choice = st.segmented_control(t("live_range"), list(RANGES), default="15m", key="live_range", required=True,
+    _from_url(session.LIVE_RANGE, "window", str, RANGES)
+    choice = st.segmented_control(t("live_range"), list(RANGES), default="15m", key=session.LIVE_RANGE.name,
+                                  required=True,
                                   format_func=labels_now(list(RANGES), lambda r: t("live_range_custom")
                                                          if r == "custom" else RANGE_LABELS[r]))
     if choice != "custom":
         _to_url({"window": choice, "minutes": None, "end": None})
         return float(RANGES[choice] or 15), None
-    _from_url("live_custom_min", "minutes", float)
-    if "end" in st.query_params and not session.has_widget("live_custom_end_date"):
+    _from_url(session.LIVE_CUSTOM_MIN, "minutes", float)
+    if "end" in st.query_params and not session.LIVE_CUSTOM_END_DATE.present():
         try:
             end = datetime.fromisoformat(st.query_params["end"]).astimezone(UTC)
-            session.seed_widget("live_custom_end_date", end.date())
-            session.seed_widget("live_custom_end_time", end.time().replace(tzinfo=None))
+            session.LIVE_CUSTOM_END_DATE.seed(end.date())
+            session.LIVE_CUSTOM_END_TIME.seed(end.time().replace(tzinfo=None))
         except ValueError:
             pass
-    if not session.has_widget("live_custom_min"):
-        session.seed_widget("live_custom_min", 30.0)
+    if not session.LIVE_CUSTOM_MIN.present():
+        session.LIVE_CUSTOM_MIN.seed(30.0)
     c = st.columns(3)
     minutes = c[0].number_input(t("live_custom_minutes"), min_value=1.0, max_value=7 * 24 * 60.0, step=5.0,
-                                key="live_custom_min")
-    day = c[1].date_input(t("live_end_date"), key="live_custom_end_date")
-    at = c[2].time_input(t("live_end_time"), value=time(0, 0), key="live_custom_end_time", step=300)
+                                key=session.LIVE_CUSTOM_MIN.name)
+    day = c[1].date_input(t("live_end_date"), key=session.LIVE_CUSTOM_END_DATE.name)
+    at = c[2].time_input(t("live_end_time"), value=time(0, 0), key=session.LIVE_CUSTOM_END_TIME.name, step=300)
     end = datetime.combine(day, at, tzinfo=UTC)
     _to_url({"window": "custom", "minutes": f"{minutes:g}", "end": end.strftime("%Y-%m-%dT%H:%MZ")})
     return float(minutes), end
@@ -75,10 +76,10 @@ def time_range() -> tuple[float, datetime | None]:
 def _demo(minutes: float, end: datetime | None) -> partial[Any]:
     scenarios = demo_scenarios()
     ids = list(scenarios)
-    _from_url("live_scenario", "scenario", str, ids)
-    if not session.has_widget("live_scenario"):
-        session.seed_widget("live_scenario", "queueing")
-    scenario = st.selectbox(t("live_scenario"), ids, key="live_scenario",
+    _from_url(session.LIVE_SCENARIO, "scenario", str, ids)
+    if not session.LIVE_SCENARIO.present():
+        session.LIVE_SCENARIO.seed("queueing")
+    scenario = st.selectbox(t("live_scenario"), ids, key=session.LIVE_SCENARIO.name,
                             format_func=labels_now(ids, lambda s: scenarios[s].title.get(lang())))
     _to_url({"scenario": scenario})
     st.caption(scenarios[scenario].description.get(lang()) + " " + t("live_demo_now"))
@@ -86,7 +87,7 @@ def _demo(minutes: float, end: datetime | None) -> partial[Any]:
 
 
 def _scrape(minutes: float, end: datetime | None) -> partial[Any] | None:
-    url = st.text_input(t("live_url"), placeholder="http://127.0.0.1:8000/metrics", key="live_url")
+    url = st.text_input(t("live_url"), placeholder="http://127.0.0.1:8000/metrics", key=session.LIVE_URL.name)
     if not url:
         st.info(t("live_url_hint"))
         return None
@@ -95,13 +96,14 @@ def _scrape(minutes: float, end: datetime | None) -> partial[Any] | None:
 
 def _snapshots(minutes: float, end: datetime | None) -> partial[Any] | None:
     cols = st.columns([2, 2, 1])
-    before = cols[0].file_uploader(t("live_before"), key="snap_before")
-    after = cols[1].file_uploader(t("live_after"), key="snap_after")
-    interval = cols[2].number_input(t("live_interval"), min_value=1.0, value=60.0, step=5.0, key="snap_interval")
+    before = cols[0].file_uploader(t("live_before"), key=session.SNAP_BEFORE.name)
+    after = cols[1].file_uploader(t("live_after"), key=session.SNAP_AFTER.name)
+    interval = cols[2].number_input(t("live_interval"), min_value=1.0, value=60.0, step=5.0,
+                                    key=session.SNAP_INTERVAL.name)
     # each text is parsed once into the server's bounded snapshot cache and its bytes released; a refresh
     # rebuilds the pair from the digests
-    got = [upload_store.take(key, upload, upload_store.snapshot_cache())
-           for key, upload in (("snap_before", before), ("snap_after", after))]
+    got = [upload_store.take(widget, upload, upload_store.snapshot_cache())
+           for widget, upload in ((session.SNAP_BEFORE, before), (session.SNAP_AFTER, after))]
     for item in got:
         if isinstance(item, Refused):
             st.error(t("upload_failed", name=item.name, reason=item.reason))
@@ -126,20 +128,15 @@ def apply_live_link() -> None:
     if session.LIVE_LINK_APPLIED.get() == signature:
         return
     session.LIVE_LINK_APPLIED.set(signature)
-    session.seed_widget("live_kind", "prometheus")
+    session.LIVE_KIND.seed("prometheus")
     if link.profile and link.profile in prometheus_profiles():
-        session.seed_widget("prom_profile", link.profile)
-    if link.window in WINDOWS_MIN:
-        session.seed_widget("prom_window", link.window)
-    if link.end is not None:
-        session.seed_widget("prom_absolute", True)
-        session.seed_widget("prom_end_date", link.end.date())
-        session.seed_widget("prom_end_time", time(link.end.hour, link.end.minute))
+        session.PROM_PROFILE.seed(link.profile)
+    # the link's window and end are read from the URL by time_range (?window=, ?end=)
     for label in (*MATCH_LABELS, *(session.LIVE_LINK_LABELS.get() or [])):
-        session.seed_widget(f"match:{label}", "")
+        session.MATCH.seed("", label)
     session.LIVE_LINK_LABELS.set([label for label in link.match if label not in MATCH_LABELS])
     for label, value in link.match.items():
-        session.seed_widget(f"match:{label}", value)
+        session.MATCH.seed(value, label)
 
 
 def _match_filters() -> dict[str, str]:
@@ -148,24 +145,24 @@ def _match_filters() -> dict[str, str]:
     match = {}
     for i, label in enumerate(labels):
         col = cols[i % 4]
-        value = col.text_input(label, key=f"match:{label}")
+        value = col.text_input(label, key=session.MATCH.key(label))
         if value:
             match[label] = value
     return match
 
 
-def end_time(prefix: str, label_key: str = "live_absolute") -> datetime | None:
+def end_time(picker: session.EndPicker, label_key: str = "live_absolute") -> datetime | None:
     """An absolute UTC end time (reviewing a past incident), or None for 'now'."""
-    if not st.toggle(t(label_key), key=f"{prefix}_absolute"):
+    if not st.toggle(t(label_key), key=picker.absolute.name):
         return None
-    return pick_end(prefix)
+    return pick_end(picker)
 
 
-def pick_end(prefix: str) -> datetime:
+def pick_end(picker: session.EndPicker) -> datetime:
     """An absolute UTC end time: a date and a time of day."""
     c1, c2 = st.columns(2)
-    day = c1.date_input(t("live_end_date"), key=f"{prefix}_end_date")
-    at = c2.time_input(t("live_end_time"), value=time(0, 0), key=f"{prefix}_end_time", step=300)
+    day = c1.date_input(t("live_end_date"), key=picker.day.name)
+    at = c2.time_input(t("live_end_time"), value=time(0, 0), key=picker.at.name, step=300)
     return datetime.combine(day, at, tzinfo=UTC)
 
 
@@ -178,11 +175,11 @@ def _baseline_label(choice: float | str | None) -> str:
 def _baseline_offset(end: datetime | None) -> float | None:
     """Hours between the incident window and its baseline: a preset offset or a chosen baseline end."""
     options = [None, 24.0, 168.0, "chosen"]
-    choice = st.selectbox(t("live_baseline"), options, key="prom_baseline",
+    choice = st.selectbox(t("live_baseline"), options, key=session.PROM_BASELINE.name,
                           format_func=labels_now(options, _baseline_label))
     if choice is None or isinstance(choice, float):
         return choice
-    base_end = pick_end("prom_base")
+    base_end = pick_end(session.PROM_BASE_END)
     offset = ((end or datetime.now(UTC)) - base_end).total_seconds() / 3600
     if offset <= 0:
         st.warning(t("live_baseline_after"))
@@ -195,7 +192,7 @@ def prometheus_profile() -> Profile | None:
     if not profiles:
         st.info(t("live_no_profiles"))
         return None
-    name = st.selectbox(t("live_profile"), list(profiles), key="prom_profile")
+    name = st.selectbox(t("live_profile"), list(profiles), key=session.PROM_PROFILE.name)
     return profiles[name]
 
 
@@ -210,8 +207,9 @@ def _prometheus(minutes: float, end: datetime | None) -> partial[Any] | None:
 
 def source_picker() -> tuple[str, Callable | None]:
     """(a key naming the chosen source and its settings, a function building its windows)."""
-    _from_url("live_kind", "source", str, SOURCES)
-    kind = st.segmented_control(t("live_source"), SOURCES, default="demo", key="live_kind", required=True,
+    _from_url(session.LIVE_KIND, "source", str, SOURCES)
+    kind = st.segmented_control(t("live_source"), SOURCES, default="demo", key=session.LIVE_KIND.name,
+                                required=True,
                                 format_func=labels_now(SOURCES, lambda k: t(f"live_kind_{k}")))
     _to_url({"source": kind})
     if kind != "demo":

@@ -59,7 +59,7 @@ def all_deltas(result: LiveResult) -> None:
     """Every signal of the window beside the baseline's, with the change."""
     if not result.deltas:
         return
-    box = st.expander(t("live_all_deltas"), key="live_all_deltas", on_change="rerun")
+    box = st.expander(t("live_all_deltas"), key=session.LIVE_ALL_DELTAS.name, on_change="rerun")
     if not box.open:  # lazy: the table (and the browser's grid code) only once it is opened
         return
     rows = [{t("ev_signal"): d.name, t("live_current"): fmt_value(d.current, d.unit),
@@ -115,7 +115,7 @@ def panels(result: LiveResult) -> None:
             if fig is None:
                 st.info(_why_missing(panel, result), icon=":material/info:")
             else:
-                st.plotly_chart(fig, width="stretch", key=f"panel:{panel.id}")
+                st.plotly_chart(fig, width="stretch", key=session.LIVE_PANEL.key(panel.id))
 
 
 def render(result: LiveResult) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pandas as pd
 import streamlit as st
 
+from components import session
 from components.shell import knowledge, labels_now, lang, t
 from components.verify_view import log
 from triage.errors import TriageError
@@ -23,9 +24,9 @@ def log_page() -> None:
         return
     c1, c2 = st.columns(2)
     techs, verdicts = [None, *kb.techniques], [None, *VERDICTS]
-    technique = c1.selectbox(t("verify_technique"), techs, key="log_technique", format_func=labels_now(
+    technique = c1.selectbox(t("verify_technique"), techs, key=session.LOG_TECHNIQUE.name, format_func=labels_now(
         techs, lambda x: t("log_all") if x is None else kb.techniques[x].title.get(lang())))
-    verdict = c2.selectbox(t("verify_verdict"), verdicts, key="log_verdict",
+    verdict = c2.selectbox(t("verify_verdict"), verdicts, key=session.LOG_VERDICT.name,
                            format_func=labels_now(verdicts, lambda v: t("log_all") if v is None else v))
     entries = store.list(technique=technique, verdict=verdict)
     if not entries:
@@ -35,7 +36,7 @@ def log_page() -> None:
              e.technique or "", t("verify_verdict"): e.overall, t("verify_baseline"): e.baseline_name,
              t("verify_candidate"): e.candidate_name, t("verify_note"): e.note} for e in entries]
     st.dataframe(pd.DataFrame(rows), hide_index=True, width="stretch")
-    chosen = st.selectbox(t("log_open"), [e.id for e in entries if e.id is not None], key="log_open")
+    chosen = st.selectbox(t("log_open"), [e.id for e in entries if e.id is not None], key=session.LOG_OPEN.name)
     if chosen is None:  # stored entries all have an id; nothing to open otherwise
         return
     entry = store.get(chosen)
@@ -48,4 +49,4 @@ def log_page() -> None:
         st.page_link("pages/verify.py", label=t("log_verify_again", id=entry.id), icon=":material/compare_arrows:",
                      query_params={"experiment": str(entry.id)})
     st.download_button(t("log_export"), store.export_csv(), file_name="experiments.csv", mime="text/csv",
-                       icon=":material/download:", key="log_export")
+                       icon=":material/download:", key=session.LOG_EXPORT.name)

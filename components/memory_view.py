@@ -29,20 +29,20 @@ CUSTOM, PASTED = "__custom__", "__config__"
 
 
 # URL parameter → (widget key, parser): the inputs live in the URL so a link reproduces the result.
-URL_FIELDS: dict[str, tuple[str, Callable[[str], Any]]] = {
-    "model": ("mem_model", str), "gpu": ("mem_gpu", str), "weights": ("mem_weights_dtype", str),
-    "kv": ("mem_kv_dtype", str), "util": ("mem_util", float), "tp": ("mem_tp", int), "pp": ("mem_pp", int),
-    "len": ("mem_max_len", int), "conc": ("mem_concurrency", int),
-    "layers": ("mem_layers", int), "kv_heads": ("mem_kv_heads", int), "head_dim": ("mem_head_dim", int),
-    "params": ("mem_params", float),
+URL_FIELDS: dict[str, tuple[session.Widget[Any], Callable[[str], Any]]] = {
+    "model": (session.MEM_MODEL, str), "gpu": (session.MEM_GPU, str), "weights": (session.MEM_WEIGHTS_DTYPE, str),
+    "kv": (session.MEM_KV_DTYPE, str), "util": (session.MEM_UTIL, float), "tp": (session.MEM_TP, int),
+    "pp": (session.MEM_PP, int), "len": (session.MEM_MAX_LEN, int), "conc": (session.MEM_CONCURRENCY, int),
+    "layers": (session.MEM_LAYERS, int), "kv_heads": (session.MEM_KV_HEADS, int),
+    "head_dim": (session.MEM_HEAD_DIM, int), "params": (session.MEM_PARAMS, float),
 }
 
 
-def _seed(key: str, default: Any, allowed: Iterable[Any] | None = None) -> None:
-    """Give widget ``key`` its first value: from the URL when valid, else ``default`` (once per session)."""
-    if session.has_widget(key):
+def _seed(widget: session.Widget[Any], default: Any, allowed: Iterable[Any] | None = None) -> None:
+    """Give ``widget`` its first value: from the URL when valid, else ``default`` (once per session)."""
+    if widget.present():
         return
-    param = next(p for p, (k, _) in URL_FIELDS.items() if k == key)
+    param = next(p for p, (w, _) in URL_FIELDS.items() if w == widget)
     raw = st.query_params.get(param)
     value = default
     if raw is not None:
@@ -52,15 +52,15 @@ def _seed(key: str, default: Any, allowed: Iterable[Any] | None = None) -> None:
             value = default
         if allowed is not None and value not in allowed:
             value = default
-    session.seed_widget(key, value)
+    widget.seed(value)
 
 
-def _to_url(keys: Iterable[str]) -> None:
+def _to_url(widgets: Iterable[session.Widget[Any]]) -> None:
     """Write the inputs in use to the URL (other parameters, such as lang, stay)."""
-    shown = set(keys)
-    for param, (key, _) in URL_FIELDS.items():
-        if key in shown and session.has_widget(key):
-            value = session.widget_value(key)
+    shown = {w.name for w in widgets}
+    for param, (widget, _) in URL_FIELDS.items():
+        if widget.name in shown and widget.present():
+            value = widget.value()
             text = f"{value:g}" if isinstance(value, float) else str(value)
             if st.query_params.get(param) != text:
                 st.query_params[param] = text
@@ -70,19 +70,20 @@ def _to_url(keys: Iterable[str]) -> None:
 
 def _custom_model() -> ModelSpec:
     c = st.columns(4)
-    for key, default in (("mem_layers", 32), ("mem_kv_heads", 8), ("mem_head_dim", 128), ("mem_params", 8.0)):
-        _seed(key, default)
-    layers = c[0].number_input(t("mem_layers"), 1, 256, key="mem_layers")
-    kv_heads = c[1].number_input(t("mem_kv_heads"), 1, 256, key="mem_kv_heads")
-    head_dim = c[2].number_input(t("mem_head_dim"), 16, 512, key="mem_head_dim")
-    params = c[3].number_input(t("mem_params"), 0.1, 2000.0, key="mem_params")
+    for widget, default in ((session.MEM_LAYERS, 32), (session.MEM_KV_HEADS, 8), (session.MEM_HEAD_DIM, 128),
+                            (session.MEM_PARAMS, 8.0)):
+        _seed(widget, default)
+    layers = c[0].number_input(t("mem_layers"), 1, 256, key=session.MEM_LAYERS.name)
+    kv_heads = c[1].number_input(t("mem_kv_heads"), 1, 256, key=session.MEM_KV_HEADS.name)
+    head_dim = c[2].number_input(t("mem_head_dim"), 16, 512, key=session.MEM_HEAD_DIM.name)
+    params = c[3].number_input(t("mem_params"), 0.1, 2000.0, key=session.MEM_PARAMS.name)
     heads = max(int(kv_heads), 32 // int(kv_heads) * int(kv_heads))
     return ModelSpec("custom", "custom", float(params), int(layers), int(heads * head_dim), int(heads),
                      int(kv_heads), int(head_dim))
 
 
 def _pasted_model() -> ModelSpec | None:
-    text = st.text_area(t("mem_paste"), height=150, key="mem_config")
+    text = st.text_area(t("mem_paste"), height=150, key=session.MEM_CONFIG.name)
     if not text.strip():
         st.info(t("mem_paste_hint"))
         return None
@@ -97,8 +98,8 @@ def model_input() -> ModelSpec | None:
     models = load_models()
     options = [*models, CUSTOM, PASTED]
     names = {**{k: m.title for k, m in models.items()}, CUSTOM: t("mem_custom"), PASTED: t("mem_pasted")}
-    _seed("mem_model", options[0], options)
-    choice = st.selectbox(t("mem_model"), options, format_func=names.__getitem__, key="mem_model")
+    _seed(session.MEM_MODEL, options[0], options)
+    choice = st.selectbox(t("mem_model"), options, format_func=names.__getitem__, key=session.MEM_MODEL.name)
     if choice == CUSTOM:
         return _custom_model()
     if choice == PASTED:
@@ -117,29 +118,30 @@ def deployment(model: ModelSpec) -> MemoryInput:
     default_weights = model.checkpoint_dtype if model.checkpoint_dtype in WEIGHT_DTYPES else WEIGHT_DTYPES[0]
     if session.MEMORY_MODEL_SEEN.get() != model.id:  # a new model starts at its checkpoint's dtype
         if session.MEMORY_MODEL_SEEN.present():
-            session.seed_widget("mem_weights_dtype", default_weights)
+            session.MEM_WEIGHTS_DTYPE.seed(default_weights)
         session.MEMORY_MODEL_SEEN.set(model.id)
-    _seed("mem_gpu", next(iter(gpus)), list(gpus))
-    _seed("mem_weights_dtype", default_weights, WEIGHT_DTYPES)
-    _seed("mem_kv_dtype", KV_DTYPES[0], KV_DTYPES)
-    _seed("mem_util", util_default)
-    _seed("mem_tp", 1, TP_CHOICES)
-    _seed("mem_pp", 1, PP_CHOICES)
-    _seed("mem_max_len", 8192)
-    _seed("mem_concurrency", 32)
-    if not 0.5 <= session.widget_value("mem_util") <= 0.98:
-        session.seed_widget("mem_util", util_default)
+    _seed(session.MEM_GPU, next(iter(gpus)), list(gpus))
+    _seed(session.MEM_WEIGHTS_DTYPE, default_weights, WEIGHT_DTYPES)
+    _seed(session.MEM_KV_DTYPE, KV_DTYPES[0], KV_DTYPES)
+    _seed(session.MEM_UTIL, util_default)
+    _seed(session.MEM_TP, 1, TP_CHOICES)
+    _seed(session.MEM_PP, 1, PP_CHOICES)
+    _seed(session.MEM_MAX_LEN, 8192)
+    _seed(session.MEM_CONCURRENCY, 32)
+    util_now = session.MEM_UTIL.value()
+    if util_now is None or not 0.5 <= util_now <= 0.98:
+        session.MEM_UTIL.seed(util_default)
     c = st.columns(4)
-    gpu = c[0].selectbox(t("mem_gpu"), list(gpus), format_func=lambda g: gpus[g].title, key="mem_gpu")
-    weights = c[1].selectbox(t("mem_weights"), WEIGHT_DTYPES, key="mem_weights_dtype")
-    kv = c[2].selectbox(t("mem_kv_dtype"), KV_DTYPES, key="mem_kv_dtype")
-    util = c[3].slider("gpu_memory_utilization", 0.5, 0.98, step=0.01, key="mem_util",
+    gpu = c[0].selectbox(t("mem_gpu"), list(gpus), format_func=lambda g: gpus[g].title, key=session.MEM_GPU.name)
+    weights = c[1].selectbox(t("mem_weights"), WEIGHT_DTYPES, key=session.MEM_WEIGHTS_DTYPE.name)
+    kv = c[2].selectbox(t("mem_kv_dtype"), KV_DTYPES, key=session.MEM_KV_DTYPE.name)
+    util = c[3].slider("gpu_memory_utilization", 0.5, 0.98, step=0.01, key=session.MEM_UTIL.name,
                        help=t("mem_prefilled") if live else None)
     c = st.columns(4)
-    tp = c[0].selectbox("TP", TP_CHOICES, key="mem_tp")
-    pp = c[1].selectbox("PP", PP_CHOICES, key="mem_pp")
-    max_len = c[2].number_input("max_model_len", 256, 1_048_576, step=1024, key="mem_max_len")
-    conc = c[3].number_input(t("mem_concurrency"), 1, 4096, key="mem_concurrency")
+    tp = c[0].selectbox("TP", TP_CHOICES, key=session.MEM_TP.name)
+    pp = c[1].selectbox("PP", PP_CHOICES, key=session.MEM_PP.name)
+    max_len = c[2].number_input("max_model_len", 256, 1_048_576, step=1024, key=session.MEM_MAX_LEN.name)
+    conc = c[3].number_input(t("mem_concurrency"), 1, 4096, key=session.MEM_CONCURRENCY.name)
     block = int(live.get("block_size", 16)) if str(live.get("block_size", "16")).isdigit() else 16
     return MemoryInput(model, gpus[gpu], weights, kv, int(tp), int(pp), int(max_len), int(conc), float(util),
                        block_size=block)
@@ -258,21 +260,21 @@ def memory_page() -> None:
     st.caption(t("mem_hint"))
     model = model_input()
     if model is None:
-        _to_url(["mem_model"])
+        _to_url([session.MEM_MODEL])
         return
     inp = deployment(model)
-    _to_url([k for k, _ in URL_FIELDS.values()] if model.id == "custom" else
-            [k for p, (k, _) in URL_FIELDS.items() if p not in ("layers", "kv_heads", "head_dim", "params")])
+    _to_url([w for w, _ in URL_FIELDS.values()] if model.id == "custom" else
+            [w for p, (w, _) in URL_FIELDS.items() if p not in ("layers", "kv_heads", "head_dim", "params")])
     try:
         b = estimate(inp, knowledge())
     except TriageError as exc:
         st.error(md_escape(exc.line()))
         return
-    st.plotly_chart(breakdown_chart(b), width="stretch", key="mem_chart", theme="streamlit")
+    st.plotly_chart(breakdown_chart(b), width="stretch", key=session.MEM_CHART.name, theme="streamlit")
     _verdict(b)
     _measured(inp, b)
     _branch(b)
-    details = st.expander(t("mem_details"), key="mem_details", on_change="rerun")
+    details = st.expander(t("mem_details"), key=session.MEM_DETAILS.name, on_change="rerun")
     if details.open:  # lazy: computed and sent only once opened
         with details:
             st.table(numbers_table(inp, b))

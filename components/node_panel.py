@@ -18,7 +18,7 @@ def _select(node_id: str) -> None:
 
 
 def _node_button(node_id: str, label: str) -> None:
-    st.button(label, key=f"goto:{node_id}", on_click=_select, args=(node_id,), type="tertiary")
+    st.button(label, key=session.GOTO.key(node_id), on_click=_select, args=(node_id,), type="tertiary")
 
 
 def short_title(tid: str) -> str:

@@ -69,20 +69,21 @@ def _decide(step: RetroStep, diag: Diagnosis | None, s: RetroState) -> None:
         ids = [x.id for x in kb.symptoms]
         s.symptom = st.selectbox(t("retro_symptom"), ids, index=ids.index(s.symptom or sym or ids[0]),
                                  format_func=labels_now(ids, lambda i: kb.symptom(i).title.get(lang())),
-                                 key="retro_symptom")
+                                 key=session.RETRO_SYMPTOM.name)
     elif step.id == "cause":
         ids = [c.id for c in kb.symptom(s.symptom or sym or "ttft").causes]
         pick = s.cause if s.cause in ids else (cause if cause in ids else ids[0])
         s.cause = st.selectbox(t("retro_cause"), ids, index=ids.index(pick),
                                format_func=labels_now(ids, lambda i: kb.causes[i].title.get(lang())),
-                               key="retro_cause")
+                               key=session.RETRO_CAUSE.name)
     elif step.id == "technique":
         options = [x.id for x in kb.causes[s.cause].techniques] if s.cause else list(kb.techniques)
         default = [x for x in s.techniques if x in options] or options[:1]
-        s.techniques = st.multiselect(t("retro_techniques"), options, default=default, key="retro_techniques",
+        s.techniques = st.multiselect(t("retro_techniques"), options, default=default,
+                                      key=session.RETRO_TECHNIQUES.name,
                                       format_func=labels_now(options, lambda i: kb.techniques[i].title.get(lang())))
     elif step.id == "minimal_change":
-        s.change = st.text_input(t("retro_change"), value=s.change, key="retro_change")
+        s.change = st.text_input(t("retro_change"), value=s.change, key=session.RETRO_CHANGE.name)
     elif step.id == "verify":
         s.verification = session.VERIFY_VERDICT.get() or s.verification
 
@@ -90,7 +91,7 @@ def _decide(step: RetroStep, diag: Diagnosis | None, s: RetroState) -> None:
 def _checklist(step: RetroStep, s: RetroState) -> None:
     ticks = s.checklist.setdefault(step.id, [False] * len(step.checklist))
     for i, item in enumerate(step.checklist):
-        ticks[i] = st.checkbox(item.get(lang()), value=ticks[i], key=f"retro_chk:{step.id}:{i}")
+        ticks[i] = st.checkbox(item.get(lang()), value=ticks[i], key=session.RETRO_CHECK.key(step.id, i))
 
 
 def _warnings(s: RetroState, diag: Diagnosis | None) -> None:
@@ -101,8 +102,8 @@ def _warnings(s: RetroState, diag: Diagnosis | None) -> None:
 def _export(s: RetroState, diag: Diagnosis | None) -> None:
     md = report_markdown(knowledge(), diag, s, lang=lang())
     st.download_button(t("retro_export"), md, file_name="incident-report.md", mime="text/markdown",
-                       icon=":material/download:", key="retro_export")
-    upload = st.file_uploader(t("retro_import"), type=["md", "markdown", "txt"], key="retro_import")
+                       icon=":material/download:", key=session.RETRO_EXPORT.name)
+    upload = st.file_uploader(t("retro_import"), type=["md", "markdown", "txt"], key=session.RETRO_IMPORT.name)
     if upload is not None and session.RETRO_IMPORTED.get() != upload.file_id:
         try:
             session.RETRO.set(restore_walk(upload.getvalue().decode("utf-8", errors="replace"), knowledge()))
@@ -110,8 +111,8 @@ def _export(s: RetroState, diag: Diagnosis | None) -> None:
             st.error(t("retro_import_failed", name=upload.name, reason=exc.line()))
             return
         # widgets would otherwise show the walk that was replaced
-        session.forget_widgets(("retro_title", "retro_note", "retro_chk", "retro_change", "retro_symptom",
-                                "retro_cause", "retro_techniques"))
+        session.forget(session.RETRO_TITLE, session.RETRO_NOTE, session.RETRO_CHECK, session.RETRO_CHANGE,
+                       session.RETRO_SYMPTOM, session.RETRO_CAUSE, session.RETRO_TECHNIQUES)
         session.RETRO_IMPORTED.set(upload.file_id)
         st.query_params[STEP_PARAM] = str(state().step + 1)
         st.rerun()
@@ -127,7 +128,7 @@ def retro_page() -> None:
     step = steps[i]
     st.progress((i + 1) / len(steps), text=" → ".join(
         f"**{x.title.get(lang())}**" if j == i else x.title.get(lang()) for j, x in enumerate(steps)))
-    s.title = st.text_input(t("retro_name"), value=s.title, key="retro_title")
+    s.title = st.text_input(t("retro_name"), value=s.title, key=session.RETRO_TITLE.name)
     st.caption(t("retro_source", source=s.source))
     st.subheader(f"{i + 1}. {step.title.get(lang())}")
     st.markdown(f"**{t('question')}** — {step.question.get(lang())}")
@@ -135,11 +136,13 @@ def retro_page() -> None:
         _answer(step, diag, s)
     _decide(step, diag, s)
     _checklist(step, s)
-    s.notes[step.id] = st.text_area(t("retro_note"), value=s.notes.get(step.id, ""), key=f"retro_note:{step.id}")
+    s.notes[step.id] = st.text_area(t("retro_note"), value=s.notes.get(step.id, ""),
+                                    key=session.RETRO_NOTE.key(step.id))
     _warnings(s, diag)
     back, fwd = st.columns(2)
-    back.button(t("retro_back"), on_click=_go, args=(-1,), disabled=i == 0, key="retro_back", width="stretch")
-    fwd.button(t("retro_next"), on_click=_go, args=(1,), disabled=i == len(steps) - 1, key="retro_next",
+    back.button(t("retro_back"), on_click=_go, args=(-1,), disabled=i == 0, key=session.RETRO_BACK.name,
+                width="stretch")
+    fwd.button(t("retro_next"), on_click=_go, args=(1,), disabled=i == len(steps) - 1, key=session.RETRO_NEXT.name,
                width="stretch", type="primary")
     st.divider()
     _export(s, diag)

@@ -1,20 +1,24 @@
 """Every st.session_state key the app writes: its name, its type and the one module that writes it.
 
-Components touch ``st.session_state`` only through this module (tests/test_session_keys.py checks it):
-a key is written (``set``/``setdefault``/``clear``/``pop``) only by its owner; others may ``get`` it. Keys that
-are only widget values (``key=`` of a widget, written by Streamlit) are read with ``widget_value``.
+Components touch ``st.session_state`` only through this module (tests/test_layers.py checks it):
+a key is written (``set``/``setdefault``/``clear``/``pop``) only by its owner; others may ``get`` it.
+
+Every widget's ``key=`` is declared here too, with the type of its value and the module that draws it: a
+``Widget`` (one widget), a ``WidgetFamily`` (one widget per item: ``match:instance``, ``retro_chk:step:0``) or
+an ``EndPicker`` (the date and time of an absolute end). Pages and components pass ``KEY.name`` /
+``FAMILY.key(item)``; only the drawing module seeds a widget (``seed``); anyone may read ``value()``.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Generic, TypeVar, cast
 
 import streamlit as st
 
 if TYPE_CHECKING:
-    from datetime import datetime
+    from datetime import date, datetime, time
 
     from triage.diagnosis.rules import Diagnosis
     from triage.report.retro import RetroState
@@ -99,23 +103,195 @@ KEYS: tuple[StateKey[Any], ...] = (
 )
 
 
-def widget_value(key: str) -> Any:
-    """The current value of the widget drawn with ``key=key`` (None before it is drawn)."""
-    return st.session_state.get(key)
+# ---------------------------------------------------------------- widget keys
 
 
-def has_widget(key: str) -> bool:
-    """Whether the widget ``key`` has a value in this session (drawn or seeded)."""
-    return key in st.session_state
+@dataclass(frozen=True)
+class Widget(Generic[T]):
+    """The ``key=`` of one widget: Streamlit writes its value; only ``owner`` (the module drawing it) seeds it."""
+
+    name: str
+    owner: str
+    doc: str
+
+    def value(self) -> T | None:
+        """The widget's current value (None before it is drawn or seeded)."""
+        return cast("T | None", st.session_state.get(self.name))
+
+    def present(self) -> bool:
+        return self.name in st.session_state
+
+    def seed(self, value: T) -> None:
+        """Give the widget its value before it is drawn in this run."""
+        st.session_state[self.name] = value
 
 
-def seed_widget(key: str, value: Any) -> None:
-    """Give the widget ``key`` its value before it is drawn in this run (its owner's module only)."""
-    st.session_state[key] = value
+@dataclass(frozen=True)
+class WidgetFamily(Generic[T]):
+    """One widget per item, keyed ``prefix`` + the item's parts joined by ':' (``key("ttft.queueing")``)."""
+
+    prefix: str
+    owner: str
+    doc: str
+
+    def key(self, *parts: object) -> str:
+        return self.prefix + ":".join(str(p) for p in parts)
+
+    def value(self, *parts: object) -> T | None:
+        return cast("T | None", st.session_state.get(self.key(*parts)))
+
+    def seed(self, value: T, *parts: object) -> None:
+        st.session_state[self.key(*parts)] = value
 
 
-def forget_widgets(prefixes: Iterable[str]) -> None:
-    """Drop the state of widgets whose key starts with one of ``prefixes`` (they redraw from their defaults)."""
-    starts = tuple(prefixes)
-    for key in [k for k in st.session_state if str(k).startswith(starts)]:
+@dataclass(frozen=True)
+class EndPicker:
+    """The widgets of one absolute end time (drawn by components.live_picker): a toggle, a date, a time of day."""
+
+    absolute: Widget[bool]
+    day: Widget[date]
+    at: Widget[time]
+
+
+def _end_picker(prefix: str, doc: str) -> EndPicker:
+    owner = "components.live_picker"
+    return EndPicker(Widget(f"{prefix}_absolute", owner, f"{doc}: at a chosen time (else now)"),
+                     Widget(f"{prefix}_end_date", owner, f"{doc}: end date (UTC)"),
+                     Widget(f"{prefix}_end_time", owner, f"{doc}: end time of day (UTC)"))
+
+
+def forget(*widgets: Widget[Any] | WidgetFamily[Any]) -> None:
+    """Drop the state of these widgets (every member of a family): they redraw from their defaults."""
+    names = {w.name for w in widgets if isinstance(w, Widget)}
+    prefixes = tuple(w.prefix for w in widgets if isinstance(w, WidgetFamily))
+    for key in [k for k in st.session_state if k in names or (prefixes and str(k).startswith(prefixes))]:
         del st.session_state[key]
+
+
+_SHELL, _NODE, _TREE, _EVIDENCE = "components.shell", "components.node_panel", "components.tree_chart", \
+    "components.evidence"
+_LIVE_PICKER, _LIVE_VIEW, _RETRO, _LOG = "components.live_picker", "components.live_view", \
+    "components.retro_view", "components.log_view"
+_VERIFY, _TECH, _SLO, _FLEET = "components.verify_view", "components.technique_view", "components.slo_picker", \
+    "components.fleet_view"
+_BENCH, _MEM = "components.bench_view", "components.memory_view"
+
+# the tree, the node panel, the findings
+TREE_CHART: Widget[Any] = Widget("tree", _TREE, "the tree chart's point selection (a click picks a node)")
+GOTO: WidgetFamily[bool] = WidgetFamily("goto:", _NODE, "button opening a node, per node id")
+SHOW_CAUSE: WidgetFamily[bool] = WidgetFamily("select:", _EVIDENCE, "button showing a finding's cause, per cause id")
+SHOW_NOTE_CAUSE: WidgetFamily[bool] = WidgetFamily(
+    "select-note:", _EVIDENCE, "button showing a noted cause in the tree, per cause id")
+TECH_CHECK: WidgetFamily[bool] = WidgetFamily(
+    "check:", _TECH, "a technique's checklist box, per (technique id, line)")
+
+# the Live page
+LIVE_REFRESH: Widget[int] = Widget("live_refresh", "pages.live", "seconds between Live refreshes")
+LIVE_KIND: Widget[str] = Widget("live_kind", _LIVE_PICKER, "the Live source: demo, scrape, snapshots, prometheus")
+LIVE_RANGE: Widget[str] = Widget("live_range", _LIVE_PICKER, "the time range: 15m, 1h, 6h or custom")
+LIVE_CUSTOM_MIN: Widget[float] = Widget("live_custom_min", _LIVE_PICKER, "minutes of a custom range")
+LIVE_CUSTOM_END_DATE: Widget[date] = Widget("live_custom_end_date", _LIVE_PICKER, "end date of a custom range (UTC)")
+LIVE_CUSTOM_END_TIME: Widget[time] = Widget("live_custom_end_time", _LIVE_PICKER, "end time of a custom range (UTC)")
+LIVE_SCENARIO: Widget[str] = Widget("live_scenario", _LIVE_PICKER, "the demo simulator's scenario id")
+LIVE_URL: Widget[str] = Widget("live_url", _LIVE_PICKER, "the /metrics URL polled")
+SNAP_BEFORE: Widget[Any] = Widget("snap_before", _LIVE_PICKER, "the earlier /metrics snapshot (an UploadedFile)")
+SNAP_AFTER: Widget[Any] = Widget("snap_after", _LIVE_PICKER, "the later /metrics snapshot (an UploadedFile)")
+SNAP_INTERVAL: Widget[float] = Widget("snap_interval", _LIVE_PICKER, "seconds between the two snapshots")
+MATCH: WidgetFamily[str] = WidgetFamily("match:", _LIVE_PICKER, "a label filter of the Prometheus source, per label")
+PROM_PROFILE: Widget[str] = Widget("prom_profile", _LIVE_PICKER, "the Prometheus profile name")
+PROM_BASELINE: Widget[float | str | None] = Widget(
+    "prom_baseline", _LIVE_PICKER, "baseline offset in hours (24, 168), 'chosen' or None")
+PROM_BASE_END = _end_picker("prom_base", "the chosen baseline's end")
+LIVE_PANEL: WidgetFamily[Any] = WidgetFamily("panel:", _LIVE_VIEW, "a Live panel chart, per panel id")
+LIVE_ALL_DELTAS: Widget[bool] = Widget("live_all_deltas", _LIVE_VIEW, "the expander of every signal's delta is open")
+
+# the Fleet page
+FLEET_REFRESH: Widget[int] = Widget("fleet_refresh", "pages.fleet", "seconds between Fleet refreshes")
+FLEET_WINDOW: Widget[str] = Widget("fleet_window", _FLEET, "the Fleet window: 5m, 15m, 1h, 6h")
+FLEET_BY: Widget[str] = Widget("fleet_by", _FLEET, "labels the fleet is grouped by, comma-separated")
+FLEET_FILTER: Widget[str] = Widget("fleet_filter", _FLEET, "free-text row filter (label=value, cause id)")
+FLEET_SYMPTOM_FILTER: Widget[list[str]] = Widget("fleet_symptom_filter", _FLEET, "symptoms a row must show")
+FLEET_TABLE: Widget[Any] = Widget("fleet_table", _FLEET, "the fleet table's row selection")
+FLEET_END = _end_picker("fleet", "the Fleet window's end")
+
+# the Benchmark page
+BENCH_UPLOAD: Widget[Any] = Widget("bench_upload", _BENCH, "the benchmark files uploaded (UploadedFiles)")
+BENCH_RUN: WidgetFamily[int] = WidgetFamily("run:", _BENCH, "the run picked in a file, per file digest")
+BENCH_TAB: Widget[str] = Widget("bench_tab", _BENCH, "the chart tab open (only its charts are drawn)")
+
+# the Verify page
+VERIFY_MODE: Widget[str] = Widget("verify_mode", _VERIFY, "compare two files or two Prometheus windows")
+VERIFY_BASE: Widget[Any] = Widget("verify_base", _VERIFY, "the baseline file (an UploadedFile)")
+VERIFY_CAND: Widget[Any] = Widget("verify_cand", _VERIFY, "the candidate file (an UploadedFile)")
+VERIFY_BASE_RUN: Widget[int] = Widget("verify_base_run", _VERIFY, "the run picked in the baseline file")
+VERIFY_CAND_RUN: Widget[int] = Widget("verify_cand_run", _VERIFY, "the run picked in the candidate file")
+VERIFY_WINDOW: Widget[str] = Widget("verify_window", _VERIFY, "length of the two compared Prometheus windows")
+VERIFY_BASE_END = _end_picker("verify_base_end", "the baseline window's end")
+VERIFY_CAND_END = _end_picker("verify_cand_end", "the candidate window's end")
+VERIFY_TECHNIQUE: Widget[str | None] = Widget("verify_technique", _VERIFY, "the technique the change applied")
+VERIFY_WHO: Widget[str] = Widget("verify_who", _VERIFY, "who ran the experiment (saved to the log)")
+VERIFY_NOTE: Widget[str] = Widget("verify_note", _VERIFY, "a note saved with the experiment")
+VERIFY_SAVE: Widget[bool] = Widget("verify_save", _VERIFY, "button saving the comparison to the log")
+VERIFY_DELTAS: Widget[Any] = Widget("verify_deltas", _VERIFY, "the per-metric change chart")
+VERIFY_DIST: WidgetFamily[Any] = WidgetFamily("verify_dist_", _VERIFY, "a distribution chart, per metric id")
+
+# the experiment log
+LOG_TECHNIQUE: Widget[str | None] = Widget("log_technique", _LOG, "log filter: technique")
+LOG_VERDICT: Widget[str | None] = Widget("log_verdict", _LOG, "log filter: verdict")
+LOG_OPEN: Widget[int] = Widget("log_open", _LOG, "the experiment opened")
+LOG_EXPORT: Widget[bool] = Widget("log_export", _LOG, "button downloading the log as CSV")
+
+# the retro
+RETRO_TITLE: Widget[str] = Widget("retro_title", _RETRO, "the incident's name")
+RETRO_SYMPTOM: Widget[str] = Widget("retro_symptom", _RETRO, "the symptom the walk confirmed")
+RETRO_CAUSE: Widget[str] = Widget("retro_cause", _RETRO, "the cause the walk confirmed")
+RETRO_TECHNIQUES: Widget[list[str]] = Widget("retro_techniques", _RETRO, "the techniques decided on")
+RETRO_CHANGE: Widget[str] = Widget("retro_change", _RETRO, "the change made")
+RETRO_CHECK: WidgetFamily[bool] = WidgetFamily("retro_chk:", _RETRO, "a step's checklist box, per (step id, line)")
+RETRO_NOTE: WidgetFamily[str] = WidgetFamily("retro_note:", _RETRO, "a step's notes, per step id")
+RETRO_EXPORT: Widget[bool] = Widget("retro_export", _RETRO, "button downloading the Markdown report")
+RETRO_IMPORT: Widget[Any] = Widget("retro_import", _RETRO, "a Markdown report to re-import (an UploadedFile)")
+RETRO_BACK: Widget[bool] = Widget("retro_back", _RETRO, "button: previous step")
+RETRO_NEXT: Widget[bool] = Widget("retro_next", _RETRO, "button: next step")
+
+# the SLO and hardware pickers of the sidebar
+SLO_PRESET: Widget[str] = Widget("slo_preset", _SLO, "the SLO preset name")
+SLO_CUSTOM: Widget[bool] = Widget("slo_custom", _SLO, "own TTFT/TPOT targets instead of the preset's")
+SLO_TTFT: Widget[float] = Widget("slo_ttft", _SLO, "own TTFT p99 target, seconds")
+SLO_TPOT: Widget[float] = Widget("slo_tpot", _SLO, "own TPOT p99 target, seconds")
+HW_MODEL: Widget[str | None] = Widget("hw_model", _SLO, "the served model for the roofline")
+HW_GPU: Widget[str | None] = Widget("hw_gpu", _SLO, "the GPU for the roofline")
+HW_TP: Widget[int] = Widget("hw_tp", _SLO, "tensor parallel degree for the roofline")
+
+# the Memory calculator
+MEM_MODEL: Widget[str] = Widget("mem_model", _MEM, "the model preset (or custom)")
+MEM_GPU: Widget[str] = Widget("mem_gpu", _MEM, "the GPU preset")
+MEM_WEIGHTS_DTYPE: Widget[str] = Widget("mem_weights_dtype", _MEM, "the weights' data type")
+MEM_KV_DTYPE: Widget[str] = Widget("mem_kv_dtype", _MEM, "the KV cache's data type")
+MEM_UTIL: Widget[float] = Widget("mem_util", _MEM, "gpu_memory_utilization")
+MEM_TP: Widget[int] = Widget("mem_tp", _MEM, "tensor parallel degree")
+MEM_PP: Widget[int] = Widget("mem_pp", _MEM, "pipeline parallel degree")
+MEM_MAX_LEN: Widget[int] = Widget("mem_max_len", _MEM, "max_model_len")
+MEM_CONCURRENCY: Widget[int] = Widget("mem_concurrency", _MEM, "concurrent sequences")
+MEM_LAYERS: Widget[int] = Widget("mem_layers", _MEM, "a custom model's layers")
+MEM_KV_HEADS: Widget[int] = Widget("mem_kv_heads", _MEM, "a custom model's KV heads")
+MEM_HEAD_DIM: Widget[int] = Widget("mem_head_dim", _MEM, "a custom model's head dimension")
+MEM_PARAMS: Widget[float] = Widget("mem_params", _MEM, "a custom model's parameters, billions")
+MEM_CONFIG: Widget[str] = Widget("mem_config", _MEM, "a pasted config.json")
+MEM_CHART: Widget[Any] = Widget("mem_chart", _MEM, "the memory breakdown chart")
+MEM_DETAILS: Widget[bool] = Widget("mem_details", _MEM, "the expander of the memory details is open")
+
+
+def widgets() -> list[Widget[Any]]:
+    """Every single widget declared here (end pickers' three each)."""
+    found: list[Widget[Any]] = []
+    for value in list(globals().values()):
+        if isinstance(value, Widget):
+            found.append(value)
+        elif isinstance(value, EndPicker):
+            found += [value.absolute, value.day, value.at]
+    return found
+
+
+def families() -> list[WidgetFamily[Any]]:
+    return [v for v in list(globals().values()) if isinstance(v, WidgetFamily)]

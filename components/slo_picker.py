@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import streamlit as st
 
+from components import session
 from components.shell import knowledge, labels_now, lang, t
 from triage.diagnosis.roofline import Hardware
 from triage.diagnosis.rules import Slo, resolve_slo
@@ -15,18 +16,18 @@ def slo_sidebar() -> Slo:
     names = list(kb.slo_presets)
     with st.sidebar:
         st.markdown(f"**{t('slo_heading')}**")
-        preset = st.selectbox(t("slo_preset"), names, index=names.index(kb.default_slo), key="slo_preset",
+        preset = st.selectbox(t("slo_preset"), names, index=names.index(kb.default_slo), key=session.SLO_PRESET.name,
                               format_func=labels_now(names, lambda n: kb.slo_presets[n].title.get(lang())),
                               persist_state="session")
         st.caption(kb.slo_presets[preset].source.get(lang()))
-        custom = st.toggle(t("slo_custom"), key="slo_custom", persist_state="session")
+        custom = st.toggle(t("slo_custom"), key=session.SLO_CUSTOM.name, persist_state="session")
         ttft = tpot = None
         if custom:
             base = kb.slo_presets[preset].values
             ttft = st.number_input(t("slo_ttft"), min_value=0.001, value=float(base["ttft_p99_s"]), step=0.1,
-                                   format="%.3f", key="slo_ttft", persist_state="session")
+                                   format="%.3f", key=session.SLO_TTFT.name, persist_state="session")
             tpot = st.number_input(t("slo_tpot"), min_value=0.001, value=float(base["tpot_p99_s"]), step=0.01,
-                                   format="%.3f", key="slo_tpot", persist_state="session")
+                                   format="%.3f", key=session.SLO_TPOT.name, persist_state="session")
     return resolve_slo(kb, preset, ttft_p99_s=ttft, tpot_p99_s=tpot)
 
 
@@ -36,11 +37,12 @@ def hardware_sidebar() -> Hardware | None:
     with st.sidebar:
         st.markdown(f"**{t('hw_heading')}**")
         model_ids, gpu_ids = [None, *models], [None, *gpus]
-        model = st.selectbox(t("mem_model"), model_ids, key="hw_model", persist_state="session", format_func=labels_now(
-            model_ids, lambda m: t("hw_unknown") if m is None else models[m].title))
-        gpu = st.selectbox(t("mem_gpu"), gpu_ids, key="hw_gpu", persist_state="session", format_func=labels_now(
-            gpu_ids, lambda g: t("hw_unknown") if g is None else gpus[g].title))
-        tp = st.selectbox("TP", [1, 2, 4, 8], key="hw_tp", persist_state="session")
+        model = st.selectbox(t("mem_model"), model_ids, key=session.HW_MODEL.name, persist_state="session",
+                             format_func=labels_now(model_ids,
+                                                    lambda m: t("hw_unknown") if m is None else models[m].title))
+        gpu = st.selectbox(t("mem_gpu"), gpu_ids, key=session.HW_GPU.name, persist_state="session",
+                           format_func=labels_now(gpu_ids, lambda g: t("hw_unknown") if g is None else gpus[g].title))
+        tp = st.selectbox("TP", [1, 2, 4, 8], key=session.HW_TP.name, persist_state="session")
         if model is None or gpu is None:
             st.caption(t("hw_hint"))
             return None

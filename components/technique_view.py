@@ -49,14 +49,14 @@ def _knobs(tech: Technique) -> None:
 
 def _checklist(tech: Technique) -> None:
     st.markdown(f"#### {t('checklist')}")
-    keys = [f"check:{tech.id}:{i}" for i in range(len(tech.checklist))]
-    for key, step in zip(keys, tech.checklist):
+    for i, step in enumerate(tech.checklist):
         label = f"**[{t('level_' + step.level)}]** {step.change.get(lang())}"
-        st.checkbox(label, key=key, persist_state="session",
+        st.checkbox(label, key=session.TECH_CHECK.key(tech.id, i), persist_state="session",
                     help=f"{t('measure')}: {step.measure.get(lang())}")
         st.caption(f"↳ {t('measure')}: {step.measure.get(lang())}")
-    done = sum(bool(session.widget_value(k)) for k in keys)
-    st.progress(done / len(keys), text=t("checklist_progress", done=done, total=len(keys)))
+    total = len(tech.checklist)
+    done = sum(bool(session.TECH_CHECK.value(tech.id, i)) for i in range(total))
+    st.progress(done / total, text=t("checklist_progress", done=done, total=total))
 
 
 def _verify(tech: Technique) -> None:

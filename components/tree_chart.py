@@ -12,7 +12,7 @@ from components import session
 from components.shell import knowledge, lang
 from triage.knowledge.layout import PlacedNode, highlight_keys, layout, selected_keys, wrap_label
 
-CHART_KEY = "tree"
+CHART_KEY = session.TREE_CHART.name
 NODE_PARAM = "node"
 LEVEL_COLORS = {"root": "#37474F", "symptom": "#1565C0", "cause": "#EF6C00", "technique": "#2E7D32"}
 LIT_EDGE, DIM_EDGE = "#D32F2F", "#B0BEC5"
@@ -90,7 +90,7 @@ def node_from_selection(event: object) -> str | None:
 
 
 def _on_select() -> None:
-    clicked = node_from_selection(session.widget_value(CHART_KEY))
+    clicked = node_from_selection(session.TREE_CHART.value())
     if clicked and knowledge().has(clicked):
         st.query_params[NODE_PARAM] = clicked
 

@@ -26,8 +26,8 @@ def snapshot_cache() -> BoundedCache[Snapshot]:
     return snapshot_cache_from_env(os.environ)
 
 
-def release(upload: Upload, key: str) -> None:
-    """Drop the bytes of an upload of uploader ``key``: from Streamlit's upload store, from the UploadedFile the
+def release(upload: Upload, uploader: session.Widget[Any]) -> None:
+    """Drop the bytes of an upload of ``uploader``: from Streamlit's upload store, from the UploadedFile the
     script got, and from the one the widget state keeps (Streamlit hands the script a deep copy).
 
     The uploader keeps showing the file (the browser holds its name and upload id); its bytes are gone."""
@@ -36,7 +36,7 @@ def release(upload: Upload, key: str) -> None:
     remove = getattr(getattr(ctx, "uploaded_file_mgr", None), "remove_file", None)
     if ctx is not None and callable(remove):
         remove(ctx.session_id, upload.file_id)
-    value: Any = session.widget_value(key)
+    value: Any = uploader.value()
     kept = [f for f in (value if isinstance(value, list) else [value]) if getattr(f, "file_id", None) == upload.file_id]
     for f in (upload, *kept):
         _empty(f)
@@ -52,18 +52,19 @@ def _empty(upload: object) -> None:
             pass
 
 
-def uploader_ids(key: str) -> set[str]:
-    """The upload ids uploader ``key`` shows, whether or not the server still has their bytes."""
-    value: Any = session.widget_value(key)
+def uploader_ids(uploader: session.Widget[Any]) -> set[str]:
+    """The upload ids ``uploader`` shows, whether or not the server still has their bytes."""
+    value: Any = uploader.value()
     files = value if isinstance(value, list) else [value]
     return {f.file_id for f in files if getattr(f, "file_id", None)}
 
 
-def take(key: str, upload: Upload | None, cache: BoundedCache[T]) -> tuple[Held, T] | Refused | None:
-    """The file of single uploader ``key`` (drawn just before): None when empty, (held, parse), or a Refused.
+def take(uploader: session.Widget[Any], upload: Upload | None, cache: BoundedCache[T]
+         ) -> tuple[Held, T] | Refused | None:
+    """The file of single ``uploader`` (drawn just before): None when empty, (held, parse), or a Refused.
 
     Parsed once through ``cache``; then its bytes are released and the session keeps a ``Held``."""
-    shown = uploader_ids(key) if upload is None else {upload.file_id}
+    shown = uploader_ids(uploader) if upload is None else {upload.file_id}
     file_id = next(iter(shown), None)
-    return session.SINGLE_UPLOADS.setdefault(SingleUploads).take(key, file_id, upload, cache,
-                                                                  partial(release, key=key))
+    return session.SINGLE_UPLOADS.setdefault(SingleUploads).take(uploader.name, file_id, upload, cache,
+                                                                  partial(release, uploader=uploader))

@@ -36,8 +36,8 @@ Picked = tuple[str, str, Run]  # (file name or window label, SHA-256 of the file
 def _pick(side: str) -> Picked | None:
     """The run of one side: the upload is parsed once through the server's bounded cache, then its bytes are
     released; the session keeps its name and hashes."""
-    key = f"verify_{side}"
-    got = upload_store.take(key, st.file_uploader(t(key), key=key), parse_cache())
+    uploader = session.VERIFY_BASE if side == "base" else session.VERIFY_CAND
+    got = upload_store.take(uploader, st.file_uploader(t(uploader.name), key=uploader.name), parse_cache())
     if got is None:
         return None
     if isinstance(got, Refused):
@@ -45,8 +45,9 @@ def _pick(side: str) -> Picked | None:
         return None
     held, bench = got
     labels = [f"{i}. {r.label}" for i, r in enumerate(bench.runs, start=1)]
+    run_key = (session.VERIFY_BASE_RUN if side == "base" else session.VERIFY_CAND_RUN).name
     i = st.selectbox(t("run_picker"), range(len(labels)), index=len(labels) - 1, format_func=labels.__getitem__,
-                     key=f"verify_{side}_run") if len(labels) > 1 else 0
+                     key=run_key) if len(labels) > 1 else 0
     return held.name, held.sha256, bench.runs[i]
 
 
@@ -57,14 +58,14 @@ def _pick_windows() -> tuple[Picked, Picked] | None:
     profile = prometheus_profile()
     if profile is None:
         return None
-    window = st.selectbox(t("live_window"), list(WINDOWS_MIN), index=1, key="verify_window")
+    window = st.selectbox(t("live_window"), list(WINDOWS_MIN), index=1, key=session.VERIFY_WINDOW.name)
     left, right = st.columns(2)
     with left:
         st.markdown(f"**{t('verify_base')}**")
-        base_end = pick_end("verify_base_end")
+        base_end = pick_end(session.VERIFY_BASE_END)
     with right:
         st.markdown(f"**{t('verify_cand')}**")
-        cand_end = pick_end("verify_cand_end")
+        cand_end = pick_end(session.VERIFY_CAND_END)
     minutes = WINDOWS_MIN[window]
     try:
         runs = [prometheus_run(knowledge(), profile, end, minutes, f"{profile.name} {window} to {end:%Y-%m-%d %H:%M}Z")
@@ -121,7 +122,7 @@ def _distributions(base: Run, cand: Run) -> None:
         fig.update_layout(barmode="overlay", height=280, margin=dict(l=10, r=10, t=10, b=10),
                           xaxis_title=f"{metric[:-2].upper()} (ms)", yaxis_title=t("verify_requests_axis"),
                           legend=dict(orientation="h", y=1.15))
-        col.plotly_chart(fig, width="stretch", key=f"verify_dist_{metric}")
+        col.plotly_chart(fig, width="stretch", key=session.VERIFY_DIST.key(metric))
 
 
 def _verdict(c: Comparison) -> None:
@@ -138,9 +139,9 @@ def _verdict(c: Comparison) -> None:
 
 def _save(c: Comparison, base: Picked, cand: Picked) -> None:
     with st.container(border=True):
-        who = st.text_input(t("verify_who"), key="verify_who")
-        note = st.text_area(t("verify_note"), key="verify_note")
-        if st.button(t("verify_save"), icon=":material/save:", key="verify_save"):
+        who = st.text_input(t("verify_who"), key=session.VERIFY_WHO.name)
+        note = st.text_area(t("verify_note"), key=session.VERIFY_NOTE.name)
+        if st.button(t("verify_save"), icon=":material/save:", key=session.VERIFY_SAVE.name):
             try:
                 entry_id = log().save(entry_from(comparison_json(c), base[:2], cand[:2], who or None, note))
             except TriageError as exc:
@@ -178,7 +179,7 @@ def verify_page(slo: Slo) -> None:
         stored_experiment(st.query_params["experiment"])
     kb = knowledge()
     mode = st.segmented_control(t("verify_mode"), ["files", "windows"], default="files", required=True,
-                                key="verify_mode",
+                                key=session.VERIFY_MODE.name,
                                 format_func=labels_now(["files", "windows"], lambda m: t(f"verify_mode_{m}")))
     if mode == "files":
         left, right = st.columns(2)
@@ -190,7 +191,7 @@ def verify_page(slo: Slo) -> None:
         pair = _pick_windows()
         base, cand = pair if pair else (None, None)
     techs = [None, *kb.techniques]
-    technique = st.selectbox(t("verify_technique"), techs, key="verify_technique",
+    technique = st.selectbox(t("verify_technique"), techs, key=session.VERIFY_TECHNIQUE.name,
                              format_func=labels_now(techs, lambda x: t("verify_technique_none") if x is None
                                                     else kb.techniques[x].title.get(lang())))
     if base is None or cand is None:
@@ -203,6 +204,6 @@ def verify_page(slo: Slo) -> None:
     if c.overall == "unsound":  # bars coloured as gains would contradict the verdict above
         st.info(t("verify_no_bars_unsound"), icon=":material/block:")
     else:
-        st.plotly_chart(_delta_chart(c), width="stretch", key="verify_deltas")
+        st.plotly_chart(_delta_chart(c), width="stretch", key=session.VERIFY_DELTAS.name)
     _distributions(base[2], cand[2])
     _save(c, base, cand)

@@ -2,6 +2,7 @@
 
 import streamlit as st
 
+from components import session
 from components.boundary import error_boundary
 from components.fleet_view import fleet_controls, refresh_and_render
 from components.navigation import adopt_navigation
@@ -16,7 +17,8 @@ slo = slo_sidebar()
 request = None
 with error_boundary("fleet"):
     request = fleet_controls()
-refresh_s = st.sidebar.select_slider(t("live_refresh"), options=[5, 10, 15, 30, 60], value=15, key="fleet_refresh")
+refresh_s = st.sidebar.select_slider(t("live_refresh"), options=[5, 10, 15, 30, 60], value=15,
+                                     key=session.FLEET_REFRESH.name)
 
 
 @st.fragment(run_every=refresh_s)

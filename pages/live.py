@@ -2,6 +2,7 @@
 
 import streamlit as st
 
+from components import session
 from components.boundary import error_boundary
 from components.live_picker import apply_live_link, source_picker
 from components.live_view import refresh_and_render
@@ -17,7 +18,8 @@ slo = slo_sidebar()
 source_key, make_pair = "", None
 with error_boundary("live"):
     source_key, make_pair = source_picker()
-refresh_s = st.sidebar.select_slider(t("live_refresh"), options=[5, 10, 15, 30, 60], value=15, key="live_refresh")
+refresh_s = st.sidebar.select_slider(t("live_refresh"), options=[5, 10, 15, 30, 60], value=15,
+                                     key=session.LIVE_REFRESH.name)
 
 
 @st.fragment(run_every=refresh_s)

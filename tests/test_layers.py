@@ -113,3 +113,53 @@ def test_no_key_literal_outside_the_session_module(literal: str) -> None:
     """A key's name is written once, in components/session.py."""
     hits = [_rel(p) for p in UI_FILES if p.name != "session.py" and f'"{literal}"' in p.read_text(encoding="utf-8")]
     assert not hits, f'"{literal}" spelled outside components/session.py: {hits}'
+
+
+# ---------------------------------------------------------------- widget keys
+
+
+def _key_arguments(path: Path) -> list[tuple[int, ast.expr]]:
+    """(line, value) of every ``key=`` argument in the file, except sort keys (``key=lambda …``, ``key=len``)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    return [(kw.value.lineno, kw.value) for node in ast.walk(tree) if isinstance(node, ast.Call)
+            for kw in node.keywords if kw.arg == "key" and not isinstance(kw.value, ast.Lambda)]
+
+
+def test_every_widget_key_is_a_declared_constant() -> None:
+    """No widget key is spelled in a page or component: ``key=session.X.name`` / ``session.FAMILY.key(item)``."""
+    offenders = [f"{_rel(path)}:{line}" for path in UI_FILES if path.name != "session.py"
+                 for line, value in _key_arguments(path)
+                 if any(isinstance(n, ast.JoinedStr) or (isinstance(n, ast.Constant) and isinstance(n.value, str))
+                        for n in ast.walk(value))]
+    assert not offenders, "declare the widget key in components/session.py:\n" + "\n".join(offenders)
+
+
+def test_the_key_checker_sees_literals(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.py"
+    bad.write_text('st.button("x", key="a")\nst.button("y", key=f"b:{i}")\nsorted(xs, key=lambda x: x["k"])\n'
+                   "st.button('z', key=session.GOTO.key(i))\n", encoding="utf-8")
+    literal = [line for line, value in _key_arguments(bad)
+               if any(isinstance(n, (ast.JoinedStr, ast.Constant)) for n in ast.walk(value))]
+    assert literal == [1, 2]
+
+
+def test_widgets_are_declared_once_with_an_owner() -> None:
+    widgets, families = session.widgets(), session.families()
+    names = [w.name for w in widgets] + [k.name for k in session.KEYS]
+    assert len(names) == len(set(names)), sorted(n for n in names if names.count(n) > 1)
+    prefixes = [f.prefix for f in families]
+    assert len(prefixes) == len(set(prefixes))
+    assert not [n for n in names if n.startswith(tuple(prefixes))], "a family's prefix would cover another key"
+    for item in [*widgets, *families]:
+        assert (ROOT / (item.owner.replace(".", "/") + ".py")).exists(), item
+
+
+def test_only_the_owner_seeds_a_widget() -> None:
+    offenders = []
+    for path in UI_FILES:
+        for line, name, method in _session_key_uses(path):
+            widget = getattr(session, name, None)
+            if isinstance(widget, (session.Widget, session.WidgetFamily)) and method == "seed" \
+                    and widget.owner != _module(path):
+                offenders.append(f"{_rel(path)}:{line} seeds {name} (owner {widget.owner})")
+    assert not offenders, "\n".join(offenders)
