@@ -13,17 +13,20 @@
 
 from __future__ import annotations
 
+import heapq
 import ipaddress
+import itertools
 import os
 import socket
 import threading
 import time
 import tomllib
 import zlib
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 import requests
 from requests.adapters import HTTPAdapter
@@ -229,6 +232,65 @@ class _Guard:
                     pass
 
 
+class Watchdog:
+    """One daemon thread for every deadline of the process: at its time, a fetch's ``expire`` runs.
+
+    A timer thread per request made every caller wait until that new thread was scheduled (on a busy machine,
+    most of a query's cost); here a request only pushes its deadline onto a heap. ``cancel`` is O(1): a
+    cancelled entry is dropped when it reaches the top (at its deadline, so the heap holds at most the
+    requests of the last ``timeout`` seconds)."""
+
+    def __init__(self) -> None:
+        self._cond = threading.Condition()
+        self._heap: list[tuple[float, int]] = []
+        self._pending: dict[int, Callable[[], None]] = {}
+        self._ids = itertools.count()
+        self._thread: threading.Thread | None = None
+
+    def schedule(self, delay: float, action: Callable[[], None]) -> int:
+        """Run ``action`` in ``delay`` seconds unless cancelled; a token for ``cancel``."""
+        with self._cond:
+            token = next(self._ids)
+            self._pending[token] = action
+            heapq.heappush(self._heap, (time.monotonic() + delay, token))
+            if self._thread is None or not self._thread.is_alive():  # first use, or after a fork
+                self._thread = threading.Thread(target=self._run, name="fetch-watchdog", daemon=True)
+                self._thread.start()
+            elif self._heap[0][1] == token:
+                self._cond.notify()  # the new deadline is the nearest
+            return token
+
+    def cancel(self, token: int) -> None:
+        with self._cond:
+            self._pending.pop(token, None)
+
+    def _run(self) -> None:
+        with self._cond:
+            while True:
+                while self._heap and self._heap[0][1] not in self._pending:
+                    heapq.heappop(self._heap)
+                if not self._heap:
+                    self._cond.wait()
+                    continue
+                when, token = self._heap[0]
+                now = time.monotonic()
+                if when > now:
+                    self._cond.wait(when - now)
+                    continue
+                heapq.heappop(self._heap)
+                action = self._pending.pop(token)
+                self._cond.release()
+                try:
+                    action()
+                except Exception:  # noqa: BLE001, S110 - an expire that fails must not stop the other deadlines
+                    pass
+                finally:
+                    self._cond.acquire()
+
+
+WATCHDOG = Watchdog()
+
+
 def _session(guard: _Guard) -> requests.Session:
     class GuardedHTTP(HTTPConnection):
         def _new_conn(self) -> socket.socket:
@@ -340,9 +402,7 @@ def fetch(url: str, timeout: float = 5.0, headers: Mapping[str, str] | None = No
     guard = _Guard(policy)
     session = _session(guard)
     deadline = time.monotonic() + timeout
-    watchdog = threading.Timer(timeout, guard.expire)
-    watchdog.daemon = True
-    watchdog.start()
+    watchdog = WATCHDOG.schedule(timeout, guard.expire)
     try:
         response = session.get(url, timeout=(timeout, timeout), stream=True, allow_redirects=False,
                                headers={"Accept": accept, "Accept-Encoding": "gzip, deflate", **(headers or {})})
@@ -372,7 +432,7 @@ def fetch(url: str, timeout: float = 5.0, headers: Mapping[str, str] | None = No
             raise TriageError(f"no complete answer within {timeout:g} s", where=shown) from None
         raise TriageError(f"unreachable ({connection_reason(exc)})", where=shown) from None
     finally:
-        watchdog.cancel()
+        WATCHDOG.cancel(watchdog)
         session.close()
 
 
@@ -408,7 +468,20 @@ class BoundedSession(requests.Session):
         self.total_timeout = float(timeout)
         self.max_bytes = max_bytes
         self._local = threading.local()  # the adapter of the request this thread is making
+        self._environment: dict[tuple[Any, ...], Any] = {}  # per host: proxies, verify from the env
         self.headers["Accept-Encoding"] = "gzip, deflate"  # the encodings _read_body decompresses within the cap
+
+    def merge_environment_settings(self, url: Any, proxies: Any, stream: Any, verify: Any, cert: Any) -> Any:
+        """As requests does it, once per host for this session (it reads every environment variable on each
+        call: a millisecond per query, a window's dozens of queries to one host)."""
+        key = (urlsplit(str(url)).netloc, tuple(sorted((proxies or {}).items())), stream, verify, cert)
+        try:
+            found = self._environment.get(key)
+        except TypeError:  # an unhashable setting: not cached
+            return super().merge_environment_settings(url, proxies, stream, verify, cert)
+        if found is None:
+            found = self._environment[key] = super().merge_environment_settings(url, proxies, stream, verify, cert)
+        return {**found, "proxies": dict(found["proxies"])}
 
     def get_adapter(self, url: str) -> Any:
         adapter = getattr(self._local, "adapter", None)
@@ -420,9 +493,7 @@ class BoundedSession(requests.Session):
         adapter = _session(guard).get_adapter("http://")  # its own pool: the guard sees every socket it opens
         self._local.adapter = adapter
         deadline = time.monotonic() + self.total_timeout
-        watchdog = threading.Timer(self.total_timeout, guard.expire)
-        watchdog.daemon = True
-        watchdog.start()
+        watchdog = WATCHDOG.schedule(self.total_timeout, guard.expire)
         kwargs["stream"] = True
         kwargs["timeout"] = (self.total_timeout, self.total_timeout)
         try:
@@ -445,7 +516,7 @@ class BoundedSession(requests.Session):
                 raise requests.exceptions.ReadTimeout(f"no complete answer within {self.total_timeout:g} s") from None
             raise
         finally:
-            watchdog.cancel()
+            WATCHDOG.cancel(watchdog)
             self._local.adapter = None
             adapter.close()
 

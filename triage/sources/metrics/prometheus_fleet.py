@@ -18,14 +18,10 @@ from triage.sources.metrics.prometheus_window import (
     bucket_pairs,
     buckets_promql,
     promql,
-    quantile_value,
-    sample_number,
 )
 from triage.sources.metrics.snapshot_window import (
     LABEL_RE,
     EngineMaps,
-    need_label,
-    selector,
 )
 
 GroupKey = tuple[tuple[str, str], ...]  # sorted (label, value) pairs
@@ -135,26 +131,6 @@ class FleetWindow(PrometheusWindow):
         """What PrometheusWindow._store / _store_quantile record for a window matching ``group``, for each need
         answered by one query."""
         labels = self._labels_for(qs[0])
-        if isinstance(result, QueryFailed):
-            for q in qs:
-                out.values[q.need] = None
-                out.missing[q.need] = result.sentence
-                out.errors.append(f"{need_label(q.need)} ({q.resolved.name}): {result.sentence}")
-            return
-        samples = result.get(self._key(group, labels))
+        answer = result if isinstance(result, QueryFailed) else result.get(self._key(group, labels), [])
         for q in qs:
-            need = q.need
-            value: float | dict[str, str] | None = None
-            why = ""
-            if not samples:
-                match = {**q.resolved.match, **{k: v for k, v in group.items() if k in labels}}
-                why = f"no samples of {selector(q.resolved.name, match)} between {self._span_text()}"
-            elif need.kind == "quantile":
-                value, why = quantile_value(need.quantile, samples)
-            elif need.kind == "info":
-                value = {k: v for k, v in samples[0]["metric"].items() if k != "__name__"}
-            else:
-                value, why = sample_number(samples[0]["value"][1])
-            out.values[need] = value
-            if value is None:
-                out.missing[need] = why
+            self._record(out, q, answer, {**q.resolved.match, **{k: v for k, v in group.items() if k in labels}})

@@ -305,31 +305,33 @@ class PrometheusWindow:
             raise self._fail(failures[0])
 
     def _store(self, out: Readings, query: Query, result: Any) -> None:
-        need = query.need
-        value: float | dict[str, str] | None = None
-        why = ""
-        if isinstance(result, QueryFailed):
-            why = result.sentence
-            out.errors.append(f"{need_label(need)} ({query.resolved.name}): {result.sentence}")
-        elif not result:
-            why = f"no samples of {selector(query.resolved.name, query.resolved.match)} between {self._span_text()}"
-        elif need.kind == "info":
-            value = {k: v for k, v in result[0]["metric"].items() if k != "__name__"}
-        else:
-            value, why = sample_number(result[0]["value"][1])
-        out.values[need] = value
-        if value is None:
-            out.missing[need] = why
+        self._record(out, query, result, query.resolved.match)
 
     def _store_quantile(self, out: Readings, query: Query, result: Any) -> None:
         """A quantile from the histogram's shared bucket query, computed as PromQL's histogram_quantile does."""
-        if isinstance(result, QueryFailed) or not result:
-            self._store(out, query, result)
-            return
-        value, why = quantile_value(query.need.quantile, bucket_pairs(result, lambda s: s["value"][1]))
-        out.values[query.need] = value
+        answer = result if isinstance(result, QueryFailed) else bucket_pairs(result, lambda s: s["value"][1])
+        self._record(out, query, answer, query.resolved.match)
+
+    def _record(self, out: Readings, query: Query, answer: Any, match: dict[str, str]) -> None:
+        """What one need records from its answer (a failure, the samples, or for a quantile the (le, increase)
+        pairs), ``match`` naming the series it read when there was none."""
+        need = query.need
+        value: float | dict[str, str] | None = None
+        why = ""
+        if isinstance(answer, QueryFailed):
+            why = answer.sentence
+            out.errors.append(f"{need_label(need)} ({query.resolved.name}): {answer.sentence}")
+        elif not answer:
+            why = f"no samples of {selector(query.resolved.name, match)} between {self._span_text()}"
+        elif need.kind == "quantile":
+            value, why = quantile_value(need.quantile, answer)
+        elif need.kind == "info":
+            value = {k: v for k, v in answer[0]["metric"].items() if k != "__name__"}
+        else:
+            value, why = sample_number(answer[0]["value"][1])
+        out.values[need] = value
         if value is None:
-            out.missing[query.need] = why
+            out.missing[need] = why
 
     def _span_text(self) -> str:
         return f"{self.start:%Y-%m-%d %H:%M:%S} and {self.end:%Y-%m-%d %H:%M:%S} UTC"
