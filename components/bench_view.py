@@ -9,6 +9,7 @@ from components import bench_charts, bench_source, findings, session
 from components.evidence import diagnosis_panel
 from components.kpi import kpi_row
 from components.shell import knowledge, t
+from components.static_table import static_table
 from triage.diagnosis.benchmark import diagnose_run
 from triage.diagnosis.roofline import Hardware
 from triage.diagnosis.rules import Slo
@@ -82,7 +83,7 @@ def summary_table(run: Run) -> None:
     s = run_summary(run)
     st.markdown(f"#### {t('bench_summary')}")
     if s.latencies:
-        st.table(pd.DataFrame(
+        static_table(pd.DataFrame(
             [{t("sum_metric"): row.metric.upper(), t("sum_mean"): _ms(row.mean_ms), t("sum_median"): _ms(row.median_ms),
               "P90": _ms(row.p90_ms), "P99": _ms(row.p99_ms)} for row in s.latencies]).set_index(t("sum_metric")))
     load = "—"
@@ -100,7 +101,7 @@ def summary_table(run: Run) -> None:
         t("sum_throughput"): fmt_value(s.req_per_s, "req/s"),
         t("sum_errors"): errors,
     }
-    st.table(pd.DataFrame({t("sum_value"): list(facts.values())}, index=list(facts)))
+    static_table(pd.DataFrame({t("sum_value"): list(facts.values())}, index=list(facts)))
 
 
 def panels(loaded: bench_source.Loaded, run: Run, slo: Slo) -> None:

@@ -9,6 +9,7 @@ from components import session
 from components.findings import remember
 from components.node_panel import technique_link
 from components.shell import knowledge, lang, t
+from components.static_table import static_table
 from components.tree_chart import request_scroll, tree_chart
 from triage.diagnosis.rules import Diagnosis, Evidence, Finding
 from triage.report.text import fmt_threshold, fmt_value
@@ -40,7 +41,7 @@ def finding_card(f: Finding, rank: int, select: bool = True) -> None:
             st.caption(t("explains", names=names))
         measured = [e for e in f.evidence if e.holds is not None]
         if measured:
-            st.table(_rows(measured))
+            static_table(_rows(measured))
         if f.not_measurable:
             st.caption(t("not_measurable", names=", ".join(f.not_measurable)))
         st.markdown(f"**{t('techniques')}**")
@@ -94,7 +95,7 @@ def within_slo_but(diag: Diagnosis, select: bool = True) -> None:
                        f"{t('within_slo_note')}", icon=":material/warning:")
             measured = [e for e in f.evidence if e.holds is not None]
             if measured:
-                st.table(_rows(measured))
+                static_table(_rows(measured))
             st.markdown(f"**{t('techniques')}**")
             for tid in f.techniques:
                 technique_link(tid)

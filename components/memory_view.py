@@ -12,6 +12,7 @@ import streamlit as st
 from components import session
 from components.node_panel import technique_link
 from components.shell import knowledge, lang, t
+from components.static_table import static_table
 from triage.errors import TriageError
 from triage.memory.calculator import (
     KV_DTYPES,
@@ -197,7 +198,7 @@ def _steps_table(steps: list[WhatIf]) -> None:
              t("mem_col_frees"): f"{w.freed_gib:.1f} GiB", t("mem_col_max_conc"): f"{w.max_concurrency:,}",
              t("mem_col_change"): f"{w.delta_concurrency:+,}", t("mem_col_gpus"): str(w.gpus),
              t("mem_col_fits"): t("word_yes") if w.fits else t("word_no")} for w in steps]
-    st.table(pd.DataFrame(rows).set_index(t("mem_col_step")))
+    static_table(pd.DataFrame(rows).set_index(t("mem_col_step")))
 
 
 def _branch(b: MemoryBreakdown) -> None:

@@ -46,3 +46,26 @@ def texts(at: AppTest) -> str:
     for kind in ("markdown", "caption", "title", "header", "subheader", "info", "warning", "error", "success"):
         parts += [str(e.value) for e in at.get(kind)]
     return "\n".join(parts)
+
+
+def markdown_tables(at: AppTest) -> list:
+    """The static tables (components/static_table.py) on the page, read back as DataFrames indexed by their
+    first column, every cell unescaped."""
+    import re
+
+    import pandas as pd
+
+    def cells(line: str) -> list[str]:
+        parts = re.split(r"(?<!\\)\|", line.strip())[1:-1]
+        return [re.sub(r"\\(.)", r"\1", p.strip()) for p in parts]
+
+    tables = []
+    for md in at.markdown:
+        lines = str(md.value).splitlines()
+        if len(lines) < 2 or not lines[0].startswith("| ") or not lines[1].startswith("| ---"):
+            continue
+        head, rows = cells(lines[0]), [cells(x) for x in lines[2:]]
+        df = pd.DataFrame([r[1:] for r in rows], columns=head[1:], index=[r[0] for r in rows])
+        df.index.name = head[0] or None
+        tables.append(df)
+    return tables
