@@ -4,9 +4,12 @@ with one clear line (prometheus-api-client gets a BoundedSession)."""
 
 from __future__ import annotations
 
+import threading
 from datetime import UTC, datetime, timedelta
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
+import requests
 
 from tests.hostile_server import hostile_server
 from triage.alerting.evaluate import _client, _query
@@ -64,3 +67,52 @@ def test_the_session_reads_a_good_answer_and_caps_a_small_one(server):
         BoundedSession(5.0, max_bytes=10).get(server.url + "/metrics")
     with pytest.raises(TriageError, match="positive"):
         BoundedSession(float("nan"))
+
+
+class _KeepAliveThenTrickle(BaseHTTPRequestHandler):
+    """HTTP/1.1 with keep-alive: the first answer is whole, every later one on the connection trickles."""
+
+    protocol_version = "HTTP/1.1"
+    BODY = b'{"status":"success","data":{"resultType":"vector","result":[]}}'
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+    def do_GET(self) -> None:  # noqa: N802 - http.server's name
+        server = self.server
+        server.ports.add(self.client_address[1])  # type: ignore[attr-defined]
+        server.served += 1  # type: ignore[attr-defined]
+        first = server.served == 1  # type: ignore[attr-defined]
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(self.BODY) if first else 100_000))
+        self.end_headers()
+        if first:
+            self.wfile.write(self.BODY)
+            return
+        try:
+            while not server.stopping.is_set():  # type: ignore[attr-defined]
+                self.wfile.write(b" ")
+                self.wfile.flush()
+                server.stopping.wait(0.05)  # type: ignore[attr-defined]  # the trickle's pace
+        except OSError:
+            return
+
+
+def test_a_kept_alive_connection_is_bounded_too():
+    """The session keeps connections alive between queries; a reused socket is under the new query's deadline."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _KeepAliveThenTrickle)
+    server.ports, server.served, server.stopping = set(), 0, threading.Event()  # type: ignore[attr-defined]
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        session = BoundedSession(1.0)
+        url = f"http://127.0.0.1:{server.server_address[1]}/api/v1/query"
+        assert session.get(url).json()["status"] == "success"
+        with pytest.raises(requests.exceptions.ReadTimeout):  # a byte every 50 ms: only the deadline ends it
+            session.get(url)
+        assert server.served == 2 and len(server.ports) == 1  # type: ignore[attr-defined]  # one connection reused
+    finally:
+        server.stopping.set()  # type: ignore[attr-defined]
+        server.shutdown()
+        server.server_close()

@@ -25,7 +25,7 @@ import zlib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 from urllib.parse import urlsplit
 
 import requests
@@ -221,6 +221,18 @@ class _Guard:
             return sock
         raise last or OSError("no address to connect to")
 
+    def adopt(self, sock: socket.socket) -> None:
+        """A kept-alive socket this request reuses: the deadline covers it too."""
+        with self.lock:
+            if self.expired:
+                raise TimeoutError("deadline passed")
+            self.sockets.append(sock)
+
+    def release(self) -> None:
+        """The request is done with its sockets (before its connection goes back to a pool for another)."""
+        with self.lock:
+            self.sockets.clear()
+
     def expire(self) -> None:
         """At the deadline: wake any blocked read by shutting the socket down."""
         with self.lock:
@@ -289,6 +301,41 @@ class Watchdog:
 
 
 WATCHDOG = Watchdog()
+_CURRENT = threading.local()  # the guard of the request this thread is making (BoundedSession)
+
+
+class _GuardedHTTP(HTTPConnection):
+    def _new_conn(self) -> socket.socket:
+        return cast(_Guard, _CURRENT.guard).connect(self)
+
+
+class _GuardedHTTPS(HTTPSConnection):
+    def _new_conn(self) -> socket.socket:
+        return cast(_Guard, _CURRENT.guard).connect(self)
+
+
+def _adopting(conn: Any) -> Any:
+    """A pooled connection handed to a request: its open socket joins the request's guard."""
+    if conn is not None and getattr(conn, "sock", None) is not None:
+        cast(_Guard, _CURRENT.guard).adopt(conn.sock)
+    return conn
+
+
+class _KeptPool(HTTPConnectionPool):
+    ConnectionCls = _GuardedHTTP
+
+    def _get_conn(self, timeout: float | None = None) -> Any:
+        return _adopting(super()._get_conn(timeout))
+
+
+class _KeptSPool(HTTPSConnectionPool):
+    ConnectionCls = _GuardedHTTPS
+
+    def _get_conn(self, timeout: float | None = None) -> Any:
+        return _adopting(super()._get_conn(timeout))
+
+
+API_POOL_SIZE = 32  # a Live refresh sends up to 2 x 8 queries at once to one Prometheus
 
 
 def _session(guard: _Guard) -> requests.Session:
@@ -452,8 +499,9 @@ class AnswerTooLarge(requests.exceptions.RequestException):
 
 
 class BoundedSession(requests.Session):
-    """A requests Session for API clients (prometheus-api-client takes one): every request gets a fresh
-    guarded connection, ``timeout`` seconds in total (a watchdog shuts the socket at the deadline, so neither
+    """A requests Session for API clients (prometheus-api-client takes one): every request gets a guarded
+    connection (kept alive between the requests of this session; a reused socket joins the request's guard),
+    ``timeout`` seconds in total (a watchdog shuts the socket at the deadline, so neither
     trickled headers nor a trickled body outlast it) and a body read here within ``max_bytes`` after
     decompression. Cloud-metadata and link-local targets are refused as for a scrape; there is no allowlist
     (the API URL is the operator's configuration, not a visitor's).
@@ -467,7 +515,9 @@ class BoundedSession(requests.Session):
             raise TriageError(f"the timeout must be a positive number of seconds, got {timeout}")
         self.total_timeout = float(timeout)
         self.max_bytes = max_bytes
-        self._local = threading.local()  # the adapter of the request this thread is making
+        self._adapter = HTTPAdapter(pool_maxsize=API_POOL_SIZE, max_retries=Retry(
+            total=0, connect=0, read=0, redirect=0, status=0, other=0, raise_on_redirect=False, raise_on_status=False))
+        self._adapter.poolmanager.pool_classes_by_scheme = {"http": _KeptPool, "https": _KeptSPool}
         self._environment: dict[tuple[Any, ...], Any] = {}  # per host: proxies, verify from the env
         self.headers["Accept-Encoding"] = "gzip, deflate"  # the encodings _read_body decompresses within the cap
 
@@ -484,14 +534,16 @@ class BoundedSession(requests.Session):
         return {**found, "proxies": dict(found["proxies"])}
 
     def get_adapter(self, url: str) -> Any:
-        adapter = getattr(self._local, "adapter", None)
-        return adapter if adapter is not None else super().get_adapter(url)
+        return self._adapter  # the guarded pools (http and https), whatever is mounted
+
+    def close(self) -> None:
+        self._adapter.close()
+        super().close()
 
     def request(self, method: str | bytes, url: str | bytes, *args: Any, **kwargs: Any) -> requests.Response:
         shown = redact_url(str(url))
         guard = _Guard(ScrapePolicy(max_bytes=self.max_bytes))
-        adapter = _session(guard).get_adapter("http://")  # its own pool: the guard sees every socket it opens
-        self._local.adapter = adapter
+        _CURRENT.guard = guard  # new and reused sockets of this request join it
         deadline = time.monotonic() + self.total_timeout
         watchdog = WATCHDOG.schedule(self.total_timeout, guard.expire)
         kwargs["stream"] = True
@@ -500,6 +552,8 @@ class BoundedSession(requests.Session):
             response = super().request(method, url, *args, **kwargs)
             with response:
                 body = _read_body(response, shown, self.max_bytes, deadline)
+                WATCHDOG.cancel(watchdog)  # before the connection goes back to the pool for another request
+                guard.release()
             if guard.expired:
                 raise TimeoutError
             response._content = body  # read within the bounds; .json() and .content use it
@@ -517,8 +571,8 @@ class BoundedSession(requests.Session):
             raise
         finally:
             WATCHDOG.cancel(watchdog)
-            self._local.adapter = None
-            adapter.close()
+            guard.release()
+            _CURRENT.guard = None
 
 
 def connection_reason(exc: BaseException) -> str:

@@ -33,6 +33,8 @@ from triage.sources.metrics.snapshot_window import (
     gauge_agg,
     need_label,
     pick_engines,
+    prepare_buckets,
+    prepared_quantile,
     resolve_need,
     selector,
 )
@@ -256,8 +258,9 @@ class PrometheusWindow:
                 out[query.need] = _points(result)
         for group, result in zip(hists.values(), results[len(plain):]):
             if not isinstance(result, QueryFailed):
-                for query in group:
-                    out[query.need] = _quantile_points(query.need.quantile, result)
+                quantiles = _quantile_series([query.need.quantile for query in group], result)
+                for query, drawn in zip(group, quantiles):
+                    out[query.need] = drawn
         return out
 
     def _plan(self, needs: list[Need], out: Readings, range_s: int | None = None) -> list[Query]:
@@ -345,15 +348,20 @@ def _by_histogram(queries: list[Query], range_s: int) -> dict[str, list[Query]]:
     return groups
 
 
-def _quantile_points(q: float, matrix: list[dict]) -> list[SeriesPoint]:
-    """Per timestamp, the quantile of that step's bucket increases."""
+def _quantile_series(qs: list[float], matrix: list[dict]) -> list[list[SeriesPoint]]:
+    """For each quantile of ``qs``, per timestamp, the quantile of that step's bucket increases: the answer is
+    parsed and each step's buckets prepared once, whatever the number of quantiles drawn from them."""
     by_time: dict[float, list[tuple[float, float]]] = {}
-    for series in matrix:
-        le = float(series["metric"].get("le", "nan"))
-        for t, v in series["values"]:
+    bounds = sorted((float(series["metric"].get("le", "nan")), i) for i, series in enumerate(matrix))
+    for le, i in bounds:  # in bound order, so each step's pairs come sorted (the sort then costs one pass)
+        for t, v in matrix[i]["values"]:
             by_time.setdefault(float(t), []).append((le, float(v)))
-    points = [(t, bucket_quantile(q, pairs)) for t, pairs in sorted(by_time.items())]
-    return [SeriesPoint(t=t, value=v) for t, v in points if not math.isnan(v)]
+    steps = [(t, prepare_buckets(pairs)) for t, pairs in sorted(by_time.items())]
+    out = []
+    for q in qs:
+        points = [(t, prepared_quantile(q, merged)) for t, merged in steps]
+        out.append([SeriesPoint(t=t, value=v) for t, v in points if not math.isnan(v)])
+    return out
 
 
 def _outcome(future) -> Any:

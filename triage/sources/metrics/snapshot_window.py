@@ -133,13 +133,23 @@ def need_label(need: Need) -> str:
 
 def bucket_quantile(q: float, buckets: Iterable[tuple[float, float]]) -> float:
     """PromQL ``histogram_quantile`` on (upper bound, cumulative count) pairs, rule for rule (NaN = no answer)."""
+    return prepared_quantile(q, prepare_buckets(buckets))
+
+
+def prepare_buckets(buckets: Iterable[tuple[float, float]]) -> list[tuple[float, float]]:
+    """The pairs as ``histogram_quantile`` reads them: sorted by bound, equal bounds summed, counts made
+    monotonic. Prepare once, then ask ``prepared_quantile`` for several quantiles."""
+    return _monotonic(_coalesce(sorted(buckets)))
+
+
+def prepared_quantile(q: float, merged: list[tuple[float, float]]) -> float:
+    """``bucket_quantile`` of buckets already made by ``prepare_buckets``."""
     if math.isnan(q):
         return math.nan
     if q < 0:
         return -math.inf
     if q > 1:
         return math.inf
-    merged = _monotonic(_coalesce(sorted(buckets)))
     if len(merged) < 2 or not math.isinf(merged[-1][0]):
         return math.nan
     observations = merged[-1][1]
