@@ -29,7 +29,7 @@ TITLE = "h1"
 # page path → what its first paint is: "chart" or "title" (pages with no chart until the user acts)
 PAGES: dict[str, str] = {
     "/": "chart", "/live": "chart", "/benchmark": "chart", "/memory": "chart", "/memory?lang=zh": "chart",
-    "/verify": "title", "/retro": "title", "/log": "title", "/technique?id=chunked_prefill": "title",
+    "/fleet": "title", "/verify": "title", "/retro": "title", "/log": "title", "/technique?id=chunked_prefill": "title",
 }
 BASELINE_APP = '''
 import plotly.graph_objects as go
