@@ -44,7 +44,7 @@ def test_trickling_server_is_cut_at_the_total_timeout(server, path):
     began = time.monotonic()
     with pytest.raises(TriageError, match=r"no complete answer within 1 s"):
         scrape(server.url + path, timeout=1.0, policy=OPEN)
-    assert time.monotonic() - began < 1.8
+    assert time.monotonic() - began < 4  # a trickle without the bound runs on for minutes; slack for a loaded CI
 
 
 def test_endless_stream_stops_at_the_size_cap(server):

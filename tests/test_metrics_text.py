@@ -134,4 +134,4 @@ def test_scrape_refused_and_slow():
         began = time.monotonic()
         with pytest.raises(TriageError, match=r"no complete answer within 0\.5 s"):
             scrape(base + "/metrics", timeout=0.5)
-        assert time.monotonic() - began < 1.5
+        assert time.monotonic() - began < 3.5  # the server answers only after 5 s; slack for a loaded CI
