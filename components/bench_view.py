@@ -93,7 +93,7 @@ def summary_table(run: Run) -> None:
         load = t("sum_rate_value", rate=f"{s.rate:,.2f}")
     total = (s.requests or 0) + (s.failed or 0)
     errors = "—" if s.failed is None else (
-        f"{s.failed:,} ({s.failed / total:.1%})" if total else f"{s.failed:,}")
+        f"{s.failed:,} ({fmt_value(s.failed / total, 'fraction')})" if total else f"{s.failed:,}")
     facts = {
         t("sum_requests"): "—" if s.requests is None else f"{s.requests:,}",
         t("sum_duration"): fmt_value(s.duration_s, "s"),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -118,6 +119,8 @@ def test_summary_table_like_the_tools_print():
     facts = next(tb for tb in tables if "Successful requests" in tb.index)
     assert {"Duration", "Load", "Errors"} <= set(facts.index)
     assert "e+" not in facts.to_csv() + latency.to_csv()
+    errors = str(facts.loc["Errors"].iloc[0])
+    assert re.fullmatch(r"[\d,]+ \([\d.]+ %\)", errors), errors  # the share in the one formatter's digits
 
 
 def test_within_slo_but_is_a_warning_card_and_still_healthy():
