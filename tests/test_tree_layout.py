@@ -88,3 +88,12 @@ def test_compact_tree_wraps_every_label_within_its_column(kb):
             lines = text.split("<br>")
             assert len(lines) <= 2 and all(_width(x) <= LABEL_CELLS[True][node.kind] for x in lines), text
         assert list(fig.data[2].hovertext) == [n.label for n in nodes]  # the full label on hover
+
+
+def test_adjacent_cause_labels_have_room_for_two_lines(kb):
+    # a cause label (up to two lines of 11 px, drawn above its marker) needs more than one 30 px row;
+    # two single-technique causes in a row once drew "Poor multi-GPU scaling" over "Many long sequences"
+    for lang in ("en", "zh"):
+        ys = sorted((n.y for n in layout(kb, lang) if n.kind == "cause"), reverse=True)
+        gaps = [upper - lower for upper, lower in zip(ys, ys[1:])]
+        assert min(gaps) >= 1.3, min(gaps)

@@ -8,6 +8,7 @@ from triage.knowledge.loader import ROOT_ID, KnowledgeBase
 
 # Uneven columns: the widest labels (causes) get the widest gap so no edge crosses a label.
 COLUMN_X = {"root": 0.0, "symptom": 0.8, "cause": 1.8, "technique": 3.2}
+CAUSE_GAP = 0.35  # extra rows after a cause with one technique: cause labels sit above their marker
 
 
 @dataclass(frozen=True)
@@ -45,6 +46,8 @@ def layout(kb: KnowledgeBase, lang: str = "en") -> list[PlacedNode]:
                                         cause.id))
                 row += 1
             cause_ys.append(sum(leaf_ys) / len(leaf_ys))
+            if len(leaf_ys) == 1:  # a two-line label above the next cause's marker would touch this one's
+                row += CAUSE_GAP
             nodes.append(PlacedNode(cause.id, cause.id, "cause", cause.short.get(lang), COLUMN_X["cause"], cause_ys[-1],
                                     sym.id))
         row += 0.6  # a gap between symptom groups keeps the branches apart
