@@ -207,8 +207,8 @@ def _branch(b: MemoryBreakdown) -> None:
         st.markdown(f"**{t('mem_branch')}:** {kb.causes[b.branch].title.get(lang())} (`{b.branch}`)")
         for tid in b.techniques:
             technique_link(tid)
-    if b.what_if:
-        st.markdown(f"**{t('mem_what_if')}**")
+    if b.what_if:  # when it fits, the steps are capacity planning, not a fix: the heading says so
+        st.markdown(f"**{t('mem_what_if_fits' if b.fits else 'mem_what_if')}**")
         _steps_table(b.what_if)
     if b.ladder and not b.fits:
         st.markdown(f"**{t('mem_ladder')}**")

@@ -133,7 +133,8 @@ def test_memory_page_70b_fp8_on_4_h100_names_no_shortage_branch():
         expect(page.get_by_text("headroom").first).to_be_visible()
         body = page.inner_text("body")
         assert "Branch" not in body and "memory.weights" not in body and "memory.kv_cache" not in body
-        assert "INT4" not in body  # no suggestion to shrink what already fits
+        assert "Steps stacked in order" not in body  # no ladder of fixes for what already fits
+        assert "What each cheaper step frees" not in body and "Nothing to change, it fits" in body
         page.screenshot(path=str(ARTIFACTS / "memory-70b-fp8-tp4.png"), full_page=True)
 
 
