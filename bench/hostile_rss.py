@@ -120,7 +120,8 @@ def upload_figures(n: int, rows: int, env: dict[str, str] | None = None, verify:
     from parse import make_csv  # bench/parse.py
     from playwright.sync_api import expect
 
-    from tests.browser_tools import _wait_healthy, chromium_page, free_port
+    from tests.browser_tools import _wait_healthy, chromium_page
+    from tests.prom_harness import free_port, stop_process
 
     timeout_ms = 900_000  # a 100 MB parse on a loaded 2-core machine
     with tempfile.TemporaryDirectory() as folder, tempfile.TemporaryFile() as log:
@@ -172,12 +173,7 @@ def upload_figures(n: int, rows: int, env: dict[str, str] | None = None, verify:
         finally:
             if sampler is not None:
                 sampler.stop()
-            proc.terminate()
-            try:
-                proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            stop_process(proc, grace=20)
         return out
 
 

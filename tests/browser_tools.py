@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
 import sys
 import tempfile
@@ -12,6 +11,8 @@ import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+
+from tests.prom_harness import free_port, stop_process
 
 ROOT = Path(__file__).resolve().parent.parent
 CHROMIUM = "/usr/bin/chromium"
@@ -29,12 +30,6 @@ POINT_XY_JS = """([key, nodeId]) => {
             y: r.top + fl._size.t + fl.yaxis.l2p(gd.data[c].y[i])};
   }
   return null; }"""
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _wait_healthy(url: str, proc: subprocess.Popen, timeout: float = 60.0) -> None:
@@ -64,11 +59,7 @@ def streamlit_server(env: dict[str, str] | None = None, cwd: Path | None = None)
         _wait_healthy(url, proc)
         yield url
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        stop_process(proc)
         log.close()
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 import requests
 import yaml
 
-from tests.prom_harness import free_port
+from tests.prom_harness import free_port, stop_process
 
 PROMTOOL = shutil.which("promtool") or "/usr/bin/promtool"
 VICTORIA = shutil.which("victoria-metrics") or "/usr/bin/victoria-metrics"
@@ -92,13 +92,7 @@ class VictoriaServer:
     log: Path = field(default_factory=Path)
 
     def stop(self) -> None:
-        if self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(timeout=5)
+        stop_process(self.process)
 
     def flush(self) -> None:
         """Make just-written samples searchable (VictoriaMetrics buffers them about a second otherwise)."""

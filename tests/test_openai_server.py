@@ -18,6 +18,7 @@ import pytest
 import requests
 from prometheus_client.parser import text_string_to_metric_families
 
+from tests.prom_harness import stop_process
 from triage.errors import TriageError
 from triage.sources.metrics.openai_server import count_tokens, serve_openai
 from triage.sources.metrics.simulator import MODEL_NAME
@@ -206,8 +207,7 @@ def test_cli_serves_openai_and_curl_streams(tmp_path: Path):
         assert "".join(json.loads(e)["choices"][0]["delta"].get("content", "") for e in events[:-2]) == \
             "the model writes one"
     finally:
-        proc.terminate()
-        proc.wait(timeout=10)
+        stop_process(proc)
 
 
 def test_port_in_use_and_unknown_scenario():
