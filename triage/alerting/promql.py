@@ -13,10 +13,15 @@ from dataclasses import dataclass, field
 from triage.knowledge.engines import EngineSpec, MetricSpec
 from triage.knowledge.loader import KnowledgeBase
 from triage.knowledge.model import NeedRef, Recipe
-from triage.sources.metrics.snapshot_window import ADDON_IDS, SERVING_ORDER, gauge_agg, selector
+from triage.sources.metrics.snapshot_window import (
+    ADDON_IDS,
+    OVER_TIME,
+    SERVING_ORDER,
+    gauge_agg,
+    gauge_over_window,
+    selector,
+)
 
-SUBQUERY_POINTS = 1000  # as prometheus_window: gauge means sample the aggregated gauge at window/1000 ...
-MIN_SUBQUERY_STEP = 15  # ... but no finer than a typical scrape interval
 # server signals computed from tree/models.yaml and tree/gpus.yaml (model_name / DCGM modelName labels looked up in
 # tables): no PromQL can give them, so the rule export treats them as not measurable
 MODEL_TABLE_SIGNALS = frozenset({"decode_gb_per_step", "tpot_over_roofline"})
@@ -138,11 +143,8 @@ class Compiler:
             return (f"(sum {self.by()} (rate({self._sel(name + '_sum')}{w}))"
                     f" / sum {self.by()} (rate({self._sel(name + '_count')}{w})))")
         agg = gauge_agg(spec)
-        step = max(MIN_SUBQUERY_STEP, math.ceil(self.range_s / SUBQUERY_POINTS))
-        if need.kind == "gauge_mean":
-            return f"avg_over_time(({agg} {self.by()} ({self._sel(name)}))[{self.range_s}s:{step}s])"
-        if need.kind == "gauge_max":
-            return f"max_over_time(({agg} {self.by()} ({self._sel(name)}))[{self.range_s}s:{step}s])"
+        if need.kind in OVER_TIME:
+            return gauge_over_window(need.kind, f"{agg} {self.by()} ({self._sel(name)})", self.range_s)
         return f"{agg} {self.by()} (last_over_time({self._sel(name)}{w}))"  # gauge_last
 
     def flag(self, key: str, label: str) -> str | None:

@@ -25,12 +25,14 @@ from triage.sources.metrics.profiles import Profile, profile_for_url, redact_url
 from triage.sources.metrics.scrape import connection_reason
 from triage.sources.metrics.snapshot_window import (
     NO_OBSERVATIONS,
+    OVER_TIME,
     EngineMaps,
     Resolved,
     bucket_quantile,
     check_match,
     engine_maps,
     gauge_agg,
+    gauge_over_window,
     need_label,
     pick_engines,
     prepare_buckets,
@@ -43,8 +45,6 @@ DETECT_MATCH = '{__name__=~"vllm[:_].+|sglang[:_].+|tgi_.+|DCGM_FI_.+"}'
 MAX_WORKERS = 8  # below requests' default pool of 10 connections per host
 GRACE = 0.5  # seconds past the timeout before a stuck query is abandoned
 DEFAULT_TIMEOUT = 10.0
-SUBQUERY_POINTS = 1000  # gauge mean/max sample the aggregated gauge at window/1000 ...
-MIN_SUBQUERY_STEP = 15  # ... but no finer than a typical scrape interval: finer steps only repeat samples
 MIN_RANGE = 60  # a series point looks back at least this far (four 15 s scrapes), as Grafana's $__rate_interval
 HTTP_STATUS_RE = re.compile(r"HTTP Status Code (\d+) \((.*)\)\s*$", re.S)
 
@@ -98,11 +98,8 @@ def promql(need: Need, r: Resolved, range_s: int, by: tuple[str, ...] = ()) -> s
         return (f"sum{agg_by} (increase({selector(r.name + '_sum', r.match)}{w}))"
                 f" / sum{agg_by} (increase({selector(r.name + '_count', r.match)}{w}))")
     agg = gauge_agg(r.spec)
-    step = max(MIN_SUBQUERY_STEP, math.ceil(range_s / SUBQUERY_POINTS))
-    if need.kind == "gauge_mean":
-        return f"avg_over_time(({agg}{agg_by} ({sel}))[{range_s}s:{step}s])"
-    if need.kind == "gauge_max":
-        return f"max_over_time(({agg}{agg_by} ({sel}))[{range_s}s:{step}s])"
+    if need.kind in OVER_TIME:
+        return gauge_over_window(need.kind, f"{agg}{agg_by} ({sel})", range_s)
     if need.kind == "gauge_last":
         return f"{agg}{agg_by} (last_over_time({sel}{w}))"
     return f"last_over_time({sel}{w})"  # info: every series (a fleet's group takes its first)

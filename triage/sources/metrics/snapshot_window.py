@@ -125,6 +125,18 @@ def gauge_agg(spec: MetricSpec) -> str:
     return "max" if spec.unit in MAX_UNITS else "sum"
 
 
+SUBQUERY_POINTS = 1000  # gauge mean/max sample the aggregated gauge at window/1000 ...
+MIN_SUBQUERY_STEP = 15  # ... but no finer than a typical scrape interval: finer steps only repeat samples
+OVER_TIME = {"gauge_mean": "avg_over_time", "gauge_max": "max_over_time"}
+
+
+def gauge_over_window(kind: str, aggregated: str, range_s: int) -> str:
+    """PromQL for a gauge_mean or gauge_max need: ``aggregated`` (the gauge summed or maxed over its series)
+    sampled by a subquery over the ``range_s`` window, so the window's diagnosis and the alert rules agree."""
+    step = max(MIN_SUBQUERY_STEP, math.ceil(range_s / SUBQUERY_POINTS))
+    return f"{OVER_TIME[kind]}(({aggregated})[{range_s}s:{step}s])"
+
+
 def need_label(need: Need) -> str:
     q = f" q={need.q:g}" if need.q is not None else ""
     engine = f"{need.engine}:" if need.engine else ""
