@@ -117,9 +117,35 @@ def _rates(kb: KnowledgeBase, out: SignalSet, r: _Reader) -> None:
             "mean DCGM_FI_PROF_PIPE_TENSOR_ACTIVE")
 
 
-def server_signals(kb: KnowledgeBase, readings: Readings, hardware: Hardware | None = None) -> SignalSet:
-    """Every server-side signal the window could answer; the rest stay absent (not measurable)."""
-    out = SignalSet("server")
+class RecordedSignals(SignalSet):
+    """A server SignalSet in which the signals recording rules already computed (``values``, by signal) take the
+    place of what the readings give: each is recorded where server_signals puts it, with ``source`` as its
+    provenance, whatever the readings hold (a fleet read skips the needs of recorded signals)."""
+
+    def __init__(self, recorded: dict[str, float], source: str) -> None:
+        super().__init__("server")
+        self.recorded, self.recorded_source = recorded, source
+
+    def put(self, kb: KnowledgeBase, name: str, value: float | bool | None, source: str) -> None:
+        if name in self.recorded:
+            value = self.recorded[name]
+            if kb.signals[name].unit == "bool" and value == value:
+                value = bool(value)
+            source = self.recorded_source.format(signal=name)
+        super().put(kb, name, value, source)
+
+    def complete(self, kb: KnowledgeBase) -> None:
+        """Add the recorded signals server_signals had no occasion to put (a signal the tree declares)."""
+        for name in self.recorded:
+            if name not in self.values and name in kb.signals:
+                self.put(kb, name, None, "")
+
+
+def server_signals(kb: KnowledgeBase, readings: Readings, hardware: Hardware | None = None,
+                   out: SignalSet | None = None) -> SignalSet:
+    """Every server-side signal the window could answer; the rest stay absent (not measurable). ``out`` (e.g.
+    RecordedSignals) receives them instead of a new set."""
+    out = SignalSet("server") if out is None else out
     r = _Reader(readings)
     _latency(kb, out, r)
     _capacity(kb, out, r)
