@@ -18,10 +18,10 @@ from triage.diagnosis.rules import Slo
 from triage.errors import TriageError
 from triage.knowledge.engines import load_engines
 from triage.knowledge.model import Text
-from triage.knowledge.panels import Panel, line_points, load_panels
+from triage.knowledge.panels import Panel, line_points
 from triage.report.units import fmt_delta, fmt_value
 from triage.safe_text import md_escape
-from triage.service.live import LiveResult, refresh
+from triage.service.live import LiveResult, evidence_group, refresh
 from triage.service.windows import WindowPair
 
 
@@ -106,16 +106,35 @@ def _why_missing(panel: Panel, result: LiveResult) -> str:
     return " ".join(sorted(reasons)) or t("panel_no_data")
 
 
+def _group_labels(lit: str) -> dict[str, str]:
+    """Each panel group's tab label: its title and how many panels it holds; ● marks the evidence's group."""
+    kb = knowledge()
+    counts = {g.id: sum(1 for p in kb.panels if p.group == g.id) for g in kb.panel_groups}
+    return {g.id: t("live_group_lit_tab" if g.id == lit else "live_group_tab", title=t(g.title_key), n=counts[g.id])
+            for g in kb.panel_groups}
+
+
 def panels(result: LiveResult) -> None:
-    cols = st.columns(3)
-    for i, panel in enumerate(load_panels()):
-        with cols[i % 3], st.container(border=True):
-            st.markdown(f"**{panel.title.get(lang())}**")
-            fig = _panel_figure(panel, result)
-            if fig is None:
-                st.info(_why_missing(panel, result), icon=":material/info:")
-            else:
-                st.plotly_chart(fig, width="stretch", key=session.LIVE_PANEL.key(panel.id))
+    """The panels, one group per tab; only the open tab's panels are drawn (the browser draws three charts, not
+    nine, before the first shows). The group holding the top finding's evidence opens by default."""
+    kb = knowledge()
+    lit = evidence_group(kb, result.live.diagnosis)
+    labels = _group_labels(lit)
+    st.caption(t("live_group_hint"))
+    tabs = st.tabs(list(labels.values()), default=labels[lit], key=session.LIVE_GROUP.name, on_change="rerun")
+    for group, tab in zip(kb.panel_groups, tabs, strict=True):
+        if not tab.open:
+            continue
+        with tab:
+            cols = st.columns(3)
+            for i, panel in enumerate(p for p in kb.panels if p.group == group.id):
+                with cols[i % 3], st.container(border=True):
+                    st.markdown(f"**{panel.title.get(lang())}**")
+                    fig = _panel_figure(panel, result)
+                    if fig is None:
+                        st.info(_why_missing(panel, result), icon=":material/info:")
+                    else:
+                        st.plotly_chart(fig, width="stretch", key=session.LIVE_PANEL.key(panel.id))
 
 
 def render(result: LiveResult) -> None:

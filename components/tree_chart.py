@@ -16,6 +16,10 @@ CHART_KEY = session.TREE_CHART.name
 NODE_PARAM = "node"
 LEVEL_COLORS = {"root": "#37474F", "symptom": "#1565C0", "cause": "#EF6C00", "technique": "#2E7D32"}
 LIT_EDGE, DIM_EDGE = "#D32F2F", "#B0BEC5"
+# (ink, faded, selection ring) per theme: faded labels off the lit branch still reach WCAG AA (4.5:1) on
+# Streamlit's page background, so a dimmed branch stays readable in an incident.
+LABEL_INK = {False: ("#111111", "#6E6E6E", "#000000"), True: ("#EEEEEE", "#949494", "#FFFFFF")}
+PAGE_BACKGROUND = {False: "#FFFFFF", True: "#0E1117"}
 ROW_PX = 30  # a two-line label at 11 px fits in one row
 ELBOW = 0.12
 # Label width in cells per column: the full tree (Diagnose, 3/5 of the page) and the half-width one
@@ -53,7 +57,7 @@ def build_figure(nodes: list[PlacedNode], lit: set[str], chosen: set[str], compa
     dim = bool(lit)
     opacity = [1.0 if (not dim or n.key in lit or n.key in chosen) else 0.35 for n in nodes]
     cells = LABEL_CELLS[compact]
-    ink, faded, ring = ("#EEEEEE", "#757575", "#FFFFFF") if dark else ("#111111", "#9E9E9E", "#000000")
+    ink, faded, ring = LABEL_INK[dark]
     fig.add_trace(go.Scatter(
         x=[n.x for n in nodes], y=[n.y for n in nodes], mode="markers+text",
         text=[wrap_label(n.label, cells[n.kind]) for n in nodes],

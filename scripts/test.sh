@@ -13,6 +13,7 @@ command -v promtool >/dev/null 2>&1 || need+=(prometheus)
 # VictoriaMetrics single-node, vmalert and vmctl: the second PromQL backend and the rule replay (issue 13)
 for tool in victoria-metrics vmalert vmctl; do command -v $tool >/dev/null 2>&1 || need+=(victoria-metrics); done
 command -v script >/dev/null 2>&1 || need+=(bsdutils)  # vmctl wants a terminal: tests run it under script -qec
+command -v curl >/dev/null 2>&1 || need+=(curl)  # the OpenAI simulator is checked with a real curl stream
 if [ ${#need[@]} -gt 0 ]; then
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
   $SUDO apt-get update -qq

@@ -44,6 +44,8 @@ def tiny_tree(tmp_path: Path) -> Path:
         (shutil.copytree if item.is_dir() else shutil.copy)(item, tmp_path / item.name)
     tid = cause["techniques"][0]["id"]
     shutil.copy(DEFAULT_TREE_DIR / "techniques" / f"{tid}.yaml", tmp_path / "techniques" / f"{tid}.yaml")
+    edit_yaml(tmp_path / "panels.yaml", lambda d: [g.update(symptoms=[s for s in g.get("symptoms", [])
+                                                                       if s == symptom["id"]]) for g in d["groups"]])
     return tmp_path
 
 

@@ -125,6 +125,24 @@ def test_live_demo_refreshes_by_itself():
         expect(page.get_by_text("Decision tree")).to_be_visible(timeout=15000)
 
 
+def test_live_panel_tabs_switch_and_survive_a_refresh():
+    """The evidence's tab opens first; another tab draws its own panels, and stays open across the timed refresh."""
+    import re
+
+    expect = _expect()
+    with streamlit_server() as url, chromium_page() as page:
+        page.goto(f"{url}/live")
+        expect(page.locator(".st-key-panel-ttft .js-plotly-plot")).to_be_visible(timeout=60000)
+        assert page.locator(".st-key-panel-kv").count() == 0  # a closed tab draws nothing
+        page.get_by_role("tab", name=re.compile("Load and KV cache")).click()
+        expect(page.locator(".st-key-panel-kv .js-plotly-plot")).to_be_visible(timeout=30000)
+        expect(page.locator(".st-key-panel-ttft")).to_have_count(0)
+        stamp = page.get_by_text(re.compile(r"refreshed \d\d:\d\d:\d\d"))
+        expect(stamp).not_to_have_text(stamp.inner_text(), timeout=40000)  # the timed refresh (15 s) ran
+        expect(page.locator(".st-key-panel-kv .js-plotly-plot")).to_be_visible()
+        expect(page.get_by_role("tab", name=re.compile("Load and KV cache"))).to_have_attribute("aria-selected", "true")
+
+
 def test_memory_page_70b_fp8_on_4_h100_names_no_shortage_branch():
     expect = _expect()
     with streamlit_server() as url, chromium_page() as page:

@@ -26,11 +26,21 @@ def live_page():
     return open_page("pages/live.py")
 
 
+def panel_keys(at) -> set[str]:
+    return {str(c.key).removeprefix("panel:") for c in at.get("plotly_chart") if str(c.key).startswith("panel:")}
+
+
+def open_tab(at, title: str):
+    """Open the panel tab whose label names ``title`` (the user's click: the tab's label becomes its state)."""
+    label = next(tab.label for tab in at.tabs if title in tab.label)
+    at.session_state["live_group"] = label
+    return at.run()
+
+
 def test_demo_source_shows_panels_and_lit_branch():
     at = live_page()
     assert at.session_state["findings"][0] == "ttft.queueing"
     assert any(c.key == "tree" for c in at.get("plotly_chart"))
-    assert sum(1 for c in at.get("plotly_chart") if str(c.key).startswith("panel:")) >= 6
     labels = [m.label for m in at.metric]
     assert "TTFT p99" in labels and "KV usage (max)" in labels
     assert "vs baseline" in " ".join(str(m.proto.delta) for m in at.metric)
@@ -41,10 +51,39 @@ def test_demo_source_shows_panels_and_lit_branch():
     assert {"kv_usage_max", "waiting_mean", "ttft_p99_s"} <= set(table["Signal"])
 
 
+def test_panels_come_in_tabs_and_the_evidence_group_opens_first():
+    """Queueing lights ttft.queueing: its evidence (queue share of TTFT) is drawn in the first-token tab, which
+    opens alone and is marked; another tab's panels appear only once it is opened."""
+    at = live_page()
+    tabs = [tab.label for tab in at.tabs]
+    assert tabs == [":red[●] Time to first token (3 panels)", "Load and KV cache (3 panels)",
+                    "Decode and throughput (3 panels)"]
+    assert at.session_state["live_group"] == tabs[0]
+    assert panel_keys(at) == {"ttft", "phases", "prefix"}
+    open_tab(at, "Decode and throughput")
+    assert not at.exception, at.exception
+    assert panel_keys(at) == {"itl", "throughput"}
+    at.run()  # a refresh keeps the tab the user opened
+    assert panel_keys(at) == {"itl", "throughput"}
+    at.selectbox(key="live_scenario").set_value("kv_pressure").run()  # another lit branch opens its own tab
+    assert at.session_state["live_group"] == ":red[●] Load and KV cache (3 panels)"
+    assert panel_keys(at) == {"load", "kv", "preemptions"}
+
+
+def test_kv_pressure_opens_the_load_tab():
+    at = open_page("pages/live.py", source="demo", scenario="kv_pressure")
+    assert at.session_state["findings"][0] == "memory.kv_cache"
+    assert ":red[●] Load and KV cache (3 panels)" in [tab.label for tab in at.tabs]
+    assert panel_keys(at) == {"load", "kv", "preemptions"}
+
+
 def test_missing_metric_panel_says_why():
     at = live_page()
+    assert "Speculative decoding is not configured" not in " ".join(i.value for i in at.info)  # tab closed
+    open_tab(at, "Decode and throughput")
     infos = " ".join(i.value for i in at.info)
     assert "Speculative decoding is not configured" in infos
+    assert panel_keys(at) == {"itl", "throughput"}  # the spec panel says why instead of a chart
 
 
 def test_demo_scenario_switch_changes_the_finding():

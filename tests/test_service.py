@@ -16,7 +16,7 @@ from triage.diagnosis.rules import resolve_slo
 from triage.diagnosis.window import window_signals
 from triage.errors import TriageError
 from triage.run import Benchmark
-from triage.service.live import CACHE_CONFIG, SERIES_POINTS, panel_needs, refresh
+from triage.service.live import CACHE_CONFIG, SERIES_POINTS, evidence_group, panel_needs, refresh, signal_keys
 from triage.service.uploads import (
     MB,
     SAMPLE_PATH,
@@ -108,6 +108,24 @@ def test_a_second_scenario_shares_the_baseline(kb, demo):
     second = feeds.demo("kv_pressure", 10)
     assert refresh(kb, second, resolve_slo(kb)).live.diagnosis.matched_ids[0] == "memory.kv_cache"
     assert first.baseline.snapshots == second.baseline.snapshots  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("scenario,group", [
+    ("queueing", "first_token"),        # queue share of TTFT: two first-token panels beat the waiting panel
+    ("kv_pressure", "load"),            # KV usage, waiting, preemptions: all three load panels
+    ("long_requests", "first_token"),   # prompt-length tail: no panel draws it, the symptom (tail) decides
+    ("spec_low_acceptance", "decode"),  # running (load) vs acceptance (decode) tie: the symptom (tpot) decides
+    ("healthy", "first_token"),         # nothing felt: the first note's evidence, else the first tab
+])
+def test_the_live_tab_that_opens_holds_the_top_findings_evidence(kb, demo, scenario, group):
+    result = refresh(kb, demo[1].demo(scenario, 10), resolve_slo(kb), series_points=0)
+    assert evidence_group(kb, result.live.diagnosis) == group
+
+
+def test_signal_keys_follow_recipes_through_other_signals(kb):
+    assert signal_keys(kb, "waiting_mean") == {"waiting"}
+    assert signal_keys(kb, "queue_share_of_ttft") == {"queue_time", "ttft"}
+    assert signal_keys(kb, "no_such_signal") == set()
 
 
 def test_unknown_scenario_is_refused(demo):

@@ -97,3 +97,26 @@ def test_adjacent_cause_labels_have_room_for_two_lines(kb):
         ys = sorted((n.y for n in layout(kb, lang) if n.kind == "cause"), reverse=True)
         gaps = [upper - lower for upper, lower in zip(ys, ys[1:])]
         assert min(gaps) >= 1.3, min(gaps)
+
+
+def _luminance(hex_color: str) -> float:
+    def channel(c: int) -> float:
+        v = c / 255
+        return v / 12.92 if v <= 0.03928 else ((v + 0.055) / 1.055) ** 2.4
+    r, g, b = (int(hex_color[i:i + 2], 16) for i in (1, 3, 5))
+    return 0.2126 * channel(r) + 0.7152 * channel(g) + 0.0722 * channel(b)
+
+
+def test_dimmed_labels_stay_readable_in_light_and_dark(kb):
+    """Labels off the lit branch keep WCAG AA contrast (4.5:1) on the page background in both themes."""
+    from components.tree_chart import PAGE_BACKGROUND
+
+    nodes = layout(kb)
+    lit = highlight_keys(nodes, {"ttft.queueing"})
+    for dark in (False, True):
+        colors = build_figure(nodes, lit, set(), dark=dark).data[2].textfont.color
+        bg = _luminance(PAGE_BACKGROUND[dark])
+        for color in set(colors):
+            hi, lo = sorted((_luminance(color), bg), reverse=True)
+            assert (hi + 0.05) / (lo + 0.05) >= 4.5, (dark, color)
+        assert len(set(colors)) == 2  # the lit branch still stands out from the rest

@@ -91,3 +91,26 @@ def test_cached_until_a_file_changes(tree_copy):
     with pytest.raises(TriageError) as exc:
         load_knowledge(tree_copy)
     assert exc.value.where == str(path) and exc.value.key == "zz_bad"
+
+
+@pytest.mark.parametrize("edit,expected", [
+    (lambda d: d["panels"][0].update(group="nowhere"), "unknown group 'nowhere'"),
+    (lambda d: d["groups"].append({"id": "empty"}), "group 'empty' holds no panel"),
+    (lambda d: d["groups"][0].update(symptoms=["no_such_symptom"]), "unknown symptom 'no_such_symptom'"),
+    (lambda d: d.pop("groups"), "expected a non-empty 'groups' list"),
+], ids=["unknown-group", "empty-group", "unknown-symptom", "no-groups"])
+def test_live_panel_groups_are_checked(tree_copy, capsys, edit, expected):
+    path = tree_copy / "panels.yaml"
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    edit(data)
+    path.write_text(yaml.safe_dump(data, allow_unicode=True), encoding="utf-8")
+    line = _refused_line(tree_copy, capsys)
+    assert str(path) in line and expected in line
+
+
+def test_a_panel_group_needs_its_tab_title(tree_copy, capsys):
+    path = tree_copy / "ui.yaml"
+    path.write_text("".join(line for line in path.read_text(encoding="utf-8").splitlines(keepends=True)
+                            if not line.startswith("live_group_load:")), encoding="utf-8")
+    line = _refused_line(tree_copy, capsys)
+    assert str(tree_copy / "panels.yaml") in line and "live_group_load" in line

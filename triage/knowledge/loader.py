@@ -38,7 +38,7 @@ from triage.knowledge.model import (
     Technique,
     Text,
 )
-from triage.knowledge.panels import Panel
+from triage.knowledge.panels import Panel, PanelGroup
 from triage.knowledge.scenarios import Scenario
 
 ROOT_ID = "root"
@@ -60,6 +60,7 @@ class KnowledgeBase:
     parent: dict[str, str] = field(default_factory=dict)
     engines: dict[str, EngineSpec] = field(default_factory=dict)
     panels: tuple[Panel, ...] = ()
+    panel_groups: tuple[PanelGroup, ...] = ()
     gate: tuple[GateRule, ...] = ()
     retro: tuple[RetroStep, ...] = ()
     models: dict[str, ModelEntry] = field(default_factory=dict)
@@ -344,6 +345,30 @@ def _load_strings(path: Path) -> dict[str, Text]:
     return strings
 
 
+def _load_panels(path: Path, symptom_ids: set[str]) -> tuple[list[Panel], tuple[PanelGroup, ...]]:
+    """The Live panels and their groups (tabs): every panel in a declared group, every group holding a panel."""
+    data, items = _mapping_with_list(path, "panels", extra=("groups",))
+    raw_groups = data.get("groups")
+    if not isinstance(raw_groups, list) or not raw_groups:
+        raise TriageError("expected a non-empty 'groups' list", where=str(path), key="groups")
+    groups = [_parse(PanelGroup, raw, path, f"groups[{i}]") for i, raw in enumerate(raw_groups)]
+    by_id = _by_id(groups, path, "groups")
+    for i, group in enumerate(groups):
+        unknown = next((s for s in group.symptoms if s not in symptom_ids), None)
+        if unknown:
+            raise TriageError(f"unknown symptom '{unknown}'", where=str(path), key=f"groups[{i}].symptoms")
+    panels = [_parse(Panel, raw, path, f"panels[{i}]") for i, raw in enumerate(items)]
+    _by_id(panels, path, "panels")
+    for i, panel in enumerate(panels):
+        if panel.group not in by_id:
+            raise TriageError(f"unknown group '{panel.group}'; choose one of {', '.join(by_id)}", where=str(path),
+                              key=f"panels[{i}].group")
+    empty = next((g.id for g in groups if not any(p.group == g.id for p in panels)), None)
+    if empty:
+        raise TriageError(f"group '{empty}' holds no panel", where=str(path), key="groups")
+    return panels, tuple(groups)
+
+
 def _load_scenarios(path: Path) -> dict[str, Scenario]:
     """Scenarios by id; each scenario's params are the file's ``defaults`` overridden by its own."""
     data, items = _mapping_with_list(path, "scenarios", extra=("defaults",))
@@ -393,8 +418,7 @@ def _read(root: Path) -> KnowledgeBase:
             raise TriageError(f"unknown metric '{rule.metric}'; choose one of {', '.join(compare)}",
                               where=str(gate_path), key=f"metrics[{i}].metric")
     panels = root / "panels.yaml"
-    panels_list = _load_list(panels, "panels", Panel)
-    _by_id(panels_list, panels, "panels")
+    panels_list, groups = _load_panels(panels, {s.id for s in symptoms})
     models, gpus = root / "models.yaml", root / "gpus.yaml"
     retro = root / "retro.yaml"
     retro_steps = _load_list(retro, "steps", RetroStep)
@@ -402,10 +426,15 @@ def _read(root: Path) -> KnowledgeBase:
     kb = KnowledgeBase(
         symptoms=symptoms, techniques=techniques, guidance=guidance, source_dir=root, signals=signals,
         slo_presets=presets, default_slo=default_slo, causes=causes, parent=parent,
-        engines=_load_engines(root / "engines"), panels=tuple(panels_list), gate=gate, kpis=kpis, compare=compare,
+        engines=_load_engines(root / "engines"), panels=tuple(panels_list), panel_groups=groups, gate=gate,
+        kpis=kpis, compare=compare,
         retro=tuple(retro_steps), models=_by_id(_load_list(models, "models", ModelEntry), models, "models"),
         gpus=_by_id(_load_list(gpus, "gpus", GpuEntry), gpus, "gpus"), strings=_load_strings(root / "ui.yaml"),
         scenarios=_load_scenarios(root / "scenarios.yaml"))
+    for i, group in enumerate(groups):
+        if group.title_key not in kb.strings:
+            raise TriageError(f"no interface string '{group.title_key}' (the tab's title) in ui.yaml",
+                              where=str(panels), key=f"groups[{i}].id")
     alerting = root / "alerting.yaml"
     if alerting.exists():  # read by `triage rules`; checked here so a broken file is refused with the rest
         _parse(AlertingConfig, _read_yaml(alerting), alerting)

@@ -47,10 +47,25 @@ class Panel(Strict):
     id: str
     title: Text
     unit: str
+    group: str  # a PanelGroup id: the Live page shows one group (tab) at a time
     lines: list[Line] = Field(min_length=1)
 
     def needs(self) -> list[Need]:
         return [n for line in self.lines for n in line.needs()]
+
+
+class PanelGroup(Strict):
+    """One tab of Live panels; its title is the interface string ``live_group_<id>`` (tree/ui.yaml).
+
+    ``symptoms`` decide which tab opens when the lit finding's evidence is drawn by no panel (or equally by two).
+    """
+
+    id: str
+    symptoms: list[str] = Field(default_factory=list)
+
+    @property
+    def title_key(self) -> str:
+        return f"live_group_{self.id}"
 
 
 def load_panels(tree_dir: Path | None = None) -> tuple[Panel, ...]:
@@ -58,6 +73,13 @@ def load_panels(tree_dir: Path | None = None) -> tuple[Panel, ...]:
     from triage.knowledge.loader import load_knowledge  # the loader imports this module's schema
 
     return load_knowledge(tree_dir).panels
+
+
+def load_panel_groups(tree_dir: Path | None = None) -> tuple[PanelGroup, ...]:
+    """The Live panel groups (tabs) of tree/panels.yaml, in tab order."""
+    from triage.knowledge.loader import load_knowledge
+
+    return load_knowledge(tree_dir).panel_groups
 
 
 def line_points(line: Line, series: dict[Need, list[SeriesPoint]]) -> list[SeriesPoint]:

@@ -9,9 +9,10 @@ from dataclasses import dataclass
 from triage.diagnosis.compare import SignalDelta, signal_deltas
 from triage.diagnosis.readings import Need, SeriesPoint
 from triage.diagnosis.roofline import Hardware
-from triage.diagnosis.rules import Slo
+from triage.diagnosis.rules import Diagnosis, Slo
 from triage.diagnosis.window import LiveDiagnosis, diagnose_window, window_signals
 from triage.knowledge.loader import KnowledgeBase
+from triage.knowledge.model import Recipe
 from triage.knowledge.panels import load_panels
 from triage.service.windows import Clock, WindowPair
 
@@ -40,6 +41,45 @@ class LiveResult:
 def panel_needs() -> list[Need]:
     """Every need the Live panels draw, once each."""
     return list(dict.fromkeys(n for p in load_panels() for n in p.needs()))
+
+
+def signal_keys(kb: KnowledgeBase, name: str) -> set[str]:
+    """The metric keys a server signal's recipe reads, through the other signals it is computed from."""
+    found: set[str] = set()
+
+    def walk(r: Recipe | None, seen: frozenset[str]) -> None:
+        if r is None:
+            return
+        if r.need is not None:
+            found.add(r.need.key)
+        if r.signal is not None and r.signal not in seen and r.signal in kb.signals:
+            walk(kb.signals[r.signal].recipe, seen | {r.signal})
+        for child in (r.div or []) + (r.first or []):
+            walk(child, seen)
+
+    if name in kb.signals:
+        walk(kb.signals[name].recipe, frozenset({name}))
+    return found
+
+
+def evidence_group(kb: KnowledgeBase, diagnosis: Diagnosis) -> str:
+    """The panel group (Live tab) to open: the one whose panels draw most of the top finding's evidence that
+    holds (a note's when nothing is felt); a tie or evidence no panel draws goes to the group listing the
+    finding's symptom; no finding, the first group."""
+    groups = kb.panel_groups
+    lit = diagnosis.findings or diagnosis.notes
+    if not lit:
+        return groups[0].id
+    top = lit[0]
+    keys: set[str] = set()
+    for e in top.evidence:
+        if e.holds and not e.context:
+            keys |= signal_keys(kb, e.signal)
+    drawn = {g.id: sum(1 for p in kb.panels if p.group == g.id and {n.key for n in p.needs()} & keys)
+             for g in groups}
+    best = max(drawn.values())
+    tied = [g for g in groups if drawn[g.id] == best] if best else list(groups)
+    return next((g.id for g in tied if top.symptom in g.symptoms), tied[0].id)
 
 
 def refresh(kb: KnowledgeBase, pair: WindowPair, slo: Slo, series_points: int = SERIES_POINTS,
