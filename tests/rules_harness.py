@@ -8,7 +8,7 @@ import shlex
 import shutil
 import subprocess
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -52,8 +52,8 @@ def recording_passes(rule_file: Path) -> list[list[dict]]:
     return passes
 
 
-def serve_with_recorded(folder: Path, data: Path, rule_file: Path, start: int, end: int,
-                        interval: str = "60s") -> PromServer:
+def serve_with_recorded(folder: Path, data: Path, rule_file: Path, start: int, end: int, interval: str = "60s",
+                        serve: Callable[[Path, Path, int], PromServer] = serve_tsdb) -> PromServer:
     """A Prometheus over ``data`` plus the recording rules of ``rule_file`` evaluated by
     ``promtool tsdb create-blocks-from rules`` over [start, end], pass by pass (each pass against a Prometheus
     holding the blocks of the earlier ones). Every pass is written to the same file path, so promtool gives each
@@ -80,7 +80,7 @@ def serve_with_recorded(folder: Path, data: Path, rule_file: Path, start: int, e
         for block in out.iterdir():
             if (block / "meta.json").exists():
                 shutil.move(str(block), str(data / block.name))
-    return serve_tsdb(folder, data, end)
+    return serve(folder, data, end)
 
 
 # ---------------------------------------------------------------- promtool test rules
