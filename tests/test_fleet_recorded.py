@@ -18,7 +18,7 @@ import yaml
 from tests.fleet_history import WINDOW_MIN, slo_of
 from tests.prom_harness import backfill
 from tests.rules_harness import merge_openmetrics, recording_passes, serve_with_recorded
-from triage.diagnosis.fleet import diagnose_fleet
+from triage.diagnosis.fleet import base_signals, diagnose_fleet
 from triage.diagnosis.rules import Diagnosis, resolve_slo
 from triage.diagnosis.window import diagnose_window
 from triage.sources.metrics.prometheus_fleet import FleetWindow
@@ -69,7 +69,10 @@ def test_recorded_fleet_diagnoses_like_the_raw_read_and_each_single_engine(kb, f
     fleet = diagnose_fleet(kb, _window(server.url, fleet_history.stop, by=["instance"]), preset)
     read = fleet.read
     assert read.path == "recorded", read.reason
-    assert sorted(read.signals) == sorted(names)  # every recorded signal has a series at the evaluation read
+    # every recorded signal computed from readings alone has a series at the evaluation read; the ratios of
+    # recorded signals are divided client-side, as a raw read does
+    assert sorted(read.signals) == sorted(n for n in names if n in base_signals(kb))
+    assert set(base_signals(kb)) <= set(names)
     assert fleet_history.stop - timedelta(minutes=1) < read.end <= fleet_history.stop
     assert [n for n in read.raw_needs if not n.startswith("info:")] == ["gauge_mean:dram_active",
                                                                         "gauge_mean:tensor_active"]  # DCGM: no rule

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from triage.alerting.export import load_config
-from triage.alerting.promql import duration_text, record_name, replica_labels
+from triage.alerting.promql import duration_text, recipe_signals, record_name, replica_labels
 from triage.diagnosis.readings import Need, Readings
 from triage.diagnosis.roofline import Hardware
 from triage.diagnosis.rules import Diagnosis, Slo, diagnose
@@ -90,11 +90,27 @@ def diagnose_fleet(kb: KnowledgeBase, window: FleetWindow, slo: Slo,
     rules = record_name("*", duration_text(window.window_seconds))
     reason = "recorded signals not asked for (--raw)"
     if recorded:
-        found = window.read_recorded(duration_text(window.window_seconds), rule_labels(window), INFO_NEEDS)
+        found = window.read_recorded(duration_text(window.window_seconds), rule_labels(window),
+                                     base_signals(kb), INFO_NEEDS)
         if isinstance(found, Recorded):
             return _from_recorded(kb, window, slo, hardware, found, rules)
         reason = found
     return FleetDiagnosis(_from_raw(kb, window, slo, hardware), FleetRead("raw", window.end, rules, reason))
+
+
+def base_signals(kb: KnowledgeBase) -> list[str]:
+    """The recorded signals the fleet reads: those computed from readings alone. The ratios of other signals
+    (tail ratios, spreads) are not read again: server_signals divides the recorded values, as it does on a raw
+    read."""
+    return [name for name, sig in kb.signals.items()
+            if sig.recipe is not None and not recipe_signals(kb, name) and not _addon(sig.recipe)]
+
+
+def _addon(r: Recipe) -> bool:
+    """Whether a recipe reads an add-on engine (DCGM), whose series carry no replica labels for a rule to group."""
+    if r.need is not None:
+        return bool(r.need.engine)
+    return any(_addon(child) for child in (r.div or []) + (r.first or []))
 
 
 def rule_labels(window: FleetWindow) -> tuple[str, ...]:

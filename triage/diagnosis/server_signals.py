@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from triage.diagnosis.readings import Need, Readings
 from triage.diagnosis.roofline import Hardware, add_server_roofline
 from triage.diagnosis.signals import SignalSet
@@ -40,6 +42,12 @@ def needs_itl(readings: Readings) -> bool:
     return readings.get(TPOT_PER_REQUEST) is None
 
 
+@lru_cache(maxsize=256)
+def _need(kind: str, key: str, q: float | None, engine: str) -> Need:
+    """The Need of these fields, built once (a fleet reads the same few dozen needs for every replica)."""
+    return Need(kind, key, q, engine)  # type: ignore[arg-type]
+
+
 class _Reader:
     """Numbers from readings by need, None when the window could not answer."""
 
@@ -47,11 +55,11 @@ class _Reader:
         self.r = readings
 
     def num(self, kind: str, key: str, q: float | None = None, engine: str = "") -> float | None:
-        value = self.r.get(Need(kind, key, q, engine))  # type: ignore[arg-type]
+        value = self.r.get(_need(kind, key, q, engine))
         return float(value) if isinstance(value, (int, float)) else None
 
     def info(self, key: str, engine: str = "") -> dict[str, str]:
-        value = self.r.get(Need("info", key, engine=engine))
+        value = self.r.get(_need("info", key, None, engine))
         return value if isinstance(value, dict) else {}
 
 

@@ -31,6 +31,7 @@ from triage.sources.metrics.snapshot_window import (
 GroupKey = tuple[tuple[str, str], ...]  # sorted (label, value) pairs
 RECORD_PREFIX = "triage:"  # recording rules triage:<signal>:<window> (python -m triage rules)
 SIGNAL_RE = "[a-zA-Z0-9_]+"
+RECORDED_PARTS = 2  # concurrent requests the recorded read is split into
 PROBE_SIGNAL = "running_mean"  # recorded for every replica of every engine: its newest sample dates the evaluation
 
 
@@ -144,23 +145,34 @@ class FleetWindow(PrometheusWindow):
 
     # ------------------------------------------------------------ recorded signals
 
-    def _recorded_selector(self, window: str, signal: str = "") -> str:
-        """Every recorded signal of ``window`` (or one ``signal``), narrowed by the window's match."""
-        if signal:
-            inner = [f'__name__="{RECORD_PREFIX}{signal}:{window}"']
-        else:
-            inner = [f'__name__=~"{re.escape(RECORD_PREFIX)}{SIGNAL_RE}:{re.escape(window)}"']
+    def _recorded_selector(self, window: str, signals: list[str]) -> str:
+        """The recorded series of ``signals`` for ``window``, narrowed by the window's match."""
+        names = [f"{RECORD_PREFIX}{signal}:{window}" for signal in signals]
+        inner = [f'__name__="{names[0]}"' if len(names) == 1 else
+                 f'__name__=~"{"|".join(re.escape(n) for n in names)}"']
         inner += [f'{k}="{_escape(v)}"' for k, v in sorted(self.match.items())]
         return "{" + ",".join(inner) + "}"
 
-    def read_recorded(self, window: str, rule_labels: tuple[str, ...], needs: list[Need]) -> Recorded | str:
-        """The recorded signals ``triage:<signal>:<window>`` of the rules' newest evaluation at or before ``end``
-        (within Prometheus' 5 min lookback), per group of ``by``, with ``needs`` read raw (grouped) over the window
-        ending at that evaluation; or why the recorded signals cannot stand in for the raw reads.
+    def _recorded_part(self, text: str, at: float, window: str) -> dict[GroupKey, dict[str, float]]:
+        """One part of the recorded read, split by group in its worker thread: group → signal → value."""
+        cut = slice(len(RECORD_PREFIX), -len(window) - 1)
+        groups: dict[GroupKey, dict[str, float]] = {}
+        for item in self._instant(text, at):
+            metric = item["metric"]
+            groups.setdefault(self._key(metric, self.by), {})[metric.get("__name__", "")[cut]] = \
+                float(item["value"][1])
+        return groups
+
+    def read_recorded(self, window: str, rule_labels: tuple[str, ...], signals: list[str],
+                      needs: list[Need]) -> Recorded | str:
+        """The recorded ``signals`` (``triage:<signal>:<window>``) of the rules' newest evaluation at or before
+        ``end`` (within Prometheus' 5 min lookback), per group of ``by``, with ``needs`` read raw (grouped) over the
+        window ending at that evaluation; or why the recorded signals cannot stand in for the raw reads.
 
         One probe dates the newest evaluation (the newest sample of PROBE_SIGNAL) and finds any group holding two
         replicas of the rules; then, concurrently, that evaluation's samples only (a ``[1ms]`` range at its time, so
-        every value covers [at − window, at]) and the raw ``needs``. They stand in only when each group is one
+        every value covers [at − window, at]; in RECORDED_PARTS requests, which Prometheus evaluates on as many
+        cores) and the raw ``needs``. They stand in only when each group is one
         replica of the rules: every ``by`` and ``match`` label is one the rules group by (``rule_labels``), and no
         group holds two series of PROBE_SIGNAL (else a group would mix replicas the raw read sums)."""
         outside = [label for label in (*self.by, *self.match) if label not in rule_labels]
@@ -169,7 +181,7 @@ class FleetWindow(PrometheusWindow):
                     "those labels")
         if self.empty:
             return "the window holds no samples of the engine's metrics"
-        carrier = self._recorded_selector(window, PROBE_SIGNAL)
+        carrier = self._recorded_selector(window, [PROBE_SIGNAL])
         by = ", ".join(self.by)
         probe_text = (f'label_replace(max(timestamp({carrier})), "probe", "at", "", "")'
                       f' or label_replace(count by ({by}) ({carrier}) > 1, "probe", "split", "", "")')
@@ -188,25 +200,24 @@ class FleetWindow(PrometheusWindow):
                     f"`python -m triage rules --window {window}` into Prometheus)")
         at = float(dated[0]["value"][1])
         moment = datetime.fromtimestamp(at, UTC)
-        data_text = f"max by (__name__, {by}) (last_over_time({self._recorded_selector(window)}[1ms]))"
         shifted = self.ending(moment)
         plan = shifted._grouped(needs)
-        results = self._run([partial(self._instant, data_text, at), *plan.calls])
-        series = results[0]
-        if isinstance(series, QueryFailed):
-            return f"reading the recorded signals failed ({series.sentence})"
-        suffix = f":{window}"
+        parts = [signals[i::RECORDED_PARTS] for i in range(RECORDED_PARTS) if signals[i::RECORDED_PARTS]]
+        texts = [f"max by (__name__, {by}) (last_over_time({self._recorded_selector(window, part)}[1ms]))"
+                 for part in parts]
+        results = self._run([*(partial(self._recorded_part, text, at, window) for text in texts), *plan.calls])
         groups: dict[GroupKey, dict[str, float]] = {}
-        for item in series:
-            metric = item["metric"]
-            signal = metric.get("__name__", "")[len(RECORD_PREFIX):-len(suffix)]
-            groups.setdefault(self._key(metric, self.by), {})[signal] = float(item["value"][1])
+        for part in results[:len(texts)]:
+            if isinstance(part, QueryFailed):
+                return f"reading the recorded signals failed ({part.sentence})"
+            for key, values in part.items():
+                groups.setdefault(key, {}).update(values)
         if not groups:
             return f"no recorded {RECORD_PREFIX}*:{window} series at the rules' evaluation at {moment:%H:%M:%S} UTC"
         keys = sorted(groups)
         names = sorted({s for values_of in groups.values() for s in values_of})
         return Recorded(moment, window, names, {key: groups[key] for key in keys},
-                        shifted._per_group(plan, results[1:], keys))
+                        shifted._per_group(plan, results[len(texts):], keys))
 
     def series(self, needs: list[Need], points: int = 60) -> dict[Need, list[SeriesPoint]]:
         raise TriageError("a fleet window has no time series; open one replica's Live view")
