@@ -73,9 +73,14 @@ class RuleSet:
     config: AlertingConfig
     evaluation_interval: str = "1m"
 
+    recording_only: bool = False  # only the recording rules (e.g. another window for the fleet view)
+
     def group(self) -> dict[str, Any]:
         rules: list[dict[str, Any]] = [{"record": record_name(s, self.window), "expr": e} for s, e in
                                        self.records.items()]
+        if self.recording_only:
+            return {"name": f"{self.config.group}-{self.window}", "interval": self.evaluation_interval,
+                    "rules": rules}
         rules += [a.rule for a in self.alerts]
         return {"name": self.config.group, "interval": self.evaluation_interval, "rules": rules}
 
