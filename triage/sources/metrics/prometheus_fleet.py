@@ -197,7 +197,7 @@ class FleetWindow(PrometheusWindow):
         dated = [s for s in probe if s["metric"].get("probe") == "at"]
         if not dated:
             return (f"no recorded {RECORD_PREFIX}{PROBE_SIGNAL}:{window} series in the 5 min before the end (load "
-                    f"`python -m triage rules --window {window}` into Prometheus)")
+                    f"`python -m triage rules --window {window}`, or its `--recording-only` rules, into Prometheus)")
         at = float(dated[0]["value"][1])
         moment = datetime.fromtimestamp(at, UTC)
         shifted = self.ending(moment)
