@@ -13,7 +13,7 @@ from components.live_picker import WINDOWS_MIN, end_time, prometheus_profile
 from components.shell import knowledge, lang, t
 from triage.diagnosis.rules import Slo
 from triage.errors import TriageError
-from triage.service.fleet import fleet_refresh
+from triage.service.fleet import FleetTable, fleet_refresh
 from triage.service.windows import Profile
 
 DEFAULT_BY = "instance"
@@ -42,7 +42,7 @@ def fleet_controls() -> FleetRequest | None:
     return FleetRequest(profile, window, by, end_time(session.FLEET_END))
 
 
-def refresh(req: FleetRequest, slo: Slo) -> list[dict[str, object]]:
+def refresh(req: FleetRequest, slo: Slo) -> FleetTable:
     """One fleet read and every replica's diagnosis, as table records (triage.service.fleet)."""
     return fleet_refresh(knowledge(), req.profile, WINDOWS_MIN[req.window], req.window, req.by, req.end, slo)
 
@@ -59,7 +59,8 @@ def _table(records: list[dict[str, object]]) -> pd.DataFrame:
     } for r in records])
 
 
-def render(records: list[dict[str, object]], at: datetime) -> None:
+def render(table: FleetTable, at: datetime) -> None:
+    records = table.records
     if not records:
         st.info(t("fleet_empty"))
         return
@@ -76,18 +77,24 @@ def render(records: list[dict[str, object]], at: datetime) -> None:
     st.dataframe(_table(shown), hide_index=True, width="stretch", key=session.FLEET_TABLE.name,
                  column_config={t("fleet_live"): st.column_config.LinkColumn(t("fleet_live"),
                                                                             display_text=t("fleet_open"))})
+    read = table.read
+    if read.path == "recorded":
+        st.caption(t("fleet_read_recorded", rules=read.rules, signals=len(read.signals),
+                     at=read.end.astimezone().strftime("%H:%M:%S")))
+    else:
+        st.caption(t("fleet_read_raw", rules=read.rules, reason=read.reason))
 
 
 def refresh_and_render(req: FleetRequest, slo: Slo) -> None:
     """Refresh, or keep the last good table under a stale-data banner when the refresh fails."""
     try:
-        records, at = refresh(req, slo), datetime.now(UTC)
-        session.FLEET_LAST.set((records, at))
+        table, at = refresh(req, slo), datetime.now(UTC)
+        session.FLEET_LAST.set((table, at))
     except TriageError as exc:
         st.error(t("live_refresh_failed", reason=exc.line()))
         last = session.FLEET_LAST.get()
         if last is None:
             return
-        records, at = last
+        table, at = last
         st.warning(t("live_stale", at=at.astimezone().strftime("%H:%M:%S")))
-    render(records, at)
+    render(table, at)

@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
     from triage.diagnosis.rules import Diagnosis
     from triage.report.retro import RetroState
+    from triage.service.fleet import FleetTable
     from triage.service.live import LiveResult
     from triage.service.uploads import SingleUploads, Uploads
     from triage.service.windows import LiveFeeds
@@ -86,8 +87,8 @@ LIVE_BY_SOURCE: StateKey[dict[str, LiveResult]] = StateKey(
 LIVE_CACHE_CONFIG: StateKey[dict[str, str]] = StateKey(
     "live_cache_config", "components.live_view",
     "cache_config_info labels of the live engine refreshed last (the Memory page prefills from them)")
-FLEET_LAST: StateKey[tuple[list[dict[str, object]], datetime]] = StateKey(
-    "fleet_last", "components.fleet_view", "(table records, time) of the last good Fleet refresh")
+FLEET_LAST: StateKey[tuple[FleetTable, datetime]] = StateKey(
+    "fleet_last", "components.fleet_view", "(table and how it was read, time) of the last good Fleet refresh")
 VERIFY_VERDICT: StateKey[str] = StateKey(
     "verify_result", "components.verify_view", "overall verdict of the last comparison (the retro's verify step)")
 MEMORY_MODEL_SEEN: StateKey[str] = StateKey(

@@ -216,7 +216,11 @@ def wait_ready(server: PromServer, deadline: float = READY_DEADLINE) -> None:
 
 
 def start_prometheus(folder: Path, openmetrics: str, end: int, auth: tuple[str, str] | None = None) -> PromServer:
-    data = backfill(openmetrics, folder)
+    return serve_tsdb(folder, backfill(openmetrics, folder), end, auth)
+
+
+def serve_tsdb(folder: Path, data: Path, end: int, auth: tuple[str, str] | None = None) -> PromServer:
+    """A Prometheus over the TSDB blocks in ``data`` (e.g. backfilled, plus recording-rule blocks)."""
     port = free_port()
     flags = [*_config_files(folder, auth), f"--storage.tsdb.path={data}", f"--web.listen-address=127.0.0.1:{port}",
              "--storage.tsdb.retention.time=30d", "--log.level=warn"]

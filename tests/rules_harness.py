@@ -8,14 +8,14 @@ import shlex
 import shutil
 import subprocess
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import requests
 import yaml
 
-from tests.prom_harness import free_port, stop_process
+from tests.prom_harness import PromServer, free_port, serve_tsdb, stop_process
 
 PROMTOOL = shutil.which("promtool") or "/usr/bin/promtool"
 VICTORIA = shutil.which("victoria-metrics") or "/usr/bin/victoria-metrics"
@@ -28,6 +28,59 @@ SAMPLE_RE = re.compile(r"^(?P<series>[^\s{]+(?:\{.*\})?) (?P<value>\S+) (?P<ts>\
 
 def have_victoria() -> bool:
     return all(Path(p).exists() for p in (VICTORIA, VMCTL, VMALERT, SCRIPT))
+
+
+# ---------------------------------------------------------------- recording rules evaluated into TSDB blocks
+
+RECORD_REF_RE = re.compile(r"\btriage:[A-Za-z0-9_]+:[0-9]+[smhd]\b")
+
+
+def recording_passes(rule_file: Path) -> list[list[dict]]:
+    """The recording rules of a rule file in dependency order: first those that read raw series only, then those
+    that read what the earlier passes record (promtool evaluates a rule against a Prometheus that must already
+    hold every series it reads)."""
+    rules = [r for g in yaml.safe_load(rule_file.read_text())["groups"] for r in g["rules"] if "record" in r]
+    passes: list[list[dict]] = []
+    done: set[str] = set()
+    while rules:
+        ready = [r for r in rules if set(RECORD_REF_RE.findall(r["expr"])) <= done]
+        if not ready:
+            raise ValueError(f"recording rules read each other in a cycle: {[r['record'] for r in rules]}")
+        passes.append(ready)
+        done |= {r["record"] for r in ready}
+        rules = [r for r in rules if r not in ready]
+    return passes
+
+
+def serve_with_recorded(folder: Path, data: Path, rule_file: Path, start: int, end: int, interval: str = "60s",
+                        serve: Callable[[Path, Path, int], PromServer] = serve_tsdb) -> PromServer:
+    """A Prometheus over ``data`` plus the recording rules of ``rule_file`` evaluated by
+    ``promtool tsdb create-blocks-from rules`` over [start, end], pass by pass (each pass against a Prometheus
+    holding the blocks of the earlier ones). Every pass is written to the same file path, so promtool gives each
+    the same evaluation offset (the group's name and file hash): every rule has a sample at the same times, as
+    when one Prometheus evaluates the group."""
+    passes = recording_passes(rule_file)
+    step = folder / "recording-pass.yml"
+    for rules in passes:
+        step.write_text(yaml.safe_dump({"groups": [{"name": "inference-triage", "interval": interval,
+                                                     "rules": rules}]}, sort_keys=False, width=10**6))
+        out = folder / "recording-blocks"
+        shutil.rmtree(out, ignore_errors=True)
+        out.mkdir()
+        server = serve_tsdb(folder, data, end)
+        try:
+            done = subprocess.run([PROMTOOL, "tsdb", "create-blocks-from", "rules", f"--start={start}",
+                                   f"--end={end}", f"--url={server.url}", f"--output-dir={out}",
+                                   f"--eval-interval={interval}", str(step)],
+                                  capture_output=True, text=True, timeout=600)
+        finally:
+            server.stop()
+        if done.returncode:
+            raise RuntimeError(f"promtool create-blocks-from rules failed: {done.stderr[-2000:]}")
+        for block in out.iterdir():
+            if (block / "meta.json").exists():
+                shutil.move(str(block), str(data / block.name))
+    return serve(folder, data, end)
 
 
 # ---------------------------------------------------------------- promtool test rules

@@ -111,6 +111,19 @@ def test_every_alert_names_its_cause_and_links_to_its_node(kb, capsys):
     assert all(r.startswith("triage:") and r.endswith(":15m") for r in records)
 
 
+def test_recording_only_for_another_window(tmp_path, capsys):
+    """A second window for the Fleet view: its recording rules alone, in their own group, no second alert set."""
+    code, out, err = rules_cli(capsys, "--recording-only", "--window", "1h")
+    assert code == 0 and not err
+    group = yaml.safe_load(out)["groups"][0]
+    assert group["name"] == "inference-triage-1h" and group["rules"]
+    assert all("alert" not in r and r["record"].endswith(":1h") for r in group["rules"])
+    path = tmp_path / "rules-1h.yml"
+    path.write_text(out)
+    checked = promtool_check(path)
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
 def test_recording_rules_cover_every_engine_map_and_old_names(capsys):
     _, out, _ = rules_cli(capsys)
     text = out

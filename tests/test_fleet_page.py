@@ -46,6 +46,9 @@ def test_fleet_rows_filter_refresh_and_link_to_live(two_replicas):
         summary = page.get_by_text(re.compile(r"2 replicas, 1 with a finding; 2 shown · refreshed \d\d:\d\d:\d\d"))
         expect(summary).to_be_visible(timeout=90000)
         expect(page.locator("[data-testid=stDataFrame]").first).to_be_visible(timeout=30000)
+        # no recording rules in this Prometheus: the page says it read the raw series, and how to make it faster
+        expect(page.get_by_text(re.compile(r"Read from the raw series.*no recorded triage:running_mean:15m"))
+               ).to_be_visible(timeout=30000)
         first = summary.inner_text()
         expect(summary).not_to_have_text(first, timeout=40000)  # refreshes on its timer (default 15 s), like Live
         page.get_by_label("Filter (replica or cause)").fill("queueing")

@@ -73,9 +73,14 @@ class RuleSet:
     config: AlertingConfig
     evaluation_interval: str = "1m"
 
+    recording_only: bool = False  # only the recording rules (e.g. another window for the fleet view)
+
     def group(self) -> dict[str, Any]:
         rules: list[dict[str, Any]] = [{"record": record_name(s, self.window), "expr": e} for s, e in
                                        self.records.items()]
+        if self.recording_only:
+            return {"name": f"{self.config.group}-{self.window}", "interval": self.evaluation_interval,
+                    "rules": rules}
         rules += [a.rule for a in self.alerts]
         return {"name": self.config.group, "interval": self.evaluation_interval, "rules": rules}
 
@@ -209,8 +214,15 @@ def build(kb: KnowledgeBase, slo: Slo, *, window: str | None = None, for_: str |
     return RuleSet(window, group, records, alerts, skipped, config, config.evaluation_interval)
 
 
+def recorded_signals(kb: KnowledgeBase, compiler: Compiler) -> list[str]:
+    """Every server signal with PromQL (a recipe every serving engine map can answer per replica): what the alerts
+    read, and the rest of what a server diagnosis computes, so a fleet diagnosis can read them all recorded."""
+    return [name for name, sig in kb.signals.items() if sig.recipe is not None and compiler.signal(name) is not None]
+
+
 def _records(kb: KnowledgeBase, compiler: Compiler, alerts: list[Alert]) -> dict[str, str]:
-    """Recording rules for every signal an alert reads, dependencies first, in signals.yaml order."""
+    """Recording rules for every signal an alert reads and every other server signal with PromQL (the fleet
+    diagnosis reads them), dependencies first, in signals.yaml order."""
     wanted: list[str] = []
 
     def need(name: str) -> None:
@@ -222,6 +234,8 @@ def _records(kb: KnowledgeBase, compiler: Compiler, alerts: list[Alert]) -> dict
     for alert in alerts:
         for s in alert.signals:
             need(s)
+    for s in recorded_signals(kb, compiler):
+        need(s)
     order = list(kb.signals)
     wanted.sort(key=lambda s: (len(recipe_signals(kb, s)) > 0, order.index(s)))
     out: dict[str, str] = {}

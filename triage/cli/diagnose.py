@@ -113,7 +113,8 @@ def _diagnose_fleet(kb, args: argparse.Namespace) -> int:
         raise TriageError("--by groups a Prometheus window: give --prometheus URL", key="--by")
     slo = slo_from_args(kb, args)
     window, label = fleet_window(args)
-    rows = diagnose_fleet(kb, window, slo, hardware(args))
+    result = diagnose_fleet(kb, window, slo, hardware(args), recorded=not args.raw)
+    rows = result.rows
     if not rows:
         raise TriageError(f"no {window.engine.title} series in this window to group by {', '.join(window.by)}",
                           where=label)
@@ -124,10 +125,11 @@ def _diagnose_fleet(kb, args: argparse.Namespace) -> int:
             if row.diagnosis.empty:
                 item["empty"] = row.diagnosis.empty
             groups.append(item)
-        print(json.dumps({"source": label, "by": list(window.by), "engine": window.engine.id, "groups": groups},
-                         ensure_ascii=False, indent=2))
+        print(json.dumps({"source": label, "by": list(window.by), "engine": window.engine.id,
+                          "read": result.read.as_json(), "groups": groups}, ensure_ascii=False, indent=2))
         return 0
     print(f"source: {label} (engine {window.engine.id}, grouped by {', '.join(window.by)}), {len(rows)} group(s)")
+    print(f"read: {result.read.sentence()}")
     for row in rows:
         who = ", ".join(f"{k}={v}" for k, v in row.labels.items())
         if row.diagnosis.empty:
@@ -184,6 +186,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--json", action="store_true", help="print the JSON contract instead of text")
     p.add_argument("--by", action="append", default=[], metavar="LABEL",
                    help="with --prometheus: diagnose every group of this label (pod, instance, model_name…) in one "
-                        "pass, each PromQL grouped server-side (repeatable)")
+                        "pass, each PromQL grouped server-side (repeatable); reads the recording rules "
+                        "triage:<signal>:<window> instead when Prometheus evaluates them")
+    p.add_argument("--raw", action="store_true",
+                   help="with --by: read the raw series even when recording rules are evaluated")
     p.set_defaults(func=cmd_diagnose)
 

@@ -60,6 +60,7 @@ def cmd_rules(args: argparse.Namespace) -> int:
     if args.prometheus or args.match or args.end:
         raise TriageError("--prometheus, --match and --end go with --evaluate", key="--evaluate")
     rules = _rules(kb, args)
+    rules.recording_only = args.recording_only
     document = (rules.prometheus_rule(args.name, args.namespace) if args.format == "prometheus-rule"
                 else rules.rule_file())
     if args.json:
@@ -67,7 +68,8 @@ def cmd_rules(args: argparse.Namespace) -> int:
                           "skipped": _skipped_json(rules.skipped)}, ensure_ascii=False, indent=2))
         return 0
     sys.stdout.write(dump_yaml(document))
-    _print_skipped(rules.skipped)
+    if not args.recording_only:
+        _print_skipped(rules.skipped)
     return 0
 
 
@@ -79,6 +81,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--ttft-slo", type=float, default=None, help="TTFT p99 SLO in seconds")
     p.add_argument("--tpot-slo", type=float, default=None, help="TPOT p99 SLO in seconds")
     p.add_argument("--window", default=None, help="range of the recording rules (default from tree/alerting.yaml)")
+    p.add_argument("--recording-only", action="store_true",
+                   help="only the recording rules (group <group>-<window>): e.g. a second --window for the Fleet "
+                        "view, without a second set of alerts")
     p.add_argument("--for", dest="for_", default=None, help="how long a cause holds before its alert fires")
     p.add_argument("--dashboard-url", default=None,
                    help="base URL of this dashboard for runbook links (default TRIAGE_DASHBOARD_URL or "

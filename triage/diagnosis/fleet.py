@@ -1,17 +1,33 @@
-"""Diagnose every replica of a fleet from one grouped read: each group as a single-window diagnosis of it would."""
+"""Diagnose every replica of a fleet from one grouped read: each group as a single-window diagnosis of it would.
+
+Two ways to read: the raw read (every need's PromQL grouped by the fleet's labels, one request per need), or,
+when the Prometheus evaluates `python -m triage rules` for the window, the recorded signals ``triage:<signal>:<window>``
+of the rules' last evaluation (one probe, one read of a few series per replica), with the raw read kept for the needs
+of any signal the rules do not record (model-table and DCGM signals, info labels)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
+from triage.alerting.export import load_config
+from triage.alerting.promql import duration_text, recipe_signals, record_name, replica_labels
+from triage.diagnosis.readings import Need, Readings
 from triage.diagnosis.roofline import Hardware
 from triage.diagnosis.rules import Diagnosis, Slo, diagnose
-from triage.diagnosis.server_signals import FIRST_NEEDS, ITL_NEEDS, needs_itl, server_signals
+from triage.diagnosis.server_signals import (
+    FIRST_NEEDS,
+    ITL_NEEDS,
+    RecordedSignals,
+    needs_itl,
+    server_signals,
+)
+from triage.diagnosis.signals import SignalSet
 from triage.diagnosis.window import LiveDiagnosis, empty_reason
 from triage.knowledge.loader import KnowledgeBase
+from triage.knowledge.model import Recipe
 from triage.report.links import LiveLink, live_url
-from triage.sources.metrics.prometheus_fleet import FleetWindow
+from triage.sources.metrics.prometheus_fleet import FleetWindow, GroupKey, Recorded
 
 
 @dataclass
@@ -32,22 +48,151 @@ class FleetRow:
         return self.diagnosis.findings[0].cause if self.diagnosis.findings else None
 
 
+@dataclass
+class FleetRead:
+    """How the fleet was read: ``recorded`` (the rules' series, ``signals``, evaluated at ``end``) or ``raw``
+    (every need grouped server-side), with the reason the recorded series were not used."""
+
+    path: str  # "recorded" | "raw"
+    end: datetime
+    rules: str = ""  # triage:*:<window>
+    reason: str = ""  # why raw
+    signals: list[str] = field(default_factory=list)  # read from the recording rules
+    raw_needs: list[str] = field(default_factory=list)  # read raw alongside ("kind:key")
+
+    def as_json(self) -> dict[str, object]:
+        out: dict[str, object] = {"path": self.path, "end": self.end.isoformat(), "rules": self.rules}
+        if self.path == "recorded":
+            out.update(signals=self.signals, raw_needs=self.raw_needs)
+        else:
+            out["reason"] = self.reason
+        return out
+
+    def sentence(self) -> str:
+        if self.path == "recorded":
+            raw = f"; read raw: {', '.join(self.raw_needs)}" if self.raw_needs else ""
+            return (f"read from the recording rules {self.rules} ({len(self.signals)} signals, evaluated at "
+                    f"{self.end:%Y-%m-%d %H:%M:%S} UTC){raw}")
+        return f"read raw, every need grouped server-side ({self.reason})"
+
+
+@dataclass
+class FleetDiagnosis:
+    rows: list[FleetRow]
+    read: FleetRead
+
+
 def diagnose_fleet(kb: KnowledgeBase, window: FleetWindow, slo: Slo,
-                   hardware: Hardware | None = None) -> list[FleetRow]:
-    """One row per group of the window's labels, in label order."""
+                   hardware: Hardware | None = None, recorded: bool = True) -> FleetDiagnosis:
+    """One row per group of the window's labels, in label order: from the recording rules' series when the
+    Prometheus evaluates them for this window and each group is one replica of the rules (``recorded`` False:
+    never), else from the raw read."""
+    rules = record_name("*", duration_text(window.window_seconds))
+    reason = "recorded signals not asked for (--raw)"
+    if recorded:
+        found = window.read_recorded(duration_text(window.window_seconds), rule_labels(window),
+                                     base_signals(kb), INFO_NEEDS)
+        if isinstance(found, Recorded):
+            return _from_recorded(kb, window, slo, hardware, found, rules)
+        reason = found
+    return FleetDiagnosis(_from_raw(kb, window, slo, hardware), FleetRead("raw", window.end, rules, reason))
+
+
+def base_signals(kb: KnowledgeBase) -> list[str]:
+    """The recorded signals the fleet reads: those computed from readings alone. The ratios of other signals
+    (tail ratios, spreads) are not read again: server_signals divides the recorded values, as it does on a raw
+    read."""
+    return [name for name, sig in kb.signals.items()
+            if sig.recipe is not None and not recipe_signals(kb, name) and not _addon(sig.recipe)]
+
+
+def _addon(r: Recipe) -> bool:
+    """Whether a recipe reads an add-on engine (DCGM), whose series carry no replica labels for a rule to group."""
+    if r.need is not None:
+        return bool(r.need.engine)
+    return any(_addon(child) for child in (r.div or []) + (r.first or []))
+
+
+def rule_labels(window: FleetWindow) -> tuple[str, ...]:
+    """The labels `python -m triage rules` groups every recording rule by (tree/alerting.yaml + engine maps)."""
+    return replica_labels(load_config().target_labels, window.engines)
+
+
+def _rows(kb: KnowledgeBase, window: FleetWindow, slo: Slo, hardware: Hardware | None,
+          groups: dict[GroupKey, Readings], outs: dict[GroupKey, SignalSet] | None = None) -> list[FleetRow]:
     rows = []
+    for key, readings in groups.items():
+        signals = server_signals(kb, readings, hardware, outs[key] if outs else None)
+        if isinstance(signals, RecordedSignals):
+            signals.complete(kb)
+        diag = diagnose(kb, signals, slo)
+        diag.empty = empty_reason(signals)
+        rows.append(FleetRow(dict(key), LiveDiagnosis(diag, readings, window.engine.id)))
+    return rows
+
+
+def _from_raw(kb: KnowledgeBase, window: FleetWindow, slo: Slo, hardware: Hardware | None) -> list[FleetRow]:
     groups = window.read_groups(FIRST_NEEDS)
     lacking = [key for key, readings in groups.items() if needs_itl(readings)]
     if lacking:  # as window_signals does for one replica, in one grouped round for all that need it
         second = window.read_groups(ITL_NEEDS, groups=lacking)
         for key in lacking:
             groups[key].merge(second[key])
-    for key, readings in groups.items():
-        signals = server_signals(kb, readings, hardware)
-        diag = diagnose(kb, signals, slo)
-        diag.empty = empty_reason(signals)
-        rows.append(FleetRow(dict(key), LiveDiagnosis(diag, readings, window.engine.id)))
-    return rows
+    return _rows(kb, window, slo, hardware, groups)
+
+
+INFO_NEEDS = [n for n in FIRST_NEEDS if n.kind == "info"]  # labels: prefix caching, served model, GPU (roofline)
+
+
+def unrecorded_needs(kb: KnowledgeBase, recorded: set[str]) -> list[Need]:
+    """The needs of every server signal the rules did not record (walking their recipes; a recorded signal a
+    recipe refers to is not read again), plus the info needs (INFO_NEEDS), in the order a window reads them."""
+    wanted: set[Need] = set(INFO_NEEDS)
+
+    def walk(r: Recipe) -> None:
+        if r.need is not None:
+            wanted.add(Need(r.need.kind, r.need.key, r.need.q, r.need.engine))
+        elif r.signal is not None and r.signal not in recorded:
+            walk_signal(r.signal)
+        for child in (r.div or []) + (r.first or []):
+            walk(child)
+
+    def walk_signal(name: str) -> None:
+        recipe = kb.signals[name].recipe
+        if recipe is not None:
+            walk(recipe)
+
+    for name, sig in kb.signals.items():
+        if sig.recipe is not None and name not in recorded:
+            walk_signal(name)
+    return [n for n in FIRST_NEEDS + ITL_NEEDS if n in wanted]
+
+
+def _from_recorded(kb: KnowledgeBase, window: FleetWindow, slo: Slo, hardware: Hardware | None,
+                   found: Recorded, rules: str) -> FleetDiagnosis:
+    """Every group's recorded signals; the needs of the signals not recorded read raw over the same window (ending
+    at the rules' evaluation), for the same groups (the info needs were read alongside the recorded series)."""
+    at_eval = window.ending(found.at)
+    needs = unrecorded_needs(kb, set(found.signals))
+    groups = found.readings
+    keys = list(found.groups)
+    first = [n for n in needs if n not in ITL_NEEDS and n not in INFO_NEEDS]
+    if first:
+        more = at_eval.read_groups(first, groups=keys)
+        for key in keys:
+            groups[key].merge(more[key])
+    itl = [n for n in needs if n in ITL_NEEDS]
+    lacking = [key for key in keys if needs_itl(groups[key])] if itl else []
+    if lacking:
+        second = at_eval.read_groups(itl, groups=lacking)
+        for key in lacking:
+            groups[key].merge(second[key])
+    source = f"recorded {record_name('{signal}', found.window)} (rules evaluated at {found.at:%H:%M:%S} UTC)"
+    outs: dict[GroupKey, SignalSet] = {key: RecordedSignals(found.groups[key], source) for key in keys}
+    rows = _rows(kb, at_eval, slo, hardware, {key: groups[key] for key in keys}, outs)
+    read = FleetRead("recorded", found.at, rules, signals=found.signals,
+                     raw_needs=[f"{n.kind}:{n.key}" + (f":{n.q:g}" if n.q is not None else "") for n in needs])
+    return FleetDiagnosis(rows, read)
 
 
 def fleet_records(rows: list[FleetRow], *, profile: str | None, window: str,

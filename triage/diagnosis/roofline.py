@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from triage.diagnosis.signals import SignalSet
 from triage.errors import TriageError
-from triage.knowledge.loader import KnowledgeBase
+from triage.knowledge.loader import KnowledgeBase, load_knowledge
 from triage.memory.calculator import (
     GpuSpec,
     MemoryInput,
@@ -82,10 +82,25 @@ def _norm(text: str) -> str:
 def served_model(name: str, models: dict[str, ModelSpec] | None = None) -> ModelSpec | None:
     """The tree/models.yaml preset a served name (e.g. ``meta-llama/Llama-3.1-8B-Instruct``) is a variant of:
     the longest preset id the name's last path part starts with, followed by a separator or nothing."""
+    if models is None:
+        return _served_preset(load_knowledge(), name)
     base = _norm(name.rsplit("/", 1)[-1])
-    found = [m for m in (models or load_models()).values()
-             if base == m.id or (base.startswith(m.id) and base[len(m.id)] in "-_")]
+    found = [m for m in models.values() if base == m.id or (base.startswith(m.id) and base[len(m.id)] in "-_")]
     return max(found, key=lambda m: len(m.id), default=None)
+
+
+_SERVED: dict[str, object] = {"kb": None, "found": {}}
+
+
+def _served_preset(kb: KnowledgeBase, name: str) -> ModelSpec | None:
+    """served_model over the tree's presets, remembered per served name while the tree is the same (a fleet asks
+    for the same few names once per replica)."""
+    if _SERVED["kb"] is not kb:
+        _SERVED.update(kb=kb, found={})
+    found: dict[str, ModelSpec | None] = _SERVED["found"]  # type: ignore[assignment]
+    if name not in found:
+        found[name] = served_model(name, load_models())
+    return found[name]
 
 
 def dcgm_gpu(name: str, gpus: dict[str, GpuSpec] | None = None) -> GpuSpec | None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 from triage.diagnosis.readings import Need, Readings
 from triage.diagnosis.roofline import Hardware, add_server_roofline
 from triage.diagnosis.signals import SignalSet
@@ -40,6 +42,12 @@ def needs_itl(readings: Readings) -> bool:
     return readings.get(TPOT_PER_REQUEST) is None
 
 
+@lru_cache(maxsize=256)
+def _need(kind: str, key: str, q: float | None, engine: str) -> Need:
+    """The Need of these fields, built once (a fleet reads the same few dozen needs for every replica)."""
+    return Need(kind, key, q, engine)  # type: ignore[arg-type]
+
+
 class _Reader:
     """Numbers from readings by need, None when the window could not answer."""
 
@@ -47,11 +55,11 @@ class _Reader:
         self.r = readings
 
     def num(self, kind: str, key: str, q: float | None = None, engine: str = "") -> float | None:
-        value = self.r.get(Need(kind, key, q, engine))  # type: ignore[arg-type]
+        value = self.r.get(_need(kind, key, q, engine))
         return float(value) if isinstance(value, (int, float)) else None
 
     def info(self, key: str, engine: str = "") -> dict[str, str]:
-        value = self.r.get(Need("info", key, engine=engine))
+        value = self.r.get(_need("info", key, None, engine))
         return value if isinstance(value, dict) else {}
 
 
@@ -117,9 +125,35 @@ def _rates(kb: KnowledgeBase, out: SignalSet, r: _Reader) -> None:
             "mean DCGM_FI_PROF_PIPE_TENSOR_ACTIVE")
 
 
-def server_signals(kb: KnowledgeBase, readings: Readings, hardware: Hardware | None = None) -> SignalSet:
-    """Every server-side signal the window could answer; the rest stay absent (not measurable)."""
-    out = SignalSet("server")
+class RecordedSignals(SignalSet):
+    """A server SignalSet in which the signals recording rules already computed (``values``, by signal) take the
+    place of what the readings give: each is recorded where server_signals puts it, with ``source`` as its
+    provenance, whatever the readings hold (a fleet read skips the needs of recorded signals)."""
+
+    def __init__(self, recorded: dict[str, float], source: str) -> None:
+        super().__init__("server")
+        self.recorded, self.recorded_source = recorded, source
+
+    def put(self, kb: KnowledgeBase, name: str, value: float | bool | None, source: str) -> None:
+        if name in self.recorded:
+            value = self.recorded[name]
+            if kb.signals[name].unit == "bool" and value == value:
+                value = bool(value)
+            source = self.recorded_source.format(signal=name)
+        super().put(kb, name, value, source)
+
+    def complete(self, kb: KnowledgeBase) -> None:
+        """Add the recorded signals server_signals had no occasion to put (a signal the tree declares)."""
+        for name in self.recorded:
+            if name not in self.values and name in kb.signals:
+                self.put(kb, name, None, "")
+
+
+def server_signals(kb: KnowledgeBase, readings: Readings, hardware: Hardware | None = None,
+                   out: SignalSet | None = None) -> SignalSet:
+    """Every server-side signal the window could answer; the rest stay absent (not measurable). ``out`` (e.g.
+    RecordedSignals) receives them instead of a new set."""
+    out = SignalSet("server") if out is None else out
     r = _Reader(readings)
     _latency(kb, out, r)
     _capacity(kb, out, r)

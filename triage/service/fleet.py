@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from triage.diagnosis.fleet import diagnose_fleet, fleet_records
+from triage.diagnosis.fleet import FleetRead, diagnose_fleet, fleet_records
 from triage.diagnosis.rules import Slo
 from triage.knowledge.loader import KnowledgeBase
 from triage.sources.metrics.profiles import Profile
@@ -22,12 +23,19 @@ def fleet_window(profile: Profile | str, end: datetime | None, minutes: float, b
     return FleetWindow(profile, stop - timedelta(minutes=minutes), stop, by=by, match=match, timeout=timeout)
 
 
+@dataclass
+class FleetTable:
+    records: list[dict[str, object]]
+    read: FleetRead  # recorded (the rules' series) or raw, and why
+
+
 def fleet_refresh(kb: KnowledgeBase, profile: Profile, minutes: float, window: str, by: tuple[str, ...],
-                  end: datetime | None, slo: Slo) -> list[dict[str, object]]:
-    """One fleet read (one grouped query per need) and every replica's diagnosis, as table records.
+                  end: datetime | None, slo: Slo) -> FleetTable:
+    """One fleet read (the recording rules' series when Prometheus evaluates them for this window, else one grouped
+    query per need) and every replica's diagnosis, as table records.
 
     ``window`` is the label of the span (``15m``) the records' Live links carry; ``end`` None means now.
     """
     fleet = fleet_window(profile, end, minutes, by)
-    rows = diagnose_fleet(kb, fleet, slo)
-    return fleet_records(rows, profile=profile.name or None, window=window, end=end)
+    result = diagnose_fleet(kb, fleet, slo)
+    return FleetTable(fleet_records(result.rows, profile=profile.name or None, window=window, end=end), result.read)

@@ -3,8 +3,11 @@ per need answers every replica (a per-group answer equals what a PrometheusWindo
 
 from __future__ import annotations
 
-from collections.abc import Iterable
-from datetime import datetime
+import copy
+import re
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
 from functools import partial
 from typing import Any
 
@@ -22,9 +25,35 @@ from triage.sources.metrics.prometheus_window import (
 from triage.sources.metrics.snapshot_window import (
     LABEL_RE,
     EngineMaps,
+    _escape,
 )
 
 GroupKey = tuple[tuple[str, str], ...]  # sorted (label, value) pairs
+RECORD_PREFIX = "triage:"  # recording rules triage:<signal>:<window> (python -m triage rules)
+SIGNAL_RE = "[a-zA-Z0-9_]+"
+RECORDED_PARTS = 2  # concurrent requests the recorded read is split into
+PROBE_SIGNAL = "running_mean"  # recorded for every replica of every engine: its newest sample dates the evaluation
+
+
+@dataclass
+class Recorded:
+    """The recorded signals of one rule evaluation, per group: what ``triage:<signal>:<window>`` held at ``at``."""
+
+    at: datetime
+    window: str
+    signals: list[str]  # every signal with a series at that evaluation, in name order
+    groups: dict[GroupKey, dict[str, float]]
+    readings: dict[GroupKey, Readings]  # the needs asked alongside, read raw over the window ending at ``at``
+
+
+@dataclass
+class _Plan:
+    """A grouped read's requests: one call per PromQL text, and what each group's readings start from."""
+
+    skeleton: Readings
+    queries: list[Query]
+    texts: list[list[Query]]
+    calls: list[Callable[[], Any]]
 
 
 def group_key(labels: dict[str, str]) -> GroupKey:
@@ -70,6 +99,12 @@ class FleetWindow(PrometheusWindow):
         """Readings per group: one query per need (one per histogram for its quantiles) for the whole fleet. The
         groups are those the serving engine's series form (or ``groups``, e.g. those a first round found); each
         gets what a window matching it would read."""
+        plan = self._grouped(needs)
+        results = self._run(plan.calls)
+        self._raise_if_all_fatal(results)
+        return self._per_group(plan, results, groups)
+
+    def _grouped(self, needs: list[Need]) -> _Plan:
         skeleton = Readings(window_seconds=float(self.window_seconds))
         queries = self._plan(needs, skeleton)
         texts: dict[str, list[Query]] = {}  # one request per PromQL text (a histogram's quantiles share one) ...
@@ -77,12 +112,15 @@ class FleetWindow(PrometheusWindow):
             texts.setdefault(self.grouped_promql(q), []).append(q)
         at = self.end.timestamp()
         # each answer is split by group in its worker thread, while slower queries are still evaluated
-        results = self._run([partial(self._indexed, qs[0], text, at) for text, qs in texts.items()])
-        self._raise_if_all_fatal(results)
-        answers = list(zip(texts.values(), results))
+        calls: list[Callable[[], Any]] = [partial(self._indexed, qs[0], text, at) for text, qs in texts.items()]
+        return _Plan(skeleton, queries, list(texts.values()), calls)
+
+    def _per_group(self, plan: _Plan, results: list[Any], groups: list[GroupKey] | None) -> dict[GroupKey, Readings]:
+        answers = list(zip(plan.texts, results))
         if groups is None:
             groups = self._groups(answers)
         failed = any(isinstance(r, QueryFailed) for r in results)
+        skeleton, queries = plan.skeleton, plan.queries
         out: dict[GroupKey, Readings] = {}
         for key in groups:
             readings = Readings(window_seconds=skeleton.window_seconds, values=dict(skeleton.values),
@@ -97,6 +135,89 @@ class FleetWindow(PrometheusWindow):
 
     def read(self, needs: list[Need]) -> Readings:
         raise TriageError("a fleet window is read per group (read_groups)")
+
+    def ending(self, at: datetime) -> FleetWindow:
+        """The same window (length, labels, engine) ending at ``at`` instead."""
+        shifted = copy.copy(self)
+        shifted.end = at.astimezone(UTC)
+        shifted.start = shifted.end - timedelta(seconds=self.window_seconds)
+        return shifted
+
+    # ------------------------------------------------------------ recorded signals
+
+    def _recorded_selector(self, window: str, signals: list[str]) -> str:
+        """The recorded series of ``signals`` for ``window``, narrowed by the window's match."""
+        names = [f"{RECORD_PREFIX}{signal}:{window}" for signal in signals]
+        inner = [f'__name__="{names[0]}"' if len(names) == 1 else
+                 f'__name__=~"{"|".join(re.escape(n) for n in names)}"']
+        inner += [f'{k}="{_escape(v)}"' for k, v in sorted(self.match.items())]
+        return "{" + ",".join(inner) + "}"
+
+    def _recorded_part(self, text: str, at: float, window: str) -> dict[GroupKey, dict[str, float]]:
+        """One part of the recorded read, split by group in its worker thread: group → signal → value."""
+        cut = slice(len(RECORD_PREFIX), -len(window) - 1)
+        groups: dict[GroupKey, dict[str, float]] = {}
+        for item in self._instant(text, at):
+            metric = item["metric"]
+            groups.setdefault(self._key(metric, self.by), {})[metric.get("__name__", "")[cut]] = \
+                float(item["value"][1])
+        return groups
+
+    def read_recorded(self, window: str, rule_labels: tuple[str, ...], signals: list[str],
+                      needs: list[Need]) -> Recorded | str:
+        """The recorded ``signals`` (``triage:<signal>:<window>``) of the rules' newest evaluation at or before
+        ``end`` (within Prometheus' 5 min lookback), per group of ``by``, with ``needs`` read raw (grouped) over the
+        window ending at that evaluation; or why the recorded signals cannot stand in for the raw reads.
+
+        One probe dates the newest evaluation (the newest sample of PROBE_SIGNAL) and finds any group holding two
+        replicas of the rules; then, concurrently, that evaluation's samples only (a ``[1ms]`` range at its time, so
+        every value covers [at − window, at]; in RECORDED_PARTS requests, which Prometheus evaluates on as many
+        cores) and the raw ``needs``. They stand in only when each group is one
+        replica of the rules: every ``by`` and ``match`` label is one the rules group by (``rule_labels``), and no
+        group holds two series of PROBE_SIGNAL (else a group would mix replicas the raw read sums)."""
+        outside = [label for label in (*self.by, *self.match) if label not in rule_labels]
+        if outside:
+            return (f"the recording rules group by {', '.join(rule_labels)}, and '{outside[0]}' is not one of "
+                    "those labels")
+        if self.empty:
+            return "the window holds no samples of the engine's metrics"
+        carrier = self._recorded_selector(window, [PROBE_SIGNAL])
+        by = ", ".join(self.by)
+        probe_text = (f'label_replace(max(timestamp({carrier})), "probe", "at", "", "")'
+                      f' or label_replace(count by ({by}) ({carrier}) > 1, "probe", "split", "", "")')
+        try:  # (timestamp() drops the name: one signal, so that no two of its answers share a label set)
+            probe = self._instant(probe_text, self.end.timestamp())
+        except QueryFailed as failure:
+            return f"the probe for recorded signals failed ({failure.sentence})"
+        split = [s["metric"] for s in probe if s["metric"].get("probe") == "split"]
+        if split:
+            who = ", ".join(f"{k}={v}" for k, v in self._key(split[0], self.by)) or "(no label)"
+            return (f"the rules group by {', '.join(rule_labels)}: the group {who} holds several recorded replicas, "
+                    "which the raw read of the group sums")
+        dated = [s for s in probe if s["metric"].get("probe") == "at"]
+        if not dated:
+            return (f"no recorded {RECORD_PREFIX}{PROBE_SIGNAL}:{window} series in the 5 min before the end (load "
+                    f"`python -m triage rules --window {window}`, or its `--recording-only` rules, into Prometheus)")
+        at = float(dated[0]["value"][1])
+        moment = datetime.fromtimestamp(at, UTC)
+        shifted = self.ending(moment)
+        plan = shifted._grouped(needs)
+        parts = [signals[i::RECORDED_PARTS] for i in range(RECORDED_PARTS) if signals[i::RECORDED_PARTS]]
+        texts = [f"max by (__name__, {by}) (last_over_time({self._recorded_selector(window, part)}[1ms]))"
+                 for part in parts]
+        results = self._run([*(partial(self._recorded_part, text, at, window) for text in texts), *plan.calls])
+        groups: dict[GroupKey, dict[str, float]] = {}
+        for part in results[:len(texts)]:
+            if isinstance(part, QueryFailed):
+                return f"reading the recorded signals failed ({part.sentence})"
+            for key, values in part.items():
+                groups.setdefault(key, {}).update(values)
+        if not groups:
+            return f"no recorded {RECORD_PREFIX}*:{window} series at the rules' evaluation at {moment:%H:%M:%S} UTC"
+        keys = sorted(groups)
+        names = sorted({s for values_of in groups.values() for s in values_of})
+        return Recorded(moment, window, names, {key: groups[key] for key in keys},
+                        shifted._per_group(plan, results[len(texts):], keys))
 
     def series(self, needs: list[Need], points: int = 60) -> dict[Need, list[SeriesPoint]]:
         raise TriageError("a fleet window has no time series; open one replica's Live view")
