@@ -1,28 +1,37 @@
-"""A small read-only table drawn as Markdown: long text wraps, and the browser needs no grid or Arrow code
-for it (st.table ships each table as Arrow and loads about 0.9 MB of JavaScript to read it before the
-page's first chart is drawn)."""
+"""A small read-only table drawn as sanitized HTML: long text wraps, and the browser needs neither grid nor
+Arrow code (st.table ships each table as Arrow and loads about 0.9 MB of JavaScript to read it) nor the
+Markdown parser (a GFM table is parsed cell by cell into React elements; on the Live page the evidence
+tables were the largest part of the browser's work before its first chart)."""
 
 from __future__ import annotations
+
+from html import escape
 
 import pandas as pd
 import streamlit as st
 
-from triage.safe_text import md_escape
+CLASS = "triage-table"
+# Like Streamlit's Markdown tables (content width, cell borders), in the theme's colour and font, light or
+# dark; a cell's long token (a signal name, a formula) may break anywhere so the table fits its column and
+# the wordy "what it means" column keeps its width; column headers break only at spaces
+_STYLE = (f"<style>.{CLASS}-wrap{{overflow-x:auto;margin:0 0 1rem}}"
+          f".{CLASS}{{border-collapse:collapse;font-size:0.875rem}}"
+          f".{CLASS} th,.{CLASS} td{{border:1px solid rgba(128,128,128,0.3);padding:0.25rem 0.5rem;"
+          f"text-align:left;vertical-align:top;overflow-wrap:anywhere}}"
+          f".{CLASS} th[scope=col]{{font-weight:600;overflow-wrap:normal}}"
+          f".{CLASS} th[scope=row]{{font-weight:400}}</style>")
 
 
-def _cell(value: object) -> str:
-    return md_escape(value) if str(value) else " "
-
-
-def markdown_table(df: pd.DataFrame) -> str:
-    """``df`` as a GitHub-flavoured Markdown table, its index as the first column; every cell escaped."""
+def html_table(df: pd.DataFrame) -> str:
+    """``df`` as an HTML table, its index as the first column (a row header); every cell escaped."""
     head = [df.index.name or "", *map(str, df.columns)]
-    lines = ["| " + " | ".join(_cell(h) for h in head) + " |", "|" + " --- |" * len(head)]
+    rows = ["<tr>" + "".join(f'<th scope="col">{escape(h)}</th>' for h in head) + "</tr>"]
     for index, row in zip(df.index, df.itertuples(index=False)):
-        lines.append("| " + " | ".join(_cell(v) for v in (index, *row)) + " |")
-    return "\n".join(lines)
+        rows.append(f'<tr><th scope="row">{escape(str(index))}</th>'
+                    + "".join(f"<td>{escape(str(v))}</td>" for v in row) + "</tr>")
+    return f'{_STYLE}<div class="{CLASS}-wrap"><table class="{CLASS}"><tbody>{"".join(rows)}</tbody></table></div>'
 
 
 def static_table(df: pd.DataFrame) -> None:
     """Draw ``df`` (indexed by its first column) as a static, wrapping table."""
-    st.markdown(markdown_table(df))
+    st.html(html_table(df))

@@ -45,26 +45,56 @@ def texts(at: AppTest) -> str:
     parts = []
     for kind in ("markdown", "caption", "title", "header", "subheader", "info", "warning", "error", "success"):
         parts += [str(e.value) for e in at.get(kind)]
+    parts += [" | ".join(cell for row in _table_rows(body) for cell in row) for body in _html_bodies(at)]
     return "\n".join(parts)
 
 
-def markdown_tables(at: AppTest) -> list:
+def _html_bodies(at: AppTest) -> list[str]:
+    return [str(el.proto.body) for el in at.get("html")]
+
+
+def _table_rows(body: str) -> list[list[str]]:
+    """The rows of the HTML tables in ``body`` (components/static_table.py), each cell's text unescaped."""
+    from html.parser import HTMLParser
+
+    class Rows(HTMLParser):
+        def __init__(self) -> None:
+            super().__init__()
+            self.rows: list[list[str]] = []
+            self.cell: list[str] | None = None
+
+        def handle_starttag(self, tag: str, attrs: list) -> None:
+            if tag == "tr":
+                self.rows.append([])
+            elif tag in ("td", "th"):
+                self.cell = []
+
+        def handle_endtag(self, tag: str) -> None:
+            if tag in ("td", "th") and self.cell is not None:
+                self.rows[-1].append("".join(self.cell))
+                self.cell = None
+
+        def handle_data(self, data: str) -> None:
+            if self.cell is not None:
+                self.cell.append(data)
+
+    parser = Rows()
+    parser.feed(body)
+    return parser.rows
+
+
+def static_tables(at: AppTest) -> list:
     """The static tables (components/static_table.py) on the page, read back as DataFrames indexed by their
     first column, every cell unescaped."""
-    import re
-
     import pandas as pd
 
-    def cells(line: str) -> list[str]:
-        parts = re.split(r"(?<!\\)\|", line.strip())[1:-1]
-        return [re.sub(r"\\(.)", r"\1", p.strip()) for p in parts]
+    from components.static_table import CLASS
 
     tables = []
-    for md in at.markdown:
-        lines = str(md.value).splitlines()
-        if len(lines) < 2 or not lines[0].startswith("| ") or not lines[1].startswith("| ---"):
+    for body in _html_bodies(at):
+        if f'class="{CLASS}"' not in body:
             continue
-        head, rows = cells(lines[0]), [cells(x) for x in lines[2:]]
+        head, *rows = _table_rows(body)
         df = pd.DataFrame([r[1:] for r in rows], columns=head[1:], index=[r[0] for r in rows])
         df.index.name = head[0] or None
         tables.append(df)

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import streamlit as st
 
-from tests.apptest_tools import markdown_tables, open_page, texts
+from tests.apptest_tools import open_page, static_tables, texts
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = sorted((ROOT / "tests" / "fixtures" / "bench").glob("*.*"))
@@ -112,7 +112,7 @@ def test_slo_picker_offers_the_interactive_preset():
 
 def test_summary_table_like_the_tools_print():
     at = bench_page()
-    tables = markdown_tables(at)
+    tables = static_tables(at)
     latency = next(tb for tb in tables if "Median" in tb.columns)
     assert {"TTFT", "TPOT", "E2E"} <= set(latency.index) and list(latency.columns) == ["Mean", "Median", "P90", "P99"]
     assert all(str(v).endswith(" ms") or v == "—" for v in latency.to_numpy().ravel())

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from tests.apptest_tools import markdown_tables, new_app, open_page, texts
+from tests.apptest_tools import new_app, open_page, static_tables, texts
 
 
 def memory_page():
@@ -57,7 +57,7 @@ def test_inputs_come_from_the_url_and_steps_show_flags():
     at = open_page("pages/memory.py", model="llama-3.1-70b", weights="bf16", tp="1", gpu="h100")
     assert at.selectbox(key="mem_model").value == "llama-3.1-70b"
     assert "It does not fit" in texts(at)
-    cells = " ".join(str(tb.to_dict()) for tb in markdown_tables(at))
+    cells = " ".join(str(tb.to_dict()) for tb in static_tables(at))
     assert "--kv-cache-dtype fp8" in cells and "--tensor-parallel-size 2" in cells and "--quantization fp8" in cells
 
 
