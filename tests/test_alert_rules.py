@@ -406,3 +406,20 @@ def kb_of():
     from triage.knowledge.loader import load_knowledge
 
     return load_knowledge()
+
+
+@pytest.mark.prometheus
+def test_info_flag_found_when_matching_a_label_the_info_metric_lacks(kb, fleet_history):
+    """`rules --evaluate --match model_name=…`: vllm:cache_config_info has no model_name, so its flag is selected
+    without that matcher and joined onto the replica's running gauge, which applies it."""
+    from triage.alerting.export import load_config
+    from triage.alerting.promql import Compiler, replica_labels
+
+    group = replica_labels(load_config().target_labels, kb.engines)
+    for match, expected in (({"model_name": MODEL_NAME, "instance": "kv_pressure"}, 1),
+                            ({"model_name": "another-model", "instance": "kv_pressure"}, 0)):
+        query = Compiler(kb, kb.engines, "15m", group, match, inline=True).signal("prefix_caching_enabled")
+        answer = requests.get(f"{fleet_history.server.url}/api/v1/query", timeout=30,
+                              params={"query": query, "time": fleet_history.end}).json()["data"]["result"]
+        assert len(answer) == expected, (match, answer)
+        assert all(s["value"][1] == "1" and s["metric"]["model_name"] == MODEL_NAME for s in answer)

@@ -125,3 +125,31 @@ def test_itl_is_read_only_for_replicas_without_per_request_tpot(fleet_history, t
         assert not any(k.startswith("quantile:itl") for k in by["current"]["missing"])
     finally:
         server.stop()
+
+
+def test_a_label_the_info_metric_lacks_still_selects_its_series(kb, fleet_history):
+    """vllm:cache_config_info carries `engine` but no `model_name`: matching or grouping by model_name must still
+    find whether prefix caching is on and the KV cache's size, as matching the replica by its instance does."""
+    from datetime import timedelta
+
+    from triage.diagnosis.fleet import diagnose_fleet
+    from triage.diagnosis.rules import resolve_slo
+    from triage.diagnosis.window import diagnose_window
+    from triage.sources.metrics.prometheus_fleet import FleetWindow
+    from triage.sources.metrics.prometheus_window import PrometheusWindow
+    from triage.sources.metrics.simulator import MODEL_NAME
+
+    stop, url, preset = fleet_history.stop, fleet_history.server.url, resolve_slo(kb)
+    start = stop - timedelta(minutes=15)
+
+    def single(match: dict[str, str]) -> dict[str, float | None]:
+        found = diagnose_window(kb, PrometheusWindow(url, start, stop, match=match, timeout=10), preset)
+        return {k: s.value for k, s in found.diagnosis.signals.values.items()}
+
+    plain = single({"instance": "kv_pressure"})
+    assert plain["prefix_caching_enabled"] is not None and "decode_gb_per_step" in plain
+    assert single({"instance": "kv_pressure", "model_name": MODEL_NAME}) == plain
+    fleet = diagnose_fleet(kb, FleetWindow(url, start, stop, by=["model_name"], match={"instance": "kv_pressure"},
+                                           timeout=10), preset, recorded=False)
+    assert [r.labels for r in fleet.rows] == [{"model_name": MODEL_NAME}]
+    assert {k: s.value for k, s in fleet.rows[0].diagnosis.signals.values.items()} == plain

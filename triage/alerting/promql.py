@@ -157,9 +157,10 @@ class Compiler:
             if spec is None or spec.type != "info":
                 continue
             carried = tuple(g for g in self.group if g not in spec.lacks_labels)
+            own = {k: v for k, v in self.match.items() if k not in spec.lacks_labels}  # the carrier applies the rest
             for name in engine.candidates(key):
-                on = selector(name, {**self.match, label: "True"})
-                off = selector(name, {**self.match, label: "False"})
+                on = selector(name, {**own, label: "True"})
+                off = selector(name, {**own, label: "False"})
                 value = (f"max by ({', '.join(carried)}) ((last_over_time({on}{w}) * 0 + 1)"
                          f" or (last_over_time({off}{w}) * 0))")
                 if carried == self.group:

@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from functools import partial
+from functools import lru_cache, partial
 from typing import Any
 
 import requests
@@ -102,7 +102,37 @@ def promql(need: Need, r: Resolved, range_s: int, by: tuple[str, ...] = ()) -> s
         return gauge_over_window(need.kind, f"{agg}{agg_by} ({sel})", range_s)
     if need.kind == "gauge_last":
         return f"{agg}{agg_by} (last_over_time({sel}{w}))"
-    return f"last_over_time({sel}{w})"  # info: every series (a fleet's group takes its first)
+    return info_promql(r, range_s, by)
+
+
+def info_promql(r: Resolved, range_s: int, by: tuple[str, ...] = ()) -> str:
+    """Every series of an info metric in the window (a fleet's group takes its first). When the match or the
+    grouping names a label the info metric does not carry (vllm:cache_config_info has `engine` but no
+    `model_name`), its series are joined onto the engine's running gauge on the replica labels both carry, which
+    copies the missing labels over; selecting on them directly would find nothing."""
+    from triage.alerting.promql import CARRIER_KEY  # the rules join the same way; lazy: alerting imports this layer
+
+    w = f"[{range_s}s]"
+    lacked = [label for label in r.spec.lacks_labels if label in r.match or label in by]
+    if not lacked:
+        return f"last_over_time({selector(r.name, r.match)}{w})"
+    own = {k: v for k, v in r.match.items() if k not in r.spec.lacks_labels}
+    carried = [label for label in _replica_labels(r.engine) if label not in r.spec.lacks_labels]
+    carrier = " or ".join(f"last_over_time({selector(n, r.match)}{w})" for n in r.engine.candidates(CARRIER_KEY))
+    return (f"last_over_time({selector(r.name, own)}{w}) * on ({', '.join(carried)}) group_left ({', '.join(lacked)})"
+            f" group by ({', '.join([*carried, *lacked])}) ({carrier})")
+
+
+def _replica_labels(engine: EngineSpec) -> list[str]:
+    """The labels that tell one replica of ``engine`` from another (tree/alerting.yaml's target labels first)."""
+    return list(dict.fromkeys([*_target_labels(), *engine.replica_labels]))
+
+
+@lru_cache(maxsize=1)
+def _target_labels() -> tuple[str, ...]:
+    from triage.alerting.export import load_config
+
+    return tuple(load_config().target_labels)
 
 
 def prometheus_client(profile: Profile, timeout: float) -> PrometheusConnect:
