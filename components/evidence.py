@@ -18,15 +18,19 @@ CONFIDENCE_BADGE = {"high": ":red-badge[{}]", "medium": ":orange-badge[{}]", "lo
 
 
 def _rows(evidence: list[Evidence]) -> pd.DataFrame:
-    """Evidence as a table indexed by signal; shown with st.table so long meanings wrap, never clip."""
+    """Evidence as a two-column table that reads even in half of a 1024 px window: the signal with its value
+    (✔ when its condition holds) and threshold beneath; what it means above how it was measured."""
+    mark = {True: "✔", False: "✘", None: "—"}
     return pd.DataFrame([{
-        t("ev_signal"): e.signal,
-        t("ev_value"): fmt_value(e.value, e.unit),
-        t("ev_threshold"): "—" if e.context else f"{e.op} {fmt_threshold(e)}",
-        t("ev_holds"): "ℹ" if e.context else {True: "✔", False: "✘", None: "—"}[e.holds],
-        t("meaning"): e.meaning.get(lang()),
-        t("ev_source"): e.source or t("not_measurable_short"),
+        t("ev_signal"): "\n".join([e.signal, _nowrap(f"{'ℹ' if e.context else mark[e.holds]} "
+                                                     f"{fmt_value(e.value, e.unit)}"),
+                                    *([] if e.context else [_nowrap(f"{e.op} {fmt_threshold(e)}")])]),
+        t("ev_meaning"): f"{e.meaning.get(lang())}\n{t('ev_source')}: {e.source or t('not_measurable_short')}",
     } for e in evidence]).set_index(t("ev_signal"))
+
+
+def _nowrap(text: str) -> str:
+    return text.replace(" ", "\u00a0")  # "✔ 99.1 %" and ">= 50 %" each stay on one line
 
 
 def finding_card(f: Finding, rank: int, select: bool = True) -> None:

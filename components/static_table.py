@@ -12,14 +12,15 @@ import streamlit as st
 
 CLASS = "triage-table"
 # Like Streamlit's Markdown tables (content width, cell borders), in the theme's colour and font, light or
-# dark; a cell's long token (a signal name, a formula) may break anywhere so the table fits its column and
-# the wordy "what it means" column keeps its width; column headers break only at spaces
+# dark. Words break where a reader would: at spaces, and after the underscores and slashes of a signal name
+# or a formula (<wbr>); only a word still wider than its column breaks inside, so the table never needs a
+# sideways scroll, even in half of a 1024 px window.
 _STYLE = (f"<style>.{CLASS}-wrap{{overflow-x:auto;margin:0 0 1rem}}"
           f".{CLASS}{{border-collapse:collapse;font-size:0.875rem}}"
           f".{CLASS} th,.{CLASS} td{{border:1px solid rgba(128,128,128,0.3);padding:0.25rem 0.5rem;"
           f"text-align:left;vertical-align:top;overflow-wrap:anywhere}}"
-          f".{CLASS} th[scope=col]{{font-weight:600;overflow-wrap:normal}}"
-          f".{CLASS} th[scope=row]{{font-weight:400}}</style>")
+          f".{CLASS} th[scope=col]{{font-weight:600}}"
+          f".{CLASS} th[scope=row]{{font-weight:400;overflow-wrap:break-word}}</style>")
 
 
 def html_table(df: pd.DataFrame) -> str:
@@ -27,9 +28,15 @@ def html_table(df: pd.DataFrame) -> str:
     head = [df.index.name or "", *map(str, df.columns)]
     rows = ["<tr>" + "".join(f'<th scope="col">{escape(h)}</th>' for h in head) + "</tr>"]
     for index, row in zip(df.index, df.itertuples(index=False)):
-        rows.append(f'<tr><th scope="row">{escape(str(index))}</th>'
-                    + "".join(f"<td>{escape(str(v))}</td>" for v in row) + "</tr>")
+        rows.append(f'<tr><th scope="row">{_breakable(index)}</th>'
+                    + "".join(f"<td>{_breakable(v)}</td>" for v in row) + "</tr>")
     return f'{_STYLE}<div class="{CLASS}-wrap"><table class="{CLASS}"><tbody>{"".join(rows)}</tbody></table></div>'
+
+
+def _breakable(value: object) -> str:
+    """The cell's text escaped, with a line-break opportunity after each underscore and slash; a newline in the
+    text starts a new line."""
+    return escape(str(value)).replace("_", "_<wbr>").replace("/", "/<wbr>").replace("\n", "<br>")
 
 
 def static_table(df: pd.DataFrame) -> None:

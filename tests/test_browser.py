@@ -239,3 +239,24 @@ def test_live_link_reopens_the_same_view_in_a_new_context():
             assert "node=ttft.queueing" in other.url and "window=1h" in other.url
         finally:
             browser.close()
+
+
+def test_evidence_tables_fit_their_half_width_column_at_1024_px():
+    """At a 1024 px window the Live page's evidence tables sit in half the page: every column shows without
+    sideways scrolling, and no signal name is cut inside a word (it may break only after an underscore)."""
+    expect = _expect()
+    with streamlit_server() as url, chromium_page() as page:
+        page.set_viewport_size({"width": 1024, "height": 900})
+        page.goto(f"{url}/live")
+        tables = page.locator(".triage-table-wrap")
+        expect(tables.first).to_be_visible(timeout=60000)
+        widths = tables.evaluate_all("ws => ws.map(w => [w.scrollWidth, w.clientWidth])")
+        assert widths and all(scroll <= client + 1 for scroll, client in widths), widths
+        heads = page.locator(".triage-table th[scope=row]").evaluate_all(
+            "hs => hs.map(h => { const r = document.createRange(); r.setStartBefore(h.firstChild);"
+            " r.setEndBefore(h.querySelector('br') || h.lastChild);"
+            " const tops = new Set([...r.getClientRects()].map(x => Math.round(x.top)));"
+            " return [r.toString(), tops.size]; })")
+        assert heads
+        for name, lines in heads:  # a signal name's lines each end at an underscore (or the name's end)
+            assert "_" in name and lines <= name.count("_") + 1, (name, lines)

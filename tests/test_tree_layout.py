@@ -75,6 +75,9 @@ def test_labels_wrap_to_two_lines_then_ellipsis():
     assert wrap_label("Requests queue too long behind others", 14) == "Requests queue<br>too long…"
     assert all(len(line) <= 7 for line in wrap_label("排队太久导致首字延迟很高", 14).split("<br>"))
     assert wrap_label("Short", 12) == "Short"
+    assert wrap_label("FlashAttn/FlashInfer", 12) == "FlashAttn/<br>FlashInfer"  # at the slash, not mid-word
+    assert wrap_label("TP/PP/EP/DP", 12) == "TP/PP/EP/DP"
+    assert wrap_label("GEMM / CUDA graphs", 12) == "GEMM / CUDA<br>graphs"  # a lone slash keeps its spaces
 
 
 def test_compact_tree_wraps_every_label_within_its_column(kb):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from triage.knowledge.loader import ROOT_ID, KnowledgeBase
@@ -66,11 +67,12 @@ def _cells(ch: str) -> int:
 
 
 def _tokens(text: str) -> list[str]:
-    """Words split at spaces; a word with CJK characters splits into single characters (CJK wraps anywhere)."""
+    """Words split at spaces (an ASCII word also after each slash); a word with CJK characters splits into
+    single characters (CJK wraps anywhere)."""
     out: list[str] = []
     for word in text.split():
         if all(_cells(c) == 1 for c in word):
-            out.append(word)
+            out += re.findall(r"[^/]+/?|/", word)  # "FlashAttn/FlashInfer" may break after its slash
             continue
         run = ""
         for c in word:
@@ -106,7 +108,8 @@ def wrap_label(text: str, width: int, max_lines: int = 2) -> str:
                 cut += c
             lines.append(cut + "-")
             tok = tok[len(cut):]
-        ascii_join = line and _cells(line[-1]) == 1 and _cells(tok[0]) == 1
+        glued = line.endswith("/") and not line.endswith(" /") and line != "/"  # "FlashAttn/" + "FlashInfer"
+        ascii_join = line and not glued and _cells(line[-1]) == 1 and _cells(tok[0]) == 1
         joined = f"{line} {tok}" if ascii_join else line + tok
         if line and _width(joined) > width:
             lines.append(line)
