@@ -110,26 +110,24 @@ def info_promql(r: Resolved, range_s: int, by: tuple[str, ...] = ()) -> str:
     grouping names a label the info metric does not carry (vllm:cache_config_info has `engine` but no
     `model_name`), its series are joined onto the engine's running gauge on the replica labels both carry, which
     copies the missing labels over; selecting on them directly would find nothing."""
-    from triage.alerting.promql import CARRIER_KEY  # the rules join the same way; lazy: alerting imports this layer
+    # the rules join the same way; imported here because triage.alerting imports this layer
+    from triage.alerting.promql import CARRIER_KEY, replica_labels
 
     w = f"[{range_s}s]"
     lacked = [label for label in r.spec.lacks_labels if label in r.match or label in by]
     if not lacked:
         return f"last_over_time({selector(r.name, r.match)}{w})"
     own = {k: v for k, v in r.match.items() if k not in r.spec.lacks_labels}
-    carried = [label for label in _replica_labels(r.engine) if label not in r.spec.lacks_labels]
+    replicas = replica_labels(_target_labels(), {r.engine.id: r.engine})
+    carried = [label for label in replicas if label not in r.spec.lacks_labels]
     carrier = " or ".join(f"last_over_time({selector(n, r.match)}{w})" for n in r.engine.candidates(CARRIER_KEY))
     return (f"last_over_time({selector(r.name, own)}{w}) * on ({', '.join(carried)}) group_left ({', '.join(lacked)})"
             f" group by ({', '.join([*carried, *lacked])}) ({carrier})")
 
 
-def _replica_labels(engine: EngineSpec) -> list[str]:
-    """The labels that tell one replica of ``engine`` from another (tree/alerting.yaml's target labels first)."""
-    return list(dict.fromkeys([*_target_labels(), *engine.replica_labels]))
-
-
 @lru_cache(maxsize=1)
 def _target_labels() -> tuple[str, ...]:
+    """tree/alerting.yaml's target labels (job, instance, …), read once."""
     from triage.alerting.export import load_config
 
     return tuple(load_config().target_labels)
