@@ -20,7 +20,6 @@ from triage.alerting.promql import (
     Compiler,
     duration_seconds,
     duration_text,
-    recipe_signals,
     record_name,
     replica_labels,
 )
@@ -29,6 +28,7 @@ from triage.errors import TriageError
 from triage.knowledge.engines import EngineSpec, load_engines
 from triage.knowledge.loader import DEFAULT_TREE_DIR, KnowledgeBase, _parse, _read_yaml
 from triage.knowledge.model import AlertingConfig, Condition
+from triage.knowledge.recipes import recipe_signals
 
 NEGATE = {">": "<=", ">=": "<", "<": ">=", "<=": ">", "==": "!="}
 DASHBOARD_ENV = "TRIAGE_DASHBOARD_URL"

@@ -190,22 +190,6 @@ def replica_labels(target: list[str] | tuple[str, ...], engines: Mapping[str, En
     return tuple(out)
 
 
-def recipe_signals(kb: KnowledgeBase, name: str) -> list[str]:
-    """The other signals a signal's recipe reads (recording rules it depends on)."""
-    recipe = kb.signals[name].recipe
-    found: list[str] = []
-
-    def walk(r: Recipe) -> None:
-        if r.signal is not None and r.signal not in found:
-            found.append(r.signal)
-        for child in (r.div or []) + (r.first or []):
-            walk(child)
-
-    if recipe is not None:
-        walk(recipe)
-    return found
-
-
 Reading = Callable[[NeedRef], float | None]
 
 

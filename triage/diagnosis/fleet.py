@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from triage.alerting.export import load_config
-from triage.alerting.promql import duration_text, recipe_signals, record_name, replica_labels
+from triage.alerting.promql import duration_text, record_name, replica_labels
 from triage.diagnosis.readings import Need, Readings
 from triage.diagnosis.roofline import Hardware
 from triage.diagnosis.rules import Diagnosis, Slo, diagnose
@@ -25,7 +25,7 @@ from triage.diagnosis.server_signals import (
 from triage.diagnosis.signals import SignalSet
 from triage.diagnosis.window import LiveDiagnosis, empty_reason
 from triage.knowledge.loader import KnowledgeBase
-from triage.knowledge.model import Recipe
+from triage.knowledge.recipes import recipe_needs, recipe_signals
 from triage.report.links import LiveLink, live_url
 from triage.sources.metrics.prometheus_fleet import FleetWindow, GroupKey, Recorded
 
@@ -99,18 +99,11 @@ def diagnose_fleet(kb: KnowledgeBase, window: FleetWindow, slo: Slo,
 
 
 def base_signals(kb: KnowledgeBase) -> list[str]:
-    """The recorded signals the fleet reads: those computed from readings alone. The ratios of other signals
-    (tail ratios, spreads) are not read again: server_signals divides the recorded values, as it does on a raw
-    read."""
-    return [name for name, sig in kb.signals.items()
-            if sig.recipe is not None and not recipe_signals(kb, name) and not _addon(sig.recipe)]
-
-
-def _addon(r: Recipe) -> bool:
-    """Whether a recipe reads an add-on engine (DCGM), whose series carry no replica labels for a rule to group."""
-    if r.need is not None:
-        return bool(r.need.engine)
-    return any(_addon(child) for child in (r.div or []) + (r.first or []))
+    """The recorded signals the fleet reads: those computed from readings alone, none of them from an add-on
+    engine (DCGM), whose series carry no replica labels for a rule to group. The ratios of other signals (tail
+    ratios, spreads) are not read again: server_signals divides the recorded values, as it does on a raw read."""
+    return [name for name, sig in kb.signals.items() if sig.recipe is not None and not recipe_signals(kb, name)
+            and not any(n.engine for n in recipe_needs(kb, name))]
 
 
 def rule_labels(window: FleetWindow) -> tuple[str, ...]:
@@ -145,26 +138,12 @@ INFO_NEEDS = [n for n in FIRST_NEEDS if n.kind == "info"]  # labels: prefix cach
 
 
 def unrecorded_needs(kb: KnowledgeBase, recorded: set[str]) -> list[Need]:
-    """The needs of every server signal the rules did not record (walking their recipes; a recorded signal a
-    recipe refers to is not read again), plus the info needs (INFO_NEEDS), in the order a window reads them."""
+    """The needs of every server signal the rules did not record (a recorded signal a recipe refers to is not
+    read again), plus the info needs (INFO_NEEDS), in the order a window reads them."""
     wanted: set[Need] = set(INFO_NEEDS)
-
-    def walk(r: Recipe) -> None:
-        if r.need is not None:
-            wanted.add(Need(r.need.kind, r.need.key, r.need.q, r.need.engine))
-        elif r.signal is not None and r.signal not in recorded:
-            walk_signal(r.signal)
-        for child in (r.div or []) + (r.first or []):
-            walk(child)
-
-    def walk_signal(name: str) -> None:
-        recipe = kb.signals[name].recipe
-        if recipe is not None:
-            walk(recipe)
-
     for name, sig in kb.signals.items():
         if sig.recipe is not None and name not in recorded:
-            walk_signal(name)
+            wanted.update(Need(n.kind, n.key, n.q, n.engine) for n in recipe_needs(kb, name, stop=recorded))
     return [n for n in FIRST_NEEDS + ITL_NEEDS if n in wanted]
 
 

@@ -12,8 +12,8 @@ from triage.diagnosis.roofline import Hardware
 from triage.diagnosis.rules import Diagnosis, Slo
 from triage.diagnosis.window import LiveDiagnosis, diagnose_window, window_signals
 from triage.knowledge.loader import KnowledgeBase
-from triage.knowledge.model import Recipe
 from triage.knowledge.panels import load_panels
+from triage.knowledge.recipes import recipe_needs
 from triage.service.windows import Clock, WindowPair
 
 SERIES_POINTS = 60
@@ -45,21 +45,7 @@ def panel_needs() -> list[Need]:
 
 def signal_keys(kb: KnowledgeBase, name: str) -> set[str]:
     """The metric keys a server signal's recipe reads, through the other signals it is computed from."""
-    found: set[str] = set()
-
-    def walk(r: Recipe | None, seen: frozenset[str]) -> None:
-        if r is None:
-            return
-        if r.need is not None:
-            found.add(r.need.key)
-        if r.signal is not None and r.signal not in seen and r.signal in kb.signals:
-            walk(kb.signals[r.signal].recipe, seen | {r.signal})
-        for child in (r.div or []) + (r.first or []):
-            walk(child, seen)
-
-    if name in kb.signals:
-        walk(kb.signals[name].recipe, frozenset({name}))
-    return found
+    return {n.key for n in recipe_needs(kb, name)}
 
 
 def evidence_group(kb: KnowledgeBase, diagnosis: Diagnosis) -> str:
