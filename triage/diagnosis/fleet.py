@@ -126,12 +126,18 @@ def _rows(kb: KnowledgeBase, window: FleetWindow, slo: Slo, hardware: Hardware |
 
 def _from_raw(kb: KnowledgeBase, window: FleetWindow, slo: Slo, hardware: Hardware | None) -> list[FleetRow]:
     groups = window.read_groups(FIRST_NEEDS)
-    lacking = [key for key, readings in groups.items() if needs_itl(readings)]
-    if lacking:  # as window_signals does for one replica, in one grouped round for all that need it
-        second = window.read_groups(ITL_NEEDS, groups=lacking)
-        for key in lacking:
-            groups[key].merge(second[key])
+    _read_more(window, ITL_NEEDS, groups, [key for key, readings in groups.items() if needs_itl(readings)])
     return _rows(kb, window, slo, hardware, groups)
+
+
+def _read_more(window: FleetWindow, needs: list[Need], groups: dict[GroupKey, Readings],
+               keys: list[GroupKey]) -> None:
+    """Read ``needs`` for the groups ``keys`` in one grouped round and merge them into their readings (the ITL
+    round, as window_signals does for one replica, is asked only of the groups that need it)."""
+    if needs and keys:
+        more = window.read_groups(needs, groups=keys)
+        for key in keys:
+            groups[key].merge(more[key])
 
 
 INFO_NEEDS = [n for n in FIRST_NEEDS if n.kind == "info"]  # labels: prefix caching, served model, GPU (roofline)
@@ -155,17 +161,9 @@ def _from_recorded(kb: KnowledgeBase, window: FleetWindow, slo: Slo, hardware: H
     needs = unrecorded_needs(kb, set(found.signals))
     groups = found.readings
     keys = list(found.groups)
-    first = [n for n in needs if n not in ITL_NEEDS and n not in INFO_NEEDS]
-    if first:
-        more = at_eval.read_groups(first, groups=keys)
-        for key in keys:
-            groups[key].merge(more[key])
+    _read_more(at_eval, [n for n in needs if n not in ITL_NEEDS and n not in INFO_NEEDS], groups, keys)
     itl = [n for n in needs if n in ITL_NEEDS]
-    lacking = [key for key in keys if needs_itl(groups[key])] if itl else []
-    if lacking:
-        second = at_eval.read_groups(itl, groups=lacking)
-        for key in lacking:
-            groups[key].merge(second[key])
+    _read_more(at_eval, itl, groups, [key for key in keys if needs_itl(groups[key])])
     source = f"recorded {record_name('{signal}', found.window)} (rules evaluated at {found.at:%H:%M:%S} UTC)"
     outs: dict[GroupKey, SignalSet] = {key: RecordedSignals(found.groups[key], source) for key in keys}
     rows = _rows(kb, at_eval, slo, hardware, {key: groups[key] for key in keys}, outs)
