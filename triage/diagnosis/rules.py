@@ -89,9 +89,8 @@ def check(cond: Condition, signals: SignalSet, slo: Slo) -> Evidence | None:
     sig = signals.get(cond.signal)
     if sig is None:
         return Evidence(cond.signal, cond.op, threshold, None, "", None, cond.meaning, context=cond.context)
-    holds = bool(OPS[cond.op](sig.value, threshold)) and not _blocked(cond, signals, slo)
-    return Evidence(cond.signal, cond.op, threshold, sig.value, sig.unit, holds, cond.meaning, sig.source,
-                    cond.context)
+    return Evidence(cond.signal, cond.op, threshold, sig.value, sig.unit, _holds(cond, signals, slo), cond.meaning,
+                    sig.source, cond.context)
 
 
 def _threshold(cond: Condition, slo: Slo) -> float | bool:
@@ -102,7 +101,8 @@ def _threshold(cond: Condition, slo: Slo) -> float | bool:
 
 
 def _holds(cond: Condition, signals: SignalSet, slo: Slo) -> bool | None:
-    """``check(cond, …).holds`` without building its Evidence (None also when an ``only_if`` switches it off)."""
+    """Whether ``cond`` holds (its requirements too), without building Evidence: what ``check`` records as
+    ``holds``; None when the signal is absent or an ``only_if`` switches the condition off."""
     if cond.only_if is not None and not slo.values.get(cond.only_if):
         return None
     sig = signals.get(cond.signal)
