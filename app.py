@@ -4,6 +4,7 @@ import pandas  # noqa: F401  # imported first: a lazy import racing plotly acros
 import streamlit as st
 
 from components.boundary import error_boundary
+from components.chart_code import warm_chart_code
 from components.shell import sidebar, t
 from triage.service.windows import warm_demo
 
@@ -35,6 +36,7 @@ pages = {
     ],
 }
 navigation = st.navigation(pages)
+warm_chart_code()  # first, so the browser fetches the chart code while the page below computes
 sidebar()
 with error_boundary(navigation.url_path or "home"):  # no traceback ever reaches a visitor
     navigation.run()

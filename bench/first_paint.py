@@ -3,9 +3,10 @@
 Usage: .venv/bin/python bench/first_paint.py [--repeat 3] [--pages live,benchmark]
 
 Each measurement opens a fresh browser context (a new session, no cache) and times from navigation to
-the first chart drawn (a plotly SVG with its marks). A page without a chart on first load counts its
-title instead. Both servers are started fresh and warmed once per page (the first request of a process
-pays the imports); then baseline and page loads are interleaved so machine load hits both alike.
+the first chart drawn and visible (a plotly SVG; the app's hidden chart that starts loading the chart code
+does not count). A page without a chart on first load counts its title instead. Both servers are started
+fresh and warmed once per page (the first request of a process pays the imports); then baseline and page
+loads are interleaved so machine load hits both alike.
 Prints one line per page: median ms, the baseline's median, and the ratio (target ≤ 1.5×).
 """
 
@@ -24,7 +25,7 @@ sys.path.insert(0, str(ROOT))
 from tests.browser_tools import ARGS, CHROMIUM, streamlit_server  # noqa: E402
 
 TARGET = 1.5
-CHART = ".js-plotly-plot .main-svg"
+CHART = ".js-plotly-plot .main-svg >> visible=true"  # the first one the user can see
 TITLE = "h1"
 # page path → what its first paint is: "chart" or "title" (pages with no chart until the user acts)
 PAGES: dict[str, str] = {

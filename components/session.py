@@ -177,6 +177,11 @@ _VERIFY, _TECH, _SLO, _FLEET = "components.verify_view", "components.technique_v
     "components.fleet_view"
 _BENCH, _MEM = "components.bench_view", "components.memory_view"
 
+# the frame
+USAGE_FLOW: Widget[bool] = Widget("usage_flow", _SHELL, "the sidebar's usage-flow expander is open")
+CHART_WARMUP: Widget[Any] = Widget(
+    "chart_warmup", "components.chart_code", "the hidden empty chart that starts loading the chart code")
+
 # the tree, the node panel, the findings
 TREE_CHART: Widget[Any] = Widget("tree", _TREE, "the tree chart's point selection (a click picks a node)")
 GOTO: WidgetFamily[bool] = WidgetFamily("goto:", _NODE, "button opening a node, per node id")

@@ -69,7 +69,10 @@ def sidebar() -> None:
         st.segmented_control(t("language"), options=list(LANGS), format_func=LANG_LABELS.__getitem__,
                              key=LANG_KEY, on_change=_lang_to_url, required=True)
         kb = knowledge()
-        with st.expander(t("usage_flow"), expanded=False):
+        guide = st.expander(t("usage_flow"), key=session.USAGE_FLOW.name, on_change="rerun")
+        if not guide.open:  # lazy: the closed guide costs every page's first paint nothing
+            return
+        with guide:
             for i, step in enumerate(kb.guidance.usage_flow, start=1):
                 st.markdown(f"**{i}. {step.title.get(lang())}** — {step.detail.get(lang())}")
             st.caption(t("wrong_usages"))

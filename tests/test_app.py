@@ -124,3 +124,24 @@ def test_every_page_opens_in_chinese(path, title, monkeypatch, tmp_path):
     monkeypatch.setenv("TRIAGE_LOG_DB", str(tmp_path / "log.sqlite3"))
     at = open_page(path, lang="zh")
     assert at.title[0].value == title
+
+
+def test_sidebar_guide_is_drawn_only_once_opened():
+    """The closed guide sends nothing (every page's first paint is lighter); opened, it shows every step."""
+    kb = load_knowledge()
+    steps = [s.title.en for s in kb.guidance.usage_flow]
+    at = new_app().run()
+    assert not any(step in texts(at) for step in steps)
+    at.session_state["usage_flow"] = True  # the user opens the guide
+    at.run()
+    assert not at.exception
+    assert all(step in texts(at) for step in steps)
+
+
+def test_the_hidden_chart_is_the_first_thing_the_app_sends():
+    """The chart code starts loading before the page computes: the sidebar's first element is the hidden chart
+    (tests/test_browser.py checks that a real browser then fetches the chart code on a page without a chart)."""
+    at = new_app().run()
+    first = at.sidebar.children[0]
+    assert first.type == "plotly_chart" and first.key == "chart_warmup"
+    assert any(".st-key-chart_warmup { display: none; }" in str(h.proto.body) for h in at.get("html"))

@@ -260,3 +260,18 @@ def test_evidence_tables_fit_their_half_width_column_at_1024_px():
         assert heads
         for name, lines in heads:  # a signal name's lines each end at an underscore (or the name's end)
             assert "_" in name and lines <= name.count("_") + 1, (name, lines)
+
+
+def test_the_chart_code_loads_on_a_page_without_a_chart_and_its_warmup_stays_hidden():
+    """The hidden sidebar chart makes the browser fetch the chart code before any page needs it; it is never
+    seen and takes no space."""
+    expect = _expect()
+    with streamlit_server() as url, chromium_page() as page:
+        with page.expect_request(re.compile(r"/static/js/PlotlyChart\.[^/]+\.js$"), timeout=60000):
+            page.goto(f"{url}/fleet")
+        expect(page.locator("h1")).to_be_visible(timeout=60000)
+        assert page.locator("[data-testid=stMain] .js-plotly-plot").count() == 0  # Fleet draws no chart at first
+        warmup = page.locator(".st-key-chart_warmup")
+        expect(warmup).to_be_attached()
+        expect(warmup).to_be_hidden()
+        assert warmup.bounding_box() is None

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import re
 import shutil
+from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
+import yaml
 
 from tests.conftest import edit_yaml
 from triage.errors import TriageError
@@ -70,6 +74,35 @@ def test_every_technique_has_every_section_in_both_languages(kb):
 def test_guidance_has_flow_and_wrong_usages(kb):
     assert [s.id for s in kb.guidance.usage_flow] == ["baseline", "symptom", "technique", "minimal_change", "verify"]
     assert len(kb.guidance.wrong_usages) == 3
+
+
+# A book section ("(10.4)", "a 9.2 load test", "9.4:", "Ch. 2", "第 2 章") means nothing to a user who does
+# not hold the book; version numbers ("0.9.2+", "127.0.0.1:", "jitter 0.2:") are not sections.
+SECTION_REF = re.compile(r"[（(]\d{1,2}\.[1-9]\d?[）)]"
+                         r"|(?<![\d.])[1-9]\d?\.\d{1,2}\s*(?:[:：]|load test|regression|压测|回归)"
+                         r"|\bCh\.\s*\d|第\s*\d+\s*章")
+TREE_DIR = Path(__file__).resolve().parent.parent / "tree"
+
+
+def _strings(node: object, path: str = "") -> Iterator[tuple[str, str]]:
+    if isinstance(node, dict):
+        for key, value in node.items():
+            yield from _strings(value, f"{path}.{key}")
+    elif isinstance(node, list):
+        for i, value in enumerate(node):
+            yield from _strings(value, f"{path}.{i}")
+    elif isinstance(node, str):
+        yield path, node
+
+
+def test_no_shown_text_cites_a_book_section():
+    """seed_chapter keeps the source's chapter for maintainers; no text a user reads cites a section number."""
+    cited = [f"{f.relative_to(TREE_DIR)}{path}: {m.group()!r}"
+             for f in sorted(TREE_DIR.rglob("*.yaml"))
+             for path, text in _strings(yaml.safe_load(f.read_text(encoding="utf-8")))
+             if ".seed_chapter" not in path
+             for m in SECTION_REF.finditer(text)]
+    assert not cited, cited
 
 
 def test_path_to_cause_and_technique(kb):
