@@ -33,7 +33,7 @@ from triage.service.uploads import (
 )
 from triage.service.windows import DemoFeed, WindowPair, demo_pair, prometheus_pair, snapshot_pair
 from triage.sources.files.parse_cache import benchmark_bytes
-from triage.sources.metrics.demo_feed import BUFFER_CAPACITY
+from triage.sources.metrics.demo_feed import BUFFER_CAPACITY, HISTORY_S
 from triage.sources.metrics.simulator import Simulator
 
 T0 = 1_750_000_000.0
@@ -96,10 +96,24 @@ def test_demo_feed_follows_the_clock(demo):
     before, sim_now = len(feed.buffer), feed.sim.now
     feeds.demo("queueing", 10)
     assert len(feed.buffer) == before, "no new scrape when the clock has not moved"
-    clock.now += 30
+    clock.now += 40
     feeds.demo("queueing", 10)
-    assert len(feed.buffer) == before + 1 and feed.sim.now == pytest.approx(sim_now + 30)
+    taken = [s.taken_at for s in feed.buffer.snapshots[before:]]
+    assert taken == pytest.approx([sim_now + 15, sim_now + 30, sim_now + 40]), "a scrape per 15 s step, then now"
+    assert feed.sim.now == pytest.approx(sim_now + 40)
     assert feed.buffer.capacity == BUFFER_CAPACITY
+
+
+def test_a_demo_feed_left_idle_for_a_day_restarts_its_history_instead_of_simulating_the_day():
+    clock = Clock()
+    feed = DemoFeed("queueing", 1, clock)
+    clock.now += 86_400  # simulating the day took about 200 s of CPU
+    feed.catch_up()
+    taken = [s.taken_at for s in feed.buffer.snapshots]
+    assert taken[0] >= clock.now - HISTORY_S and taken[-1] == pytest.approx(clock.now)
+    assert len(taken) == HISTORY_S // 15, "the history is rebuilt at 15 s steps"
+    window = feed.window(600)
+    assert len(window.snapshots) >= 40  # the panels have a shape again
 
 
 def test_a_second_scenario_shares_the_baseline(kb, demo):

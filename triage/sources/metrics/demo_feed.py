@@ -40,11 +40,22 @@ class DemoFeed:
         self.buffer.add(snapshot_from_families(self.sim.families(), self.sim.now, self.source))
 
     def catch_up(self) -> None:
-        """Simulate up to the clock's time and take one scrape there (nothing when less than 1 s passed)."""
+        """Simulate up to the clock's time, scraping every STEP_S as the history was (nothing under 1 s).
+
+        A pause longer than the history is not simulated: nobody saw it, and simulating a night of idle
+        serving took minutes of CPU before the first Live page of the morning could draw. The engine's clock
+        jumps to HISTORY_S before now and the history restarts there, so that page costs what server start
+        costs."""
         with self._lock:
-            gap = self._clock() - self.sim.now
-            if gap >= 1:
-                self.sim.advance(gap)
+            now = self._clock()
+            if now - self.sim.now > HISTORY_S:
+                self.sim.jump(now - HISTORY_S)
+                self.buffer.clear()  # scrapes from before the pause would stretch rates across it
+            while now - self.sim.now >= STEP_S:
+                self.sim.advance(STEP_S)
+                self._scrape()
+            if now - self.sim.now >= 1:
+                self.sim.advance(now - self.sim.now)
                 self._scrape()
 
     def window(self, seconds: float) -> SnapshotWindow:

@@ -23,6 +23,18 @@ class Snapshot:
     taken_at: float
     series: dict[str, list[tuple[Labels, float]]] = field(default_factory=dict)
     where: str = ""
+    _keys: dict[str, list[frozenset[tuple[str, str]]]] = field(default_factory=dict, init=False, repr=False,
+                                                               compare=False)
+
+    def series_keys(self, name: str) -> list[frozenset[tuple[str, str]]]:
+        """Each sample's labels as a hashable key, in ``series[name]`` order.
+
+        Built once per name: a scrape kept in a ring buffer is read by every refresh of every viewer, and
+        hashing its labels again each time was most of a Live refresh's CPU."""
+        keys = self._keys.get(name)
+        if keys is None:
+            keys = self._keys[name] = [frozenset(labels.items()) for labels, _ in self.series.get(name, [])]
+        return keys
 
 
 def parse_metrics_text(text: str, taken_at: float, where: str, quote_lines: bool = True,

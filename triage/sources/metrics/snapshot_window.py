@@ -217,7 +217,10 @@ def _matches(labels: Labels, match: Mapping[str, str]) -> bool:
 
 
 def _samples(snap: Snapshot, name: str, match: Mapping[str, str]) -> list[tuple[Labels, float]]:
-    return [(labels, v) for labels, v in snap.series.get(name, []) if _matches(labels, match)]
+    samples = snap.series.get(name, [])
+    if not match:  # the common case (one engine per scrape): no per-sample label test
+        return samples
+    return [(labels, v) for labels, v in samples if _matches(labels, match)]
 
 
 def _increases(snaps: list[Snapshot], name: str, match: Mapping[str, str],
@@ -226,8 +229,9 @@ def _increases(snaps: list[Snapshot], name: str, match: Mapping[str, str],
     a drop means the counter restarted, so the later value is the increase."""
     history: dict[frozenset, list[float]] = {}
     for snap in snaps:
-        for labels, value in _samples(snap, name, match):
-            history.setdefault(frozenset(labels.items()), []).append(value)
+        for key, (labels, value) in zip(snap.series_keys(name), snap.series.get(name, []), strict=True):
+            if not match or _matches(labels, match):
+                history.setdefault(key, []).append(value)
     totals: dict[str, float] = {}
     for key, values in history.items():
         if len(values) < 2:
@@ -243,7 +247,7 @@ def _span(snaps: list[Snapshot]) -> float:
 
 
 def _series_seen(snaps: list[Snapshot], name: str, match: Mapping[str, str]) -> bool:
-    return any(_samples(s, name, match) for s in snaps)
+    return any(_matches(labels, match) for s in snaps for labels, _ in s.series.get(name, []))
 
 
 def _no_series(name: str, match: Mapping[str, str]) -> str:
