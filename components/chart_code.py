@@ -6,8 +6,12 @@ import streamlit as st
 
 from components import session
 
-# The smallest figure plotly accepts; it is never shown.
-_EMPTY_FIGURE = {"data": [{"type": "scatter", "x": [], "y": []}], "layout": {}}
+# The smallest figure plotly accepts, drawn as cheaply as it can be (no axes, no toolbar, no hover layer):
+# it is never shown, but the browser still draws it.
+_EMPTY_FIGURE = {"data": [{"type": "scatter", "x": [], "y": []}],
+                 "layout": {"width": 10, "height": 10, "margin": {"l": 0, "r": 0, "t": 0, "b": 0},
+                            "xaxis": {"visible": False}, "yaxis": {"visible": False}}}
+_STATIC = {"staticPlot": True, "displayModeBar": False}
 
 
 def warm_chart_code() -> None:
@@ -20,4 +24,4 @@ def warm_chart_code() -> None:
     elements keep their positions, and it is hidden (``display: none``: no space, not read by screen readers).
     """
     st.html(f"<style>.st-key-{session.CHART_WARMUP.name} {{ display: none; }}</style>")
-    st.sidebar.plotly_chart(_EMPTY_FIGURE, key=session.CHART_WARMUP.name)
+    st.sidebar.plotly_chart(_EMPTY_FIGURE, key=session.CHART_WARMUP.name, width="content", config=_STATIC)

@@ -57,19 +57,23 @@ def finding_card(f: Finding, rank: int, select: bool = True) -> None:
 
 
 def symptom_summary(diag: Diagnosis) -> None:
-    """Each symptom's verdict with the numbers behind it; a healthy run reads 'no symptom' here."""
+    """Each symptom's verdict with the numbers behind it; a healthy run reads 'no symptom' here.
+
+    One Markdown element, a paragraph per symptom: five elements cost the browser five Markdown renders."""
     kb = knowledge()
+    lines = []
     for check in diag.symptoms:
         title = kb.symptom(check.symptom).title.get(lang())
         if check.present is None:
-            st.markdown(f"❔ **{title}** — {t('symptom_unknown')}")
+            lines.append(f"❔ **{title}** — {t('symptom_unknown')}")
             continue
         icon = "🔴" if check.present else "🟢"
         numbers = "; ".join(f"`{e.signal}` {fmt_value(e.value, e.unit)} {e.op} {fmt_threshold(e)}"
                             if e.holds else
                             f"`{e.signal}` {fmt_value(e.value, e.unit)}" for e in check.evidence if e.holds is not None)
         state = t("symptom_present") if check.present else t("symptom_absent")
-        st.markdown(f"{icon} **{title}** — {state}: {numbers}")
+        lines.append(f"{icon} **{title}** — {state}: {numbers}")
+    st.markdown("\n\n".join(lines))
 
 
 def findings_block(diag: Diagnosis, select: bool = True) -> None:

@@ -6,6 +6,7 @@ from components import session
 from components.boundary import error_boundary
 from components.fleet_view import fleet_controls, refresh_and_render
 from components.navigation import adopt_navigation
+from components.refresh_picker import refresh_interval
 from components.shell import t
 from components.slo_picker import slo_sidebar
 
@@ -17,8 +18,7 @@ slo = slo_sidebar()
 request = None
 with error_boundary("fleet"):
     request = fleet_controls()
-refresh_s = st.sidebar.select_slider(t("live_refresh"), options=[5, 10, 15, 30, 60], value=15,
-                                     key=session.FLEET_REFRESH.name)
+refresh_s = refresh_interval(session.FLEET_REFRESH)
 
 
 @st.fragment(run_every=refresh_s)

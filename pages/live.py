@@ -7,6 +7,7 @@ from components.boundary import error_boundary
 from components.live_picker import apply_live_link, source_picker
 from components.live_view import refresh_and_render
 from components.navigation import adopt_navigation
+from components.refresh_picker import refresh_interval
 from components.shell import t
 from components.slo_picker import slo_sidebar
 
@@ -18,8 +19,7 @@ slo = slo_sidebar()
 source_key, make_pair = "", None
 with error_boundary("live"):
     source_key, make_pair = source_picker()
-refresh_s = st.sidebar.select_slider(t("live_refresh"), options=[5, 10, 15, 30, 60], value=15,
-                                     key=session.LIVE_REFRESH.name)
+refresh_s = refresh_interval(session.LIVE_REFRESH)
 
 
 @st.fragment(run_every=refresh_s)

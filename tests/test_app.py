@@ -130,12 +130,13 @@ def test_sidebar_guide_is_drawn_only_once_opened():
     """The closed guide sends nothing (every page's first paint is lighter); opened, it shows every step."""
     kb = load_knowledge()
     steps = [s.title.en for s in kb.guidance.usage_flow]
-    at = new_app().run()
-    assert not any(step in texts(at) for step in steps)
-    at.session_state["usage_flow"] = True  # the user opens the guide
-    at.run()
-    assert not at.exception
-    assert all(step in texts(at) for step in steps)
+    closed = new_app().run()
+    assert not any(step in texts(closed) for step in steps)
+    opened = new_app()
+    opened.session_state["usage_flow"] = True  # the user has opened the guide
+    opened.run()
+    assert not opened.exception
+    assert all(step in texts(opened) for step in steps)
 
 
 def test_the_hidden_chart_is_the_first_thing_the_app_sends():

@@ -1,0 +1,20 @@
+"""The sidebar's refresh interval for a page that redraws itself on a timer (Live, Fleet)."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from components import session
+from components.shell import labels_now, t
+
+INTERVALS_S = (5, 10, 15, 30, 60)
+DEFAULT_S = 15
+
+
+def refresh_interval(widget: session.Widget[int]) -> int:
+    """Seconds between redraws, one click to change: a segmented control (a slider would make the browser
+    load its slider and date-formatting code before the page's first chart)."""
+    choice = st.sidebar.segmented_control(
+        t("live_refresh"), INTERVALS_S, default=DEFAULT_S, required=True, key=widget.name,
+        format_func=labels_now(INTERVALS_S, lambda s: t("refresh_every_s", n=s)))
+    return int(choice if choice is not None else DEFAULT_S)
