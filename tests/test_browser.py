@@ -139,6 +139,8 @@ def test_live_panel_tabs_switch_and_survive_a_refresh():
         expect(page.locator(".st-key-panel-ttft")).to_have_count(0)
         stamp = page.get_by_text(re.compile(r"refreshed \d\d:\d\d:\d\d"))
         expect(stamp).not_to_have_text(stamp.inner_text(), timeout=40000)  # the timed refresh (15 s) ran
+        # until the refresh's run ends its old chart may still stand (stale) beside the new one
+        expect(page.locator(".st-key-panel-kv .js-plotly-plot")).to_have_count(1, timeout=30000)
         expect(page.locator(".st-key-panel-kv .js-plotly-plot")).to_be_visible()
         expect(page.get_by_role("tab", name=re.compile("Load and KV cache"))).to_have_attribute("aria-selected", "true")
 
