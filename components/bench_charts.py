@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
@@ -12,6 +13,7 @@ from triage.run import Run
 
 MAX_POINTS = 5000  # scatter plots draw a fixed-seed sample; histograms use every request
 HEIGHT = 300
+BINS = 60
 
 
 def _sampled(df: pd.DataFrame) -> pd.DataFrame:
@@ -22,6 +24,19 @@ def _layout(fig: go.Figure, x: str, y: str) -> go.Figure:
     fig.update_layout(height=HEIGHT, margin=dict(l=10, r=10, t=30, b=10), xaxis_title=x, yaxis_title=y,
                       legend=dict(orientation="h", y=1.12), yaxis_rangemode="tozero")  # counts, latencies
     return fig
+
+
+def _binned(values_ms: pd.Series, name: str, bins: int = BINS) -> go.Bar:
+    """A histogram binned here: 60 bars reach the browser, not one value per request (a million-row upload
+    would otherwise send every value and let the browser bin them)."""
+    finite = values_ms[np.isfinite(values_ms)].to_numpy(dtype=float)
+    lo, hi = (float(finite.min()), float(finite.max())) if finite.size else (0.0, 1.0)
+    if hi - lo < 1e-6 * max(1.0, abs(hi)):  # one value (or float noise): one bar around it, not 60 empty ones
+        lo, hi, bins = lo - 0.5, hi + 0.5, 1
+    counts, edges = np.histogram(finite, bins=bins, range=(lo, hi))
+    return go.Bar(x=(edges[:-1] + edges[1:]) / 2, y=counts, width=np.diff(edges), name=name,
+                  customdata=np.column_stack([edges[:-1], edges[1:]]),
+                  hovertemplate="%{customdata[0]:.4~g}–%{customdata[1]:.4~g} ms: %{y}<extra></extra>")
 
 
 def _no_requests() -> None:
@@ -39,7 +54,7 @@ def distributions(run: Run, slo: dict) -> None:
             if metric not in df.columns or df[metric].notna().sum() == 0:
                 st.info(t("panel_missing", what=metric))
                 continue
-            fig = go.Figure(go.Histogram(x=df[metric] * 1000, nbinsx=60, name=metric))
+            fig = go.Figure(_binned(df[metric] * 1000, metric))
             fig.add_vline(x=slo[key] * 1000, line_dash="dash", line_color="#D32F2F",
                           annotation_text=f"SLO p99 {slo[key] * 1000:g} ms")
             st.plotly_chart(_layout(fig, f"{metric[:-2].upper()} (ms)", t("requests")), width="stretch")

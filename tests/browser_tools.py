@@ -101,3 +101,22 @@ def english_ui_sentences(min_words: int = 3) -> set[str]:
             if len(piece.split()) >= min_words and piece not in text.zh:
                 out.add(piece)
     return out
+
+
+_WATCH_RUN_JS = """() => {
+  const app = document.querySelector('[data-test-script-state]');
+  window.__triageSawRun = false; window.__triageRanAgain = false;
+  new MutationObserver(() => {
+    const state = app.getAttribute('data-test-script-state');
+    if (state === 'running') window.__triageSawRun = true;
+    else if (window.__triageSawRun && state === 'notRunning') window.__triageRanAgain = true;
+  }).observe(app, {attributes: true, attributeFilter: ['data-test-script-state']});
+}"""
+
+
+def after_rerun(page, act, timeout_ms: int = 60000) -> None:
+    """Do ``act`` and return once the script run it starts has finished (Streamlit's own run-state attribute),
+    so the next step does not race a rerun that replaces the element it acts on."""
+    page.evaluate(_WATCH_RUN_JS)
+    act()
+    page.wait_for_function("window.__triageRanAgain === true", timeout=timeout_ms)

@@ -154,3 +154,29 @@ def test_upload_survives_a_round_trip_through_diagnose():
     assert not at.exception, at.exception
     assert at.selectbox(key="bench_choice").value != "sample"
     assert "Detected format: **vLLM" in texts(at) and "bundled sample (a queueing" not in texts(at)
+
+
+def test_distributions_send_binned_counts_not_every_request():
+    """The histograms arrive as at most 60 bars whose counts add up to the run's requests with that latency."""
+    from tests.synthetic import requests
+
+    frame = requests(n=20_000, ttft_base=0.3, seed=3)
+    at = upload(bench_page(), "big.csv", frame.to_csv(index=False).encode())
+    specs = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    bars = [s["data"][0] for s in specs if s["data"] and s["data"][0].get("type") == "bar"]
+    assert bars, "no distribution chart drawn"
+    for bar in bars:
+        counts = _plotly_array(bar["y"])
+        assert len(counts) <= 60
+        assert counts.sum() == frame[bar["name"]].notna().sum()
+
+
+def _plotly_array(value):
+    """A data array of a plotly spec: a list, or plotly 6's typed array ({"dtype", "bdata" in base64})."""
+    import base64
+
+    import numpy as np
+
+    if isinstance(value, dict):
+        return np.frombuffer(base64.b64decode(value["bdata"]), dtype=np.dtype(value["dtype"]))
+    return np.asarray(value)

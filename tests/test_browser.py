@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from tests.browser_tools import ARTIFACTS, CHROMIUM, chromium_page, click_tree_node, streamlit_server
+from tests.browser_tools import ARTIFACTS, CHROMIUM, after_rerun, chromium_page, click_tree_node, streamlit_server
 
 pytestmark = [pytest.mark.browser,
               pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian chromium is not installed")]
@@ -68,7 +68,9 @@ def test_verify_page_upload_two_files_and_see_the_verdict(tmp_path):
     requests(n=1500, ttft_base=0.2, seed=2)[cols].to_csv(cand, index=False)
     with streamlit_server({"TRIAGE_LOG_DB": str(tmp_path / "log.sqlite3")}) as url, chromium_page() as page:
         page.goto(f"{url}/verify")
-        page.locator(".st-key-verify_base input[type=file]").set_input_files(str(base))
+        expect(page.locator(".st-key-verify_base input[type=file]")).to_be_attached(timeout=60000)
+        # the second file waits for the first one's rerun, which redraws both uploaders
+        after_rerun(page, lambda: page.locator(".st-key-verify_base input[type=file]").set_input_files(str(base)))
         page.locator(".st-key-verify_cand input[type=file]").set_input_files(str(cand))
         expect(page.get_by_text("Overall: gain confirmed")).to_be_visible(timeout=30000)
         page.screenshot(path=str(ARTIFACTS / "verify.png"), full_page=True)
