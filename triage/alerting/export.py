@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +40,13 @@ EVIDENCE_LABEL = "triage_evidence"
 def load_config(tree_dir: Path = DEFAULT_TREE_DIR) -> AlertingConfig:
     path = Path(tree_dir) / "alerting.yaml"
     return _parse(AlertingConfig, _read_yaml(path), path)
+
+
+@lru_cache(maxsize=1)
+def target_labels() -> tuple[str, ...]:
+    """The default tree's alerting target labels (job, instance, …), read once per process: the fleet and the
+    info join ask for them on every refresh."""
+    return tuple(load_config().target_labels)
 
 
 def default_dashboard_url(config: AlertingConfig) -> str:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from triage.alerting.export import load_config
+from triage.alerting.export import target_labels
 from triage.alerting.promql import duration_text, record_name, replica_labels
 from triage.diagnosis.readings import Need, Readings
 from triage.diagnosis.roofline import Hardware
@@ -108,7 +108,7 @@ def base_signals(kb: KnowledgeBase) -> list[str]:
 
 def rule_labels(window: FleetWindow) -> tuple[str, ...]:
     """The labels `python -m triage rules` groups every recording rule by (tree/alerting.yaml + engine maps)."""
-    return replica_labels(load_config().target_labels, window.engines)
+    return replica_labels(target_labels(), window.engines)
 
 
 def _rows(kb: KnowledgeBase, window: FleetWindow, slo: Slo, hardware: Hardware | None,

@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from functools import lru_cache, partial
+from functools import partial
 from typing import Any
 
 import requests
@@ -111,6 +111,7 @@ def info_promql(r: Resolved, range_s: int, by: tuple[str, ...] = ()) -> str:
     `model_name`), its series are joined onto the engine's running gauge on the replica labels both carry, which
     copies the missing labels over; selecting on them directly would find nothing."""
     # the rules join the same way; imported here because triage.alerting imports this layer
+    from triage.alerting.export import target_labels
     from triage.alerting.promql import CARRIER_KEY, replica_labels
 
     w = f"[{range_s}s]"
@@ -118,19 +119,11 @@ def info_promql(r: Resolved, range_s: int, by: tuple[str, ...] = ()) -> str:
     if not lacked:
         return f"last_over_time({selector(r.name, r.match)}{w})"
     own = {k: v for k, v in r.match.items() if k not in r.spec.lacks_labels}
-    replicas = replica_labels(_target_labels(), {r.engine.id: r.engine})
+    replicas = replica_labels(target_labels(), {r.engine.id: r.engine})
     carried = [label for label in replicas if label not in r.spec.lacks_labels]
     carrier = " or ".join(f"last_over_time({selector(n, r.match)}{w})" for n in r.engine.candidates(CARRIER_KEY))
     return (f"last_over_time({selector(r.name, own)}{w}) * on ({', '.join(carried)}) group_left ({', '.join(lacked)})"
             f" group by ({', '.join([*carried, *lacked])}) ({carrier})")
-
-
-@lru_cache(maxsize=1)
-def _target_labels() -> tuple[str, ...]:
-    """tree/alerting.yaml's target labels (job, instance, …), read once."""
-    from triage.alerting.export import load_config
-
-    return tuple(load_config().target_labels)
 
 
 def prometheus_client(profile: Profile, timeout: float) -> PrometheusConnect:
