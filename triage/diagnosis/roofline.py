@@ -7,7 +7,7 @@ label (matched to tree/models.yaml) and the GPU from the user or DCGM's ``modelN
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from triage.diagnosis.signals import SignalSet
 from triage.errors import TriageError
@@ -89,18 +89,25 @@ def served_model(name: str, models: dict[str, ModelSpec] | None = None) -> Model
     return max(found, key=lambda m: len(m.id), default=None)
 
 
-_SERVED: dict[str, object] = {"kb": None, "found": {}}
+@dataclass
+class _ServedMemo:
+    """served_model's answers per served name, for one loaded tree."""
+
+    kb: KnowledgeBase | None = None
+    found: dict[str, ModelSpec | None] = field(default_factory=dict)
+
+
+_SERVED = _ServedMemo()
 
 
 def _served_preset(kb: KnowledgeBase, name: str) -> ModelSpec | None:
     """served_model over the tree's presets, remembered per served name while the tree is the same (a fleet asks
     for the same few names once per replica)."""
-    if _SERVED["kb"] is not kb:
-        _SERVED.update(kb=kb, found={})
-    found: dict[str, ModelSpec | None] = _SERVED["found"]  # type: ignore[assignment]
-    if name not in found:
-        found[name] = served_model(name, load_models())
-    return found[name]
+    if _SERVED.kb is not kb:
+        _SERVED.kb, _SERVED.found = kb, {}
+    if name not in _SERVED.found:
+        _SERVED.found[name] = served_model(name, load_models())
+    return _SERVED.found[name]
 
 
 def dcgm_gpu(name: str, gpus: dict[str, GpuSpec] | None = None) -> GpuSpec | None:
