@@ -31,9 +31,7 @@ class DemoFeed:
         self.source = f"demo:{scenario}"
         self.sim = Simulator(scenario, seed=seed, start=clock() - HISTORY_S)
         self.buffer = ScrapeBuffer(BUFFER_CAPACITY)
-        while self.sim.now < clock():
-            self.sim.advance(STEP_S)
-            self._scrape()
+        self.catch_up()  # the history: a scrape every STEP_S up to now
 
     def _scrape(self) -> None:
         # straight from the simulator's metric families: the same series as rendering and parsing the text
