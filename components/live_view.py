@@ -88,7 +88,7 @@ def _panel_figure(panel: Panel, result: LiveResult) -> go.Figure | None:
     # plotly picks distinct time ticks for the span (a fixed "%H:%M" repeated one minute under 20 s ticks);
     # counts, rates, latencies and usage are drawn from zero so a small wobble does not look like a cliff
     fig.update_layout(height=240, margin=dict(l=10, r=10, t=10, b=10), yaxis_title=panel.unit,
-                      legend=dict(orientation="h", y=1.15), xaxis=dict(nticks=6),
+                      legend=dict(orientation="h", yanchor="bottom", y=1.02, x=0), xaxis=dict(nticks=6),
                       yaxis=dict(rangemode="tozero"))
     return fig
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -49,6 +50,15 @@ def test_demo_source_shows_panels_and_lit_branch():
     at.run()
     table = at.dataframe[0].value
     assert {"kv_usage_max", "waiting_mean", "ttft_p99_s"} <= set(table["Signal"])
+
+
+def test_panel_legends_sit_above_the_plot_area():
+    """A three-line panel in a third of the page wraps its legend to three rows: anchored by its bottom above
+    the plot area, plotly grows the top margin for it instead of drawing it over the start of the lines."""
+    at = live_page()
+    layout = json.loads(next(c for c in at.get("plotly_chart") if c.key == "panel:phases").proto.spec)["layout"]
+    assert layout["legend"]["yanchor"] == "bottom" and layout["legend"]["y"] >= 1
+    assert layout.get("margin", {}).get("autoexpand", True)
 
 
 def test_panels_come_in_tabs_and_the_evidence_group_opens_first():
