@@ -63,6 +63,18 @@ def test_scrape_window_diagnoses_scenario(kb, scenario):
     check(live.diagnosis.matched_ids, scenario)
 
 
+def test_a_queue_is_not_called_a_kv_shortage_or_slow_prefill(kb):
+    """The queueing demo: requests wait (31 on average, 99 % of TTFT in the queue) with KV usage in single
+    digits. Waiting alone is a queue, not 'the KV cache is too small' (that needs the cache full or
+    preemptions); and a flat, slow TTFT spent in the queue is not 'prefill compute is slow'."""
+    d = diagnose_window(kb, SnapshotWindow(snapshots("queueing")), resolve_slo(kb, "chat")).diagnosis
+    value = {name: d.signals.get(name).value for name in ("kv_usage_max", "waiting_mean", "queue_share_of_ttft")}
+    assert value["kv_usage_max"] < 0.5 and value["waiting_mean"] >= 1 and value["queue_share_of_ttft"] > 0.9, value
+    named = d.matched_ids + [f.cause for f in d.notes]
+    assert d.matched_ids[:1] == ["ttft.queueing"]
+    assert "memory.kv_cache" not in named and "ttft.prefill_compute" not in named, named
+
+
 @pytest.mark.parametrize("scenario", EXPECTED)
 def test_cli_two_snapshot_files(tmp_path, scenario):
     sim = Simulator(scenario, seed=4)
