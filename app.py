@@ -4,7 +4,7 @@ import pandas  # noqa: F401  # imported first: a lazy import racing plotly acros
 import streamlit as st
 
 from components.boundary import error_boundary
-from components.chart_code import warm_chart_code
+from components.chart_code import ChartCodeWarmup
 from components.shell import sidebar, t
 from triage.service.windows import warm_demo
 
@@ -35,8 +35,13 @@ pages = {
         st.Page("pages/technique.py", title=t("nav_techniques"), icon=":material/menu_book:"),
     ],
 }
+# url paths of the pages whose first paint is a chart ("" is the default page, Diagnose)
+CHART_FIRST = {"", "live", "benchmark", "memory"}
 navigation = st.navigation(pages)
-warm_chart_code()  # first, so the browser fetches the chart code while the page below computes
+chart_code = ChartCodeWarmup()
+if navigation.url_path in CHART_FIRST:
+    chart_code.draw()  # first, so the browser fetches the chart code while the page below computes
 sidebar()
 with error_boundary(navigation.url_path or "home"):  # no traceback ever reaches a visitor
     navigation.run()
+chart_code.draw()  # a page that shows text first: once its text is sent

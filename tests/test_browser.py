@@ -266,6 +266,44 @@ def test_evidence_tables_fit_their_half_width_column_at_1024_px():
             assert "_" in name and lines <= name.count("_") + 1, (name, lines)
 
 
+def _elements_in_arrival_order(url: str) -> list[str]:
+    """The element types of a fresh page load's first run that draws the page (its title), in the order the
+    server's websocket delivered them; a run that only hands over to app.py, or a later rerun, is cut off."""
+    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+    runs: list[list[str]] = [[]]
+
+    def on_frame(payload: str | bytes) -> None:
+        msg = ForwardMsg()
+        if not isinstance(payload, bytes):
+            return
+        msg.ParseFromString(payload)
+        if msg.WhichOneof("type") == "script_finished":
+            runs.append([])
+        elif msg.WhichOneof("type") == "delta" and msg.delta.WhichOneof("type") == "new_element":
+            runs[-1].append(msg.delta.new_element.WhichOneof("type"))
+
+    expect = _expect()
+    with chromium_page() as page:
+        page.on("websocket", lambda ws: ws.on("framereceived", on_frame))
+        page.goto(url)
+        expect(page.locator("h1")).to_be_visible(timeout=60000)
+        expect(page.locator(".st-key-chart_warmup")).to_be_attached(timeout=60000)
+    return next(run for run in runs if "heading" in run)
+
+
+def test_the_chart_code_is_fetched_before_a_chart_page_computes_and_after_a_text_page_is_sent():
+    """Live's first paint is a chart: the hidden chart reaches the browser before the page's title, so the
+    chart code loads while Live computes. The technique page shows text first: all of its elements arrive
+    before the hidden chart, so the browser draws them before the second it spends on the chart code."""
+    with streamlit_server() as url:
+        live = _elements_in_arrival_order(f"{url}/live")
+        text = _elements_in_arrival_order(f"{url}/technique?id=chunked_prefill")
+    assert live.index("plotly_chart") < live.index("heading"), live
+    assert text.index("heading") < text.index("plotly_chart"), text
+    assert text[-1] == "plotly_chart" and text.count("plotly_chart") == 1, text  # after all of the page
+
+
 def test_the_chart_code_loads_on_a_page_without_a_chart_and_its_warmup_stays_hidden():
     """The hidden sidebar chart makes the browser fetch the chart code before any page needs it; it is never
     seen and takes no space."""
