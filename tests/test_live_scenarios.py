@@ -75,6 +75,20 @@ def test_a_queue_is_not_called_a_kv_shortage_or_slow_prefill(kb):
     assert "memory.kv_cache" not in named and "ttft.prefill_compute" not in named, named
 
 
+def test_a_healthy_run_with_small_ttft_is_not_called_slow_prefill_or_blocked(kb):
+    """With no queue, prefill is all of a small TTFT and prompts vary in length; neither share nor spread
+    means anything until TTFT itself is material, so the healthy demo's notes name neither cause."""
+    slo = resolve_slo(kb, "chat")
+    d = diagnose_window(kb, SnapshotWindow(snapshots("healthy")), slo).diagnosis
+    ttft_p99 = d.signals.get("ttft_p99_s").value
+    assert ttft_p99 is not None and ttft_p99 < 0.5 * slo.values["ttft_p99_s"], ttft_p99
+    assert d.signals.get("prefill_share_of_ttft").value >= 0.5  # the share alone would still fire
+    noted = [f.cause for f in d.notes]
+    assert d.matched_ids == []
+    for cause in ("ttft.prefill_compute", "ttft.prefill_blocks_decode", "tail_latency.long_requests"):
+        assert cause not in noted, noted
+
+
 @pytest.mark.parametrize("scenario", EXPECTED)
 def test_cli_two_snapshot_files(tmp_path, scenario):
     sim = Simulator(scenario, seed=4)

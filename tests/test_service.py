@@ -129,7 +129,7 @@ def test_a_second_scenario_shares_the_baseline(kb, demo):
     ("kv_pressure", "load"),            # KV usage, waiting, preemptions: all three load panels
     ("long_requests", "first_token"),   # prompt-length tail: no panel draws it, the symptom (tail) decides
     ("spec_low_acceptance", "decode"),  # running (load) vs acceptance (decode) tie: the symptom (tpot) decides
-    ("healthy", "first_token"),         # nothing felt: the first note's evidence, else the first tab
+    ("healthy", "load"),                # nothing felt: the first note's evidence (an idle batch: KV, waiting)
 ])
 def test_the_live_tab_that_opens_holds_the_top_findings_evidence(kb, demo, scenario, group):
     result = refresh(kb, demo[1].demo(scenario, 10), resolve_slo(kb), series_points=0)
