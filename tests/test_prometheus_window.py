@@ -3,6 +3,7 @@ fake servers (faults); profiles."""
 
 from __future__ import annotations
 
+import json
 import math
 import time
 from datetime import UTC, datetime, timedelta
@@ -27,7 +28,7 @@ from triage.diagnosis.readings import Need
 from triage.errors import TriageError
 from triage.knowledge.engines import load_engines
 from triage.sources.metrics.profiles import Profile, list_profiles
-from triage.sources.metrics.prometheus_window import PrometheusWindow
+from triage.sources.metrics.prometheus_window import PrometheusWindow, _error_detail
 from triage.sources.metrics.snapshot_window import bucket_quantile
 
 pytestmark = pytest.mark.prometheus
@@ -318,3 +319,17 @@ def test_bad_profiles_are_errors(tmp_path):
 
 def test_nan_guard():
     assert math.isnan(bucket_quantile(0.5, []))
+
+
+@pytest.mark.parametrize("body, expected", [
+    ({"status": "error", "errorType": "bad_data", "error": "parse error at char 5: unexpected 'É' \"x\""},
+     "bad_data: parse error at char 5: unexpected 'É' \"x\""),
+    ("proxy said: don't\n  retry", "proxy said: don't retry"),
+    ("__import__('os').system('false')", "__import__('os').system('false')"),
+])
+def test_an_error_body_is_read_from_the_clients_repr_without_evaluating_it(body, expected):
+    """prometheus-api-client reports an HTTP error as ``HTTP Status Code N (b'…')``: the repr of the server's
+    bytes. Its escapes (quotes, UTF-8, newlines) are decoded; the text is never run as Python."""
+    raw = json.dumps(body, ensure_ascii=False).encode() if isinstance(body, dict) else body.encode()
+    assert _error_detail(repr(raw)) == expected
+    assert _error_detail("not a repr") == "not a repr"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ast
 import json
 import math
 import re
@@ -406,16 +405,25 @@ def _points(result: list[dict]) -> list[SeriesPoint]:
 
 def _error_detail(body_repr: str) -> str:
     """Prometheus' own error sentence from the client's ``b'…'`` repr of the response body."""
-    try:
-        body = ast.literal_eval(body_repr)
-        text = body.decode("utf-8", "replace") if isinstance(body, bytes) else str(body)
-    except (ValueError, SyntaxError):
-        text = body_repr
+    text = _unrepr_bytes(body_repr)
     try:
         data = json.loads(text)
         return f"{data.get('errorType', 'error')}: {data.get('error', '')}".strip()
     except (ValueError, AttributeError):
         return " ".join(text.split())[:200] or "(empty answer)"
+
+
+def _unrepr_bytes(body_repr: str) -> str:
+    """The text behind a ``repr(bytes)``, decoded as escapes only: the body is the server's, so it is never
+    evaluated (not even by ``ast.literal_eval``). Anything else comes back as given."""
+    quote = body_repr[1:2]
+    if len(body_repr) < 3 or body_repr[0] != "b" or quote not in ("'", '"') or body_repr[-1] != quote:
+        return body_repr
+    try:
+        raw = body_repr[2:-1].encode("ascii").decode("unicode_escape").encode("latin-1")
+    except (UnicodeEncodeError, UnicodeDecodeError):
+        return body_repr
+    return raw.decode("utf-8", "replace")
 
 
 def _with_bases(names: Iterable[str]) -> set[str]:
