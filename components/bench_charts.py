@@ -7,6 +7,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
+from components.chart_style import LEGEND_ABOVE
 from components.shell import t
 from triage.diagnosis.sweep import SweepPoint, knee_index
 from triage.run import Run
@@ -22,7 +23,7 @@ def _sampled(df: pd.DataFrame) -> pd.DataFrame:
 
 def _layout(fig: go.Figure, x: str, y: str) -> go.Figure:
     fig.update_layout(height=HEIGHT, margin=dict(l=10, r=10, t=30, b=10), xaxis_title=x, yaxis_title=y,
-                      legend=dict(orientation="h", y=1.12), yaxis_rangemode="tozero")  # counts, latencies
+                      legend=LEGEND_ABOVE, yaxis_rangemode="tozero")  # counts, latencies
     return fig
 
 

@@ -11,6 +11,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from components import session
+from components.chart_style import LEGEND_ABOVE
 from components.evidence import diagnosis_panel
 from components.shell import knowledge, lang, t
 from triage.diagnosis.compare import SignalDelta
@@ -88,7 +89,7 @@ def _panel_figure(panel: Panel, result: LiveResult) -> go.Figure | None:
     # plotly picks distinct time ticks for the span (a fixed "%H:%M" repeated one minute under 20 s ticks);
     # counts, rates, latencies and usage are drawn from zero so a small wobble does not look like a cliff
     fig.update_layout(height=240, margin=dict(l=10, r=10, t=10, b=10), yaxis_title=panel.unit,
-                      legend=dict(orientation="h", yanchor="bottom", y=1.02, x=0), xaxis=dict(nticks=6),
+                      legend=LEGEND_ABOVE, xaxis=dict(nticks=6),
                       yaxis=dict(rangemode="tozero"))
     return fig
 

@@ -10,6 +10,7 @@ import streamlit as st
 
 from components import session, upload_store
 from components.bench_source import parse_cache
+from components.chart_style import LEGEND_ABOVE
 from components.shell import knowledge, labels_now, lang, t
 from triage.diagnosis.rules import Slo
 from triage.errors import TriageError
@@ -121,7 +122,7 @@ def _distributions(base: Run, cand: Run) -> None:
                 fig.add_trace(go.Histogram(x=df[metric] * 1000, name=name, opacity=0.6, nbinsx=60))
         fig.update_layout(barmode="overlay", height=280, margin=dict(l=10, r=10, t=10, b=10),
                           xaxis_title=f"{metric[:-2].upper()} (ms)", yaxis_title=t("verify_requests_axis"),
-                          legend=dict(orientation="h", y=1.15))
+                          legend=LEGEND_ABOVE)
         col.plotly_chart(fig, width="stretch", key=session.VERIFY_DIST.key(metric))
 
 

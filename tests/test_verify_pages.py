@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 import streamlit as st
 
@@ -94,3 +96,20 @@ def test_two_prometheus_windows_compare_without_intervals(tmp_path, monkeypatch)
         assert at.session_state["verify_result"] in ("no effect", "gain confirmed", "regression")
         table = at.dataframe[0].value.to_csv()
         assert "TTFT p99" in table and "no interval" in table
+
+
+def _legends(at) -> list[dict]:
+    specs = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    return [s["layout"]["legend"] for s in specs if "legend" in s["layout"]]
+
+
+def test_chart_legends_sit_above_the_plot_on_benchmark_and_verify():
+    """A legend anchored by its top at y > 1 (plotly's 'auto' for a high y) hangs into the plot once it wraps in
+    a half-width column; anchored by its bottom, plotly grows the margin for it instead."""
+    verify = upload_pair(page("pages/verify.py"), csv(ttft_base=0.4, seed=1), csv(ttft_base=0.2, seed=2))
+    bench = page("pages/benchmark.py")
+    for at in (verify, bench):
+        legends = _legends(at)
+        assert legends, "no chart with a legend drawn"
+        for legend in legends:
+            assert legend.get("yanchor") == "bottom" and legend.get("y", 0) >= 1, legend
