@@ -33,7 +33,7 @@ from triage.service.uploads import (
 )
 from triage.service.windows import DemoFeed, WindowPair, demo_pair, prometheus_pair, snapshot_pair
 from triage.sources.files.parse_cache import benchmark_bytes
-from triage.sources.metrics.demo_feed import BUFFER_CAPACITY, HISTORY_S
+from triage.sources.metrics.demo_feed import BUFFER_CAPACITY, HISTORY_S, KEEP_UP_S, keep_up, keep_up_once
 from triage.sources.metrics.simulator import Simulator
 
 T0 = 1_750_000_000.0
@@ -114,6 +114,32 @@ def test_a_demo_feed_left_idle_for_a_day_restarts_its_history_instead_of_simulat
     assert len(taken) == HISTORY_S // 15, "the history is rebuilt at 15 s steps"
     window = feed.window(600)
     assert len(window.snapshots) >= 40  # the panels have a shape again
+
+
+def test_a_feed_kept_up_through_a_quiet_night_keeps_its_history():
+    """The keeper advances a feed every minute, so the first page after a long pause catches up a minute of
+    simulation (its scrapes continue the old history) instead of rebuilding 15 minutes from scratch."""
+    clock = Clock()
+    feed = DemoFeed("queueing", 1, clock)
+    first = feed.buffer.snapshots[-1].taken_at
+    for _ in range(120):  # two hours, a keeper period at a time
+        clock.now += KEEP_UP_S
+        keep_up_once([feed])
+    clock.now += 20
+    feed.catch_up()
+    taken = [s.taken_at for s in feed.buffer.snapshots]
+    assert taken[-1] == pytest.approx(clock.now)
+    assert len(taken) == BUFFER_CAPACITY and taken[0] > first, "a full hour of 15 s scrapes, nothing rebuilt"
+    assert all(b - a <= 15 + 1e-6 for a, b in zip(taken, taken[1:])), "no gap, so no jump restarted it"
+
+
+def test_the_keeper_stops_when_told():
+    stop = threading.Event()
+    keeper = threading.Thread(target=keep_up, args=(stop, 3600), daemon=True)
+    keeper.start()
+    stop.set()
+    keeper.join(timeout=10)  # a bound, not a wait: the event wakes it at once
+    assert not keeper.is_alive()
 
 
 def test_a_second_scenario_shares_the_baseline(kb, demo):
