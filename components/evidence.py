@@ -12,6 +12,7 @@ from components.shell import knowledge, lang, t
 from components.static_table import static_table
 from components.tree_chart import request_scroll, tree_chart
 from triage.diagnosis.rules import Diagnosis, Evidence, Finding
+from triage.knowledge.i18n import tr
 from triage.report.text import fmt_threshold, fmt_value
 
 CONFIDENCE_BADGE = {"high": ":red-badge[{}]", "medium": ":orange-badge[{}]", "low": ":gray-badge[{}]"}
@@ -25,8 +26,15 @@ def _rows(evidence: list[Evidence]) -> pd.DataFrame:
         t("ev_signal"): "\n".join([e.signal, _nowrap(f"{'ℹ' if e.context else mark[e.holds]} "
                                                      f"{fmt_value(e.value, e.unit)}"),
                                     *([] if e.context else [_nowrap(f"{e.op} {fmt_threshold(e)}")])]),
-        t("ev_meaning"): f"{e.meaning.get(lang())}\n{t('ev_source')}: {e.source or t('not_measurable_short')}",
+        t("ev_meaning"): "\n".join([e.meaning.get(lang()), *map(_unmet, e.unmet),
+                                    f"{t('ev_source')}: {e.source or t('not_measurable_short')}"]),
     } for e in evidence]).set_index(t("ev_signal"))
+
+
+def _unmet(r: Evidence) -> str:
+    """A failed requirement: why a value past its threshold is still ✘ (plain text: the table escapes HTML)."""
+    return tr("ev_unmet", lang(), condition=f"{r.signal} {r.op} {fmt_threshold(r)}", value=fmt_value(r.value, r.unit),
+             meaning=r.meaning.get(lang()))
 
 
 def _nowrap(text: str) -> str:
@@ -94,13 +102,18 @@ def within_slo_but(diag: Diagnosis, select: bool = True) -> None:
     if not diag.notes:
         return
     st.markdown(f"#### {t('within_slo_but')}")
-    st.caption(t("within_slo_but_hint"))
+    # beside findings, "no symptom crosses the SLO" would deny the red symptoms listed on the same page
+    st.caption(t("within_slo_but_hint_also" if diag.findings or any(c.present for c in diag.symptoms)
+                 else "within_slo_but_hint"))
     kb = knowledge()
+    unmeasured = {c.symptom for c in diag.symptoms if c.present is None}
     for f in diag.notes:
         cause = kb.causes[f.cause]
         with st.container(border=True):
-            st.warning(f"**{cause.title.get(lang())}** — {kb.symptom_of(f.cause).title.get(lang())} "
-                       f"{t('within_slo_note')}", icon=":material/warning:")
+            # a symptom this source cannot measure is not "within the SLO": say which it is
+            note = t("unmeasured_note" if f.symptom in unmeasured else "within_slo_note")
+            st.warning(f"**{cause.title.get(lang())}** — {kb.symptom_of(f.cause).title.get(lang())} {note}",
+                       icon=":material/warning:")
             measured = [e for e in f.evidence if e.holds is not None]
             if measured:
                 static_table(_rows(measured))
@@ -123,4 +136,4 @@ def diagnosis_panel(diag: Diagnosis, label: str) -> None:
         symptom_summary(diag)
     with right:
         st.markdown(f"### {t('tree_heading')}")
-        tree_chart(diag.matched_ids, compact=True)
+        tree_chart(diag.matched_ids, compact=True, judged=True)

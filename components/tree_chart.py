@@ -43,10 +43,12 @@ def _edges(nodes: list[PlacedNode], keys: set[str] | None) -> tuple[list, list]:
 
 
 def build_figure(nodes: list[PlacedNode], lit: set[str], chosen: set[str], compact: bool = False,
-                 dark: bool = False) -> go.Figure:
+                 dark: bool = False, judged: bool = False) -> go.Figure:
     """Three traces: grey edges, red edges of the lit branch, then the nodes (curve 2).
 
-    ``compact`` wraps labels narrower (the half-width tree); ``dark`` picks text colours for a dark theme."""
+    ``compact`` wraps labels narrower (the half-width tree); ``dark`` picks text colours for a dark theme;
+    ``judged`` is a tree beside a diagnosis, faded even when nothing is lit (at full colour, a healthy run's
+    tree read as if every branch matched)."""
     fig = go.Figure()
     dim_x, dim_y = _edges(nodes, None)
     lit_x, lit_y = _edges(nodes, lit)
@@ -54,7 +56,7 @@ def build_figure(nodes: list[PlacedNode], lit: set[str], chosen: set[str], compa
                              line=dict(color=DIM_EDGE, width=1.2), showlegend=False))
     fig.add_trace(go.Scatter(x=lit_x, y=lit_y, mode="lines", hoverinfo="skip",
                              line=dict(color=LIT_EDGE, width=4), showlegend=False))
-    dim = bool(lit)
+    dim = bool(lit) or judged
     opacity = [1.0 if (not dim or n.key in lit or n.key in chosen) else 0.35 for n in nodes]
     cells = LABEL_CELLS[compact]
     ink, faded, ring = LABEL_INK[dark]
@@ -149,20 +151,22 @@ def _nodes(language: str) -> tuple[PlacedNode, ...]:
 
 
 @lru_cache(maxsize=256)
-def _figure(language: str, highlight: frozenset[str], selected: str | None, compact: bool, dark: bool) -> go.Figure:
+def _figure(language: str, highlight: frozenset[str], selected: str | None, compact: bool, dark: bool,
+            judged: bool) -> go.Figure:
     """One figure per look, built once per process: plotly's validation of ~200 styled points is the
     slowest part of drawing the tree. Streamlit copies the figure (to_dict) before sending it."""
     nodes = list(_nodes(language))
     return build_figure(nodes, highlight_keys(nodes, set(highlight)), selected_keys(nodes, selected),
-                        compact=compact, dark=dark)
+                        compact=compact, dark=dark, judged=judged)
 
 
-def tree_chart(highlight: Iterable[str] = (), compact: bool = False) -> None:
+def tree_chart(highlight: Iterable[str] = (), compact: bool = False, judged: bool = False) -> None:
     """Draw the tree with ``highlight`` ids lit and the ``?node=`` selection ringed.
 
-    ``compact`` is the half-width tree beside findings (narrower labels)."""
+    ``compact`` is the half-width tree beside findings (narrower labels); ``judged`` fades it when the
+    diagnosis beside it lit nothing."""
     dark = st.context.theme.type == "dark"
-    fig = _figure(lang(), frozenset(highlight), selected_node(), compact, dark)
+    fig = _figure(lang(), frozenset(highlight), selected_node(), compact, dark, judged)
     st.plotly_chart(fig, key=CHART_KEY, on_select=_on_select, selection_mode="points",
                     config={"displayModeBar": False, "scrollZoom": False}, width="stretch")
     _scroll_into_view()

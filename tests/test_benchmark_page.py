@@ -180,3 +180,18 @@ def _plotly_array(value):
     if isinstance(value, dict):
         return np.frombuffer(base64.b64decode(value["bdata"]), dtype=np.dtype(value["dtype"]))
     return np.asarray(value)
+
+
+def test_notes_beside_findings_do_not_deny_the_symptoms_and_say_what_is_unmeasured():
+    """The sample has red findings and two notes: the notes' heading must not say 'no symptom crosses the SLO',
+    a note under a symptom this file cannot measure must not call it 'within the SLO', and a ✘ beside a value
+    past its threshold names the requirement that failed."""
+    at = bench_page()
+    captions = " ".join(c.value for c in at.caption)
+    assert at.session_state["findings"] and "No symptom crosses the SLO" not in captions
+    assert "Deal with the findings above first" in captions
+    warnings = {w.value.split("**")[1]: w.value for w in at.warning}
+    assert "cannot be measured from this source" in warnings["A high share of long sequences"]
+    assert "still within the SLO" in warnings["Decode is memory-bandwidth-bound"]
+    cells = " ".join(static_tables(at)[i].to_csv() for i in range(len(static_tables(at))))
+    assert "counts only if: Prompts are alike in length (prompt_tail_ratio < 2×)" in cells

@@ -226,3 +226,20 @@ def test_steady_tpot_with_many_requests_in_flight_is_memory_bound_from_a_file(kb
     diag = diagnose_run(kb, run(df), resolve_slo(kb, "interactive", ttft_p99_s=5.0))
     assert diag.signals.get("inflight_mean").value > 16
     assert diag.findings[0].cause == "tpot.memory_bound"
+
+
+def test_a_comparison_that_holds_but_is_blocked_names_its_unmet_requirement(kb):
+    """TTFT p50 5× its floor counts for queueing only with prompts alike: with a wide prompt spread the row is
+    ✘ though 6 >= 5, and the evidence says which requirement failed, with its value (shown and in the JSON)."""
+    from triage.report.json_contract import _evidence
+
+    signals = _server_signals(kb, ttft_p99_s=5.0, ttft_p50_s=1.2, ttft_median_over_floor=6.0,
+                              prompt_tail_ratio=3.1, ttft_prompt_corr=0.1, waiting_mean=4.0)
+    diag = diagnose(kb, signals, resolve_slo(kb))
+    queueing = next(f for f in diag.findings if f.cause == "ttft.queueing")
+    row = next(e for e in queueing.evidence if e.signal == "ttft_median_over_floor")
+    assert row.holds is False and row.value >= row.threshold
+    assert [(r.signal, r.value, r.holds) for r in row.unmet] == [("prompt_tail_ratio", 3.1, False)]
+    assert _evidence(row, "en")["unmet"][0]["signal"] == "prompt_tail_ratio"
+    plain = next(e for e in queueing.evidence if e.signal == "waiting_mean")
+    assert plain.holds and plain.unmet == []

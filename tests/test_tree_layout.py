@@ -48,6 +48,15 @@ def test_figure_dims_what_is_not_lit(kb):
     assert len(fig.data[1].x) > 0  # the red edges exist
 
 
+def test_a_tree_beside_a_diagnosis_that_lit_nothing_is_faded_not_full_colour(kb):
+    """A healthy run lights nothing: beside its diagnosis the tree fades every node (at full colour it read as
+    if every branch matched); the browsing tree with nothing lit stays at full colour."""
+    nodes = layout(kb)
+    judged = build_figure(nodes, set(), set(), compact=True, judged=True).data[2].marker.opacity
+    browsing = build_figure(nodes, set(), set(), compact=True).data[2].marker.opacity
+    assert max(judged) < 1 and min(browsing) == 1
+
+
 def test_click_event_mapping():
     event = {"selection": {"points": [{"customdata": "ttft.queueing", "curve_number": 2}]}}
     assert node_from_selection(event) == "ttft.queueing"

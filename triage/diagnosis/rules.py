@@ -35,6 +35,8 @@ class Evidence:
     meaning: Text
     source: str = ""
     context: bool = False  # shown for its value only; it neither matches nor contradicts the cause
+    # the requirements that failed while the condition's own comparison held: why a "5.04× >= 5×" is ✘
+    unmet: list[Evidence] = field(default_factory=list)
 
 
 @dataclass
@@ -89,8 +91,11 @@ def check(cond: Condition, signals: SignalSet, slo: Slo) -> Evidence | None:
     sig = signals.get(cond.signal)
     if sig is None:
         return Evidence(cond.signal, cond.op, threshold, None, "", None, cond.meaning, context=cond.context)
-    return Evidence(cond.signal, cond.op, threshold, sig.value, sig.unit, _holds(cond, signals, slo), cond.meaning,
-                    sig.source, cond.context)
+    holds = _holds(cond, signals, slo)
+    unmet = [] if holds or not OPS[cond.op](sig.value, threshold) else \
+        [e for r in cond.requires if (e := check(r, signals, slo)) is not None and e.holds is False]
+    return Evidence(cond.signal, cond.op, threshold, sig.value, sig.unit, holds, cond.meaning, sig.source,
+                    cond.context, unmet)
 
 
 def _threshold(cond: Condition, slo: Slo) -> float | bool:

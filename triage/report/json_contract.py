@@ -9,7 +9,8 @@ from triage.diagnosis.rules import Diagnosis, Evidence, Finding
 
 def _evidence(e: Evidence, lang: str) -> dict[str, Any]:
     return {"signal": e.signal, "value": e.value, "op": e.op, "threshold": e.threshold, "unit": e.unit,
-            "holds": e.holds, "meaning": e.meaning.get(lang), "source": e.source, "context": e.context}
+            "holds": e.holds, "meaning": e.meaning.get(lang), "source": e.source, "context": e.context,
+            "unmet": [_evidence(r, lang) for r in e.unmet]}
 
 
 def _finding(f: Finding, lang: str) -> dict[str, Any]:
