@@ -178,7 +178,8 @@ def breakdown_chart(b: MemoryBreakdown) -> go.Figure:
 
 def _verdict(b: MemoryBreakdown) -> None:
     c = st.columns(4)
-    c[0].metric(t("mem_kv_per_token"), f"{b.kv_bytes_per_token / 1024:,.0f} KiB", border=True)
+    # per GPU like every other number here: the capacity beside it is the KV budget ÷ this figure
+    c[0].metric(t("mem_n_kv_per_token_gpu"), f"{b.kv_bytes_per_token_per_gpu / 1024:,.0f} KiB", border=True)
     c[1].metric(t("mem_kv_capacity"), f"{b.kv_capacity_tokens:,}", border=True)
     c[2].metric(t("mem_max_concurrency"), f"{b.max_concurrency:,}", border=True)
     c[3].metric(t("mem_decode_floor"), f"{b.decode_floor_ms:.1f} ms", border=True,
@@ -189,7 +190,17 @@ def _verdict(b: MemoryBreakdown) -> None:
         st.success(t("mem_fits_detail", part=t(PART_KEYS[part]), gib=f"{_part_gib(b, part):.1f}",
                      usable=f"{b.usable_gib:.1f}", headroom=f"{b.headroom_gib:.1f}"))
     else:
-        st.error(t("mem_not_fits"))
+        st.error(_not_fits(b))
+
+
+def _not_fits(b: MemoryBreakdown) -> str:
+    """Which of the three ways it fails, with the numbers: an on-call reader should not have to work it out."""
+    if b.kv_available_gib <= 0:
+        return t("mem_not_fits_weights", weights=f"{b.weights_gib:.1f}", usable=f"{b.usable_gib:.1f}")
+    if not b.starts:
+        return t("mem_not_fits_start", avail=f"{b.kv_available_gib:.1f}", tokens=f"{b.kv_capacity_tokens:,}")
+    return t("mem_not_fits_kv", need=f"{b.kv_needed_gib:.1f}", avail=f"{b.kv_available_gib:.1f}",
+             conc=f"{b.max_concurrency:,}")
 
 
 def _steps_table(steps: list[WhatIf]) -> None:

@@ -68,3 +68,22 @@ def test_all_numbers_is_a_table_with_units():
     at.run()
     values = " ".join(str(v) for tb in at.table for v in tb.value.iloc[:, 0])
     assert "GiB" in values and "KiB" in values and "ms" in values
+
+
+def test_not_fitting_says_which_way_with_its_numbers():
+    """Weights past the usable memory, a KV budget short of one sequence, and too much concurrency each get
+    their own sentence with the per-GPU numbers, not one hedged 'the KV budget (or the weights alone)'."""
+    weights = open_page("pages/memory.py", model="deepseek-v3", weights="fp8", tp="4", gpu="h100")
+    said = " ".join(e.value for e in weights.error)
+    assert "the weights alone take" in said and "GiB per GPU" in said and "(or the weights" not in said
+    kv = open_page("pages/memory.py", model="llama-3.1-8b", len="32768", conc="256", gpu="h100")
+    said = " ".join(e.value for e in kv.error)
+    assert "GiB of KV cache per GPU" in said and "room for" in said, said
+
+
+def test_kv_per_token_is_per_gpu_like_the_capacity_beside_it():
+    """Llama-3.1-70B (80 layers × 8 KV heads × 128 × 2 × 2 bytes = 320 KiB a token) on TP 4: each GPU holds
+    80 KiB of every token, and the capacity card is the per-GPU KV budget divided by that."""
+    at = open_page("pages/memory.py", model="llama-3.1-70b", weights="fp8", tp="4", gpu="h100")
+    card = next(m for m in at.metric if m.label == "KV per token per GPU")
+    assert card.value == "80 KiB"
