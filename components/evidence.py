@@ -13,6 +13,7 @@ from components.static_table import static_table
 from components.tree_chart import request_scroll, tree_chart
 from triage.diagnosis.rules import Diagnosis, Evidence, Finding
 from triage.knowledge.i18n import tr
+from triage.knowledge.provenance import translate_provenance
 from triage.report.text import fmt_threshold, fmt_value
 
 CONFIDENCE_BADGE = {"high": ":red-badge[{}]", "medium": ":orange-badge[{}]", "low": ":gray-badge[{}]"}
@@ -27,8 +28,12 @@ def _rows(evidence: list[Evidence]) -> pd.DataFrame:
                                                      f"{fmt_value(e.value, e.unit)}"),
                                     *([] if e.context else [_nowrap(f"{e.op} {fmt_threshold(e)}")])]),
         t("ev_meaning"): "\n".join([e.meaning.get(lang()), *map(_unmet, e.unmet),
-                                    f"{t('ev_source')}: {e.source or t('not_measurable_short')}"]),
+                                    f"{t('ev_source')}: {_how(e)}"]),
     } for e in evidence]).set_index(t("ev_signal"))
+
+
+def _how(e: Evidence) -> str:
+    return translate_provenance(e.source, lang()) or t("not_measurable_short")
 
 
 def _unmet(r: Evidence) -> str:

@@ -20,6 +20,7 @@ from triage.errors import TriageError
 from triage.knowledge.engines import load_engines
 from triage.knowledge.model import Text
 from triage.knowledge.panels import Panel, line_points
+from triage.knowledge.provenance import translate_provenance
 from triage.report.units import fmt_delta, fmt_value
 from triage.safe_text import md_escape
 from triage.service.live import LiveResult, evidence_group, refresh
@@ -53,7 +54,7 @@ def kpi_deltas(result: LiveResult) -> None:
                 continue
             st.metric(label, fmt_value(sig.value, spec.unit), delta=delta_text(by_name.get(name), spec.unit),
                       delta_color="normal" if spec.higher_is_better else "inverse", border=True,
-                      help=f"{meaning} · {sig.source}")
+                      help=f"{meaning} · {translate_provenance(sig.source, lang())}")
 
 
 def all_deltas(result: LiveResult) -> None:

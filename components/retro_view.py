@@ -128,7 +128,9 @@ def retro_page() -> None:
     step = steps[i]
     st.progress((i + 1) / len(steps), text=" → ".join(
         f"**{x.title.get(lang())}**" if j == i else x.title.get(lang()) for j, x in enumerate(steps)))
-    s.title = st.text_input(t("retro_name"), value=s.title, key=session.RETRO_TITLE.name)
+    untitled = s.title == RetroState.title  # the core's English default: offered in the reader's language
+    s.title = st.text_input(t("retro_name"), value=t("retro_default_name") if untitled else s.title,
+                            key=session.RETRO_TITLE.name)
     st.caption(t("retro_source", source=s.source))
     st.subheader(f"{i + 1}. {step.title.get(lang())}")
     st.markdown(f"**{t('question')}** — {step.question.get(lang())}")

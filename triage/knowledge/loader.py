@@ -9,6 +9,7 @@ file in it changes. ``use_tree_dir`` makes another directory the default for the
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -41,6 +42,7 @@ from triage.knowledge.model import (
 from triage.knowledge.panels import Panel, PanelGroup
 from triage.knowledge.scenarios import Scenario
 
+PLACEHOLDER = re.compile(r"\{(\w+)\}")  # a {name} in a provenance phrase
 ROOT_ID = "root"
 _SafeLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when present: same rules, faster
 
@@ -66,6 +68,7 @@ class KnowledgeBase:
     models: dict[str, ModelEntry] = field(default_factory=dict)
     gpus: dict[str, GpuEntry] = field(default_factory=dict)
     strings: dict[str, Text] = field(default_factory=dict)
+    provenance: tuple[Text, ...] = ()  # how a signal was measured: English phrase → Chinese (provenance.yaml)
     scenarios: dict[str, Scenario] = field(default_factory=dict)
     kpis: KpiRows | None = None
     compare: dict[str, CompareMetric] = field(default_factory=dict)
@@ -332,6 +335,16 @@ def read_gate_file(path: Path) -> tuple[GateRule, ...]:
     return tuple(spec.metrics)
 
 
+def _load_provenance(path: Path) -> tuple[Text, ...]:
+    """The phrases of provenance.yaml, each with the same {placeholders} in both languages."""
+    phrases: list[Text] = _load_list(path, "phrases", Text)
+    for i, phrase in enumerate(phrases):
+        en, zh = (sorted(PLACEHOLDER.findall(x)) for x in (phrase.en, phrase.zh))
+        if en != zh:
+            raise TriageError(f"placeholders differ: en has {en}, zh has {zh}", where=str(path), key=f"phrases[{i}]")
+    return tuple(phrases)
+
+
 def _load_strings(path: Path) -> dict[str, Text]:
     raw = _read_yaml(path)
     if not isinstance(raw, dict):
@@ -387,7 +400,8 @@ def _load_scenarios(path: Path) -> dict[str, Scenario]:
 
 # Every file the loader knows, relative to the tree directory (a folder name covers its *.yaml files).
 KNOWN_FILES = ("tree.yaml", "guidance.yaml", "techniques", "signals.yaml", "slo.yaml", "engines", "panels.yaml",
-               "gate.yaml", "retro.yaml", "models.yaml", "gpus.yaml", "ui.yaml", "scenarios.yaml", "alerting.yaml")
+               "gate.yaml", "retro.yaml", "models.yaml", "gpus.yaml", "ui.yaml", "scenarios.yaml", "alerting.yaml",
+               "provenance.yaml")
 
 
 def unknown_yaml_files(root: Path) -> list[Path]:
@@ -430,7 +444,7 @@ def _read(root: Path) -> KnowledgeBase:
         kpis=kpis, compare=compare,
         retro=tuple(retro_steps), models=_by_id(_load_list(models, "models", ModelEntry), models, "models"),
         gpus=_by_id(_load_list(gpus, "gpus", GpuEntry), gpus, "gpus"), strings=_load_strings(root / "ui.yaml"),
-        scenarios=_load_scenarios(root / "scenarios.yaml"))
+        provenance=_load_provenance(root / "provenance.yaml"), scenarios=_load_scenarios(root / "scenarios.yaml"))
     for i, group in enumerate(groups):
         if group.title_key not in kb.strings:
             raise TriageError(f"no interface string '{group.title_key}' (the tab's title) in ui.yaml",
