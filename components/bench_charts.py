@@ -85,11 +85,16 @@ def latency_over_time(run: Run) -> None:
         return
     s = _sampled(df).sort_values("start_s")
     fig = go.Figure()
-    for metric in ("ttft_s", "tpot_s"):
+    # TPOT gets its own axis on the right: tens of ms under a TTFT of seconds would be a flat line at zero
+    for metric, axis in (("ttft_s", "y"), ("tpot_s", "y2")):
         if metric in s.columns:
             fig.add_trace(go.Scattergl(x=s["start_s"], y=s[metric] * 1000, mode="markers", name=metric[:-2].upper(),
-                                       marker=dict(size=4, opacity=0.5)))
-    st.plotly_chart(_layout(fig, t("run_time_s"), "ms"), width="stretch")
+                                       marker=dict(size=4, opacity=0.5), yaxis=axis))
+    _layout(fig, t("run_time_s"), "TTFT (ms)")
+    if "tpot_s" in s.columns:
+        fig.update_layout(yaxis2=dict(title="TPOT (ms)", overlaying="y", side="right", rangemode="tozero",
+                                      showgrid=False))
+    st.plotly_chart(fig, width="stretch")
 
 
 def sweep_curve(points: list[SweepPoint], slo: dict) -> None:

@@ -195,3 +195,15 @@ def test_notes_beside_findings_do_not_deny_the_symptoms_and_say_what_is_unmeasur
     assert "still within the SLO" in warnings["Decode is memory-bandwidth-bound"]
     cells = " ".join(static_tables(at)[i].to_csv() for i in range(len(static_tables(at))))
     assert "counts only if: Prompts are alike in length (prompt_tail_ratio < 2×)" in cells
+
+
+def test_latency_over_the_run_draws_tpot_on_its_own_axis():
+    """TPOT (tens of ms) beside a TTFT of seconds on one axis was a flat line at zero: it has the right axis."""
+    at = bench_page()
+    at.session_state["bench_tab"] = next(tab.label for tab in at.tabs if tab.label == "Latency over the run")
+    at.run()
+    specs = [json.loads(c.proto.spec) for c in at.get("plotly_chart")]
+    spec = next(s for s in specs if {d.get("name") for d in s["data"]} == {"TTFT", "TPOT"})
+    axis = {d["name"]: d.get("yaxis", "y") for d in spec["data"]}
+    assert axis == {"TTFT": "y", "TPOT": "y2"}
+    assert spec["layout"]["yaxis2"]["overlaying"] == "y" and spec["layout"]["yaxis2"]["rangemode"] == "tozero"
