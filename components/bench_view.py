@@ -86,7 +86,7 @@ def summary_table(run: Run) -> None:
         static_table(pd.DataFrame(
             [{t("sum_metric"): row.metric.upper(), t("sum_mean"): _ms(row.mean_ms), t("sum_median"): _ms(row.median_ms),
               "P90": _ms(row.p90_ms), "P99": _ms(row.p99_ms)} for row in s.latencies]).set_index(t("sum_metric")))
-    load = "—"
+    load = t("sum_load_unknown")
     if s.concurrency is not None:
         load = t("sum_concurrency_value", n=f"{s.concurrency:,.0f}")
     elif s.rate is not None:

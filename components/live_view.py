@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime
 from functools import lru_cache
+from typing import Literal
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -38,6 +39,16 @@ def delta_text(d: SignalDelta | None, unit: str) -> str | None:
     return f"{change} {t('vs_baseline')}{pct}"
 
 
+NOISE_PCT = 5.0  # a change within 5 % of the baseline is drawn grey: noise is not an alarm
+
+
+def delta_color(d: SignalDelta | None, higher_is_better: bool) -> Literal["normal", "inverse", "off"]:
+    """Red or green by which way is worse, grey for a change too small to mean anything."""
+    if d is None or not d.delta or (d.pct is not None and abs(d.pct) < NOISE_PCT):
+        return "off"  # (no percentage when the baseline is 0: any change from nothing counts)
+    return "normal" if higher_is_better else "inverse"
+
+
 def kpi_deltas(result: LiveResult) -> None:
     signals = result.live.diagnosis.signals
     by_name = {d.name: d for d in result.deltas}
@@ -53,7 +64,7 @@ def kpi_deltas(result: LiveResult) -> None:
                 st.metric(label, "—", help=f"{meaning} — {t('not_measurable_short')}", border=True)
                 continue
             st.metric(label, fmt_value(sig.value, spec.unit), delta=delta_text(by_name.get(name), spec.unit),
-                      delta_color="normal" if spec.higher_is_better else "inverse", border=True,
+                      delta_color=delta_color(by_name.get(name), spec.higher_is_better), border=True,
                       help=f"{meaning} · {translate_provenance(sig.source, lang())}")
 
 
@@ -75,7 +86,9 @@ def _change(d: SignalDelta) -> str:
     if d.delta is None or d.current is None or isinstance(d.current, bool):
         return "—"
     change = fmt_delta(d.delta, d.unit, like=float(d.current))
-    return change if change == "0" or d.pct is None else f"{change} ({d.pct:+.0f}%)"
+    if change == "0":
+        return "±0"  # rounds away in the value's own digits
+    return change if d.pct is None else f"{change} ({d.pct:+.0f}%)"
 
 
 def _panel_figure(panel: Panel, result: LiveResult) -> go.Figure | None:

@@ -232,3 +232,17 @@ def test_live_view_state_is_in_the_url_and_a_link_reopens_it():
     assert at.segmented_control(key="live_range").value == "1h"
     assert at.selectbox(key="live_scenario").value == "healthy"
     assert at.query_params["node"] == "ttft.queueing" and at.query_params["scenario"] == "healthy"
+
+
+@pytest.mark.parametrize("current, baseline, better_higher, color", [
+    (0.639, 0.640, True, "off"),       # -0.1 pp of a 64 % hit rate: noise, grey (was red)
+    (0.50, 0.64, True, "normal"),      # -22 %: red, because higher is better
+    (3.0, 2.0, False, "inverse"),      # TTFT +50 %: red, because lower is better
+    (0.8, 0.0, False, "inverse"),      # preemptions from none: no percentage, still a change that counts
+    (0.0, 0.0, False, "off"),
+])
+def test_a_kpi_delta_is_coloured_only_past_the_noise(current, baseline, better_higher, color):
+    from components.live_view import delta_color
+    from triage.diagnosis.compare import SignalDelta
+
+    assert delta_color(SignalDelta("x", "fraction", current, baseline), better_higher) == color

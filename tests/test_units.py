@@ -27,9 +27,9 @@ SCI = re.compile(r"\d\.?\d*[eE][+-]?\d")
 NUM = r"-?\d{1,3}(,\d{3})*(\.\d+)?"
 # one text shape per unit (value; delta)
 VALUE = {"s": rf"^{NUM} (ms|s)$", "fraction": rf"^{NUM} %$", "ratio": rf"^{NUM}×$", "r": rf"^{NUM}$",
-         "bool": r"^(yes|no)$"}
+         "bool": r"^(yes|no)$", "1/s": rf"^{NUM}/s$"}
 DELTA = {"s": rf"^[+-]{NUM} (ms|s)$", "fraction": rf"^[+-]{NUM} pp$", "ratio": rf"^[+-]{NUM}×$",
-         "r": rf"^[+-]{NUM}$"}
+         "r": rf"^[+-]{NUM}$", "1/s": rf"^[+-]{NUM}/s$"}
 
 
 def value_ok(text: str, unit: str) -> bool:
@@ -48,7 +48,7 @@ def delta_ok(text: str, unit: str) -> bool:
     (0.000012, "s", "0.012 ms"), (0.934, "fraction", "93.4 %"), (0.0, "fraction", "0 %"), (2.1667, "ratio", "2.17×"),
     (1520.4, "tok/s", "1,520 tok/s"),
     (123456.7, "req/s", "123,457 req/s"), (0.87, "r", "0.87"), (True, "bool", "yes"), (None, "s", "—"),
-    (math.nan, "s", "—"), (-0.0, "req", "0 req"),
+    (math.nan, "s", "—"), (-0.0, "req", "0 req"), (0.0, "1/s", "0/s"), (0.8, "1/s", "0.8/s"),
 ])
 def test_values(value, unit, text):
     assert fmt_value(value, unit) == text

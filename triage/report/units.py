@@ -44,7 +44,8 @@ def number(x: float, decimals: int | None = None) -> str:
     return "0" if text in ("-0", "0", "") else text
 
 
-_SIMPLE = {"ratio": ("×", "×"), "r": ("", ""), "%": (" %", " pp"), "pp": (" pp", " pp")}
+# "1/s" (events per second, e.g. preemptions) reads "0.8/s", not "0.8 1/s"
+_SIMPLE = {"ratio": ("×", "×"), "r": ("", ""), "%": (" %", " pp"), "pp": (" pp", " pp"), "1/s": ("/s", "/s")}
 
 
 def display(value: float, unit: str) -> Display:
