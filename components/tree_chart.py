@@ -20,11 +20,11 @@ LIT_EDGE, DIM_EDGE = "#D32F2F", "#B0BEC5"
 # Streamlit's page background, so a dimmed branch stays readable in an incident.
 LABEL_INK = {False: ("#111111", "#6E6E6E", "#000000"), True: ("#EEEEEE", "#949494", "#FFFFFF")}
 PAGE_BACKGROUND = {False: "#FFFFFF", True: "#0E1117"}
-ROW_PX = 30  # a two-line label at 11 px fits in one row
+ROW_PX = 33  # a two-line label at 11 px (29 px tall) fits in one row, with air to the next
 ELBOW = 0.12
 # Label width in cells per column: the full tree (Diagnose, 3/5 of the page) and the half-width one
 # (Benchmark, Live) both stay legible at a 1024 px window; longer labels wrap to two lines, then "…".
-LABEL_CELLS = {False: {"root": 10, "symptom": 13, "cause": 18, "technique": 15},
+LABEL_CELLS = {False: {"root": 10, "symptom": 12, "cause": 16, "technique": 15},
                True: {"root": 9, "symptom": 10, "cause": 14, "technique": 12}}
 
 
@@ -78,7 +78,7 @@ def build_figure(nodes: list[PlacedNode], lit: set[str], chosen: set[str], compa
     rows = max(1, int(-min(n.y for n in nodes)) + 1)
     fig.update_layout(height=rows * ROW_PX + 50, dragmode=False, clickmode="event+select",
                       margin=dict(l=5, r=5, t=20, b=10), plot_bgcolor="rgba(0,0,0,0)",
-                      xaxis=dict(visible=False, fixedrange=True, range=[-0.05, 4.5]),
+                      xaxis=dict(visible=False, fixedrange=True, range=[-0.05, 4.6]),
                       yaxis=dict(visible=False, fixedrange=True))
     return fig
 

@@ -317,3 +317,40 @@ def test_the_chart_code_loads_on_a_page_without_a_chart_and_its_warmup_stays_hid
         expect(warmup).to_be_attached()
         expect(warmup).to_be_hidden()
         assert warmup.bounding_box() is None
+
+
+_TREE_SETTLED_JS = """() => {
+  const gd = document.querySelector('.st-key-tree .js-plotly-plot');
+  return !!gd && !!gd._fullLayout && gd.querySelectorAll('.textpoint text').length === gd.data[2].x.length
+    && Math.abs(gd._fullLayout.width - gd.getBoundingClientRect().width) < 2; }"""
+_TREE_LABELS_JS = """() => {
+  const gd = document.querySelector('.st-key-tree .js-plotly-plot');
+  const edge = gd.querySelector('.main-svg').getBoundingClientRect().right;
+  return {edge, labels: [...gd.querySelectorAll('.textpoint text')].map(t => {
+    const r = t.getBoundingClientRect(); return [t.textContent, r.left, r.right, r.top, r.bottom]; })}; }"""
+
+
+def _label_problems(page) -> list[str]:
+    """Tree labels past the chart's right edge, cut with '…', or overlapping another label (by over 1 px)."""
+    page.wait_for_function(_TREE_SETTLED_JS, timeout=60000)
+    found = page.evaluate(_TREE_LABELS_JS)
+    labels = found["labels"]
+    problems = [f"past the edge: {s}" for s, _, r, _, _ in labels if r > found["edge"] + 0.5]
+    problems += [f"cut: {s}" for s, *_ in labels if "…" in s]
+    for i, (a, al, ar, at, ab) in enumerate(labels):
+        problems += [f"overlap: {a} / {b}" for b, bl, br, bt, bb in labels[i + 1:]
+                     if al < br - 1 and bl < ar - 1 and at < bb - 1 and bt < ab - 1]
+    return problems
+
+
+def test_tree_labels_are_whole_and_apart_at_1024_and_1440_px():
+    """The full tree (Diagnose) and the half-width one (Live) in both languages: at a 1024 px window with the
+    sidebar open the half tree is ~270 px wide; no label may run past it, be cut short, or touch another."""
+    with streamlit_server() as url, chromium_page() as page:
+        seen = {}
+        for width in (1024, 1440):
+            page.set_viewport_size({"width": width, "height": 900})
+            for path in ("", "?lang=zh", "live", "live?lang=zh"):
+                page.goto(f"{url}/{path}")
+                seen[(width, path)] = _label_problems(page)
+        assert all(not problems for problems in seen.values()), {k: v for k, v in seen.items() if v}

@@ -87,6 +87,9 @@ def test_labels_wrap_to_two_lines_then_ellipsis():
     assert wrap_label("FlashAttn/FlashInfer", 12) == "FlashAttn/<br>FlashInfer"  # at the slash, not mid-word
     assert wrap_label("TP/PP/EP/DP", 12) == "TP/PP/EP/DP"
     assert wrap_label("GEMM / CUDA graphs", 12) == "GEMM / CUDA<br>graphs"  # a lone slash keeps its spaces
+    assert wrap_label("PagedAttention", 12) == "Paged<br>Attention"  # at the case change, no hyphen
+    assert wrap_label("PD disaggregation", 12) == "PD disaggre-<br>gation"  # two lines, not "PD disaggregat…"
+    assert wrap_label("Prefix-aware routing", 12) == "Prefix-aware<br>routing"  # after its own hyphen
 
 
 def test_compact_tree_wraps_every_label_within_its_column(kb):
@@ -103,7 +106,7 @@ def test_compact_tree_wraps_every_label_within_its_column(kb):
 
 
 def test_adjacent_cause_labels_have_room_for_two_lines(kb):
-    # a cause label (up to two lines of 11 px, drawn above its marker) needs more than one 30 px row;
+    # a cause label (up to two lines of 11 px, drawn above its marker) needs more than one row;
     # two single-technique causes in a row once drew "Poor multi-GPU scaling" over "Many long sequences"
     for lang in ("en", "zh"):
         ys = sorted((n.y for n in layout(kb, lang) if n.kind == "cause"), reverse=True)

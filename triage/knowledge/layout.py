@@ -72,7 +72,7 @@ def _tokens(text: str) -> list[str]:
     out: list[str] = []
     for word in text.split():
         if all(_cells(c) == 1 for c in word):
-            out += re.findall(r"[^/]+/?|/", word)  # "FlashAttn/FlashInfer" may break after its slash
+            out += re.findall(r"[^/-]+[/-]?|[/-]", word)  # "FlashAttn/FlashInfer", "Prefix-aware": after / or -
             continue
         run = ""
         for c in word:
@@ -86,6 +86,26 @@ def _tokens(text: str) -> list[str]:
     return out
 
 
+def _join(line: str, tok: str) -> str:
+    """``tok`` after ``line``: with a space between two ASCII words, glued after a word's own / or -."""
+    if not line or not tok:
+        return line + tok
+    glued = line[-1] in "/-" and not line.endswith((" /", " -")) and line not in ("/", "-")
+    return f"{line} {tok}" if not glued and _cells(line[-1]) == 1 and _cells(tok[0]) == 1 else line + tok
+
+
+def _split_long(tok: str, room: int) -> tuple[str, str] | None:
+    """The head of an over-long word that fits in ``room`` cells, and the rest: at a change from lower to upper
+    case ("Paged|Attention") without a hyphen, else cut with one; None when fewer than 3 characters fit."""
+    camel = [i for i in range(3, len(tok)) if tok[i - 1].islower() and tok[i].isupper() and _width(tok[:i]) <= room]
+    if camel:
+        return tok[:camel[-1]], tok[camel[-1]:]
+    n = 0
+    while n < len(tok) and _width(tok[:n + 1]) <= room - 1:
+        n += 1
+    return (tok[:n] + "-", tok[n:]) if n >= 3 else None
+
+
 def _width(text: str) -> int:
     return sum(_cells(c) for c in text)
 
@@ -97,20 +117,17 @@ def wrap_label(text: str, width: int, max_lines: int = 2) -> str:
     lines: list[str] = []
     line = ""
     for tok in _tokens(text):
-        while _width(tok) > width:  # one word wider than a line: cut it
-            if line:
+        while _width(tok) > width:  # one word wider than a line: its head ends this line, the rest goes on
+            room = width - _width(_join(line, "")) - (1 if line else 0)
+            split = _split_long(tok, room)
+            if split is None:  # too little room left on this line for a readable head
                 lines.append(line)
                 line = ""
-            cut = ""
-            for c in tok:
-                if _width(cut + c) > width - 1:
-                    break
-                cut += c
-            lines.append(cut + "-")
-            tok = tok[len(cut):]
-        glued = line.endswith("/") and not line.endswith(" /") and line != "/"  # "FlashAttn/" + "FlashInfer"
-        ascii_join = line and not glued and _cells(line[-1]) == 1 and _cells(tok[0]) == 1
-        joined = f"{line} {tok}" if ascii_join else line + tok
+                continue
+            head, tok = split
+            lines.append(_join(line, head))
+            line = ""
+        joined = _join(line, tok)
         if line and _width(joined) > width:
             lines.append(line)
             line = tok
