@@ -141,9 +141,12 @@ def panels(result: LiveResult) -> None:
         if not tab.open:
             continue
         with tab:
-            cols = st.columns(3)
-            for i, panel in enumerate(p for p in kb.panels if p.group == group.id):
-                with cols[i % 3], st.container(border=True):
+            # three columns at any width left plots 70 px wide beside a sidebar at 1024 px; a panel now keeps
+            # 260 px and the row wraps (two, then one below)
+            st.html(f"<style>.st-key-{session.LIVE_PANELS.name} > div {{ min-width: 260px; }}</style>")
+            row = st.container(horizontal=True, key=session.LIVE_PANELS.name)
+            for panel in (p for p in kb.panels if p.group == group.id):
+                with row, st.container(border=True):
                     st.markdown(f"**{panel.title.get(lang())}**")
                     fig = _panel_figure(panel, result)
                     if fig is None:

@@ -209,6 +209,8 @@ PROM_BASELINE: Widget[float | str | None] = Widget(
     "prom_baseline", _LIVE_PICKER, "baseline offset in hours (24, 168), 'chosen' or None")
 PROM_BASE_END = _end_picker("prom_base", "the chosen baseline's end")
 LIVE_PANEL: WidgetFamily[Any] = WidgetFamily("panel:", _LIVE_VIEW, "a Live panel chart, per panel id")
+LIVE_PANELS: Widget[Any] = Widget(
+    "live_panels", _LIVE_VIEW, "the row of Live panels (its CSS wraps a panel narrower than 260 px to the next line)")
 LIVE_GROUP: Widget[str] = Widget(
     "live_group", _LIVE_VIEW, "the label of the Live panel group (tab) open; only its panels are drawn")
 LIVE_ALL_DELTAS: Widget[bool] = Widget("live_all_deltas", _LIVE_VIEW, "the expander of every signal's delta is open")

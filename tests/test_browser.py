@@ -354,3 +354,20 @@ def test_tree_labels_are_whole_and_apart_at_1024_and_1440_px():
                 page.goto(f"{url}/{path}")
                 seen[(width, path)] = _label_problems(page)
         assert all(not problems for problems in seen.values()), {k: v for k, v in seen.items() if v}
+
+
+def test_live_panels_keep_a_readable_width_beside_the_sidebar_at_1024_px():
+    """Three panels in a row left each plot ~70 px wide beside the sidebar at 1024 px; they now wrap to keep
+    at least 260 px each, and stay three in a row where there is room (1440 px)."""
+    widths = {}
+    with streamlit_server() as url, chromium_page() as page:
+        for viewport in (1024, 1440):
+            page.set_viewport_size({"width": viewport, "height": 900})
+            page.goto(f"{url}/live")
+            page.wait_for_function("() => [...document.querySelectorAll('.st-key-live_panels .js-plotly-plot')]"
+                                   ".filter(g => g._fullLayout).length >= 3", timeout=60000)  # three drawn
+            widths[viewport] = page.locator(".st-key-live_panels > div").evaluate_all(
+                "ps => ps.map(p => { const r = p.getBoundingClientRect();"
+                " return [Math.round(r.width), Math.round(r.top)]; })")
+    assert len(widths[1024]) == 3 and all(w >= 260 for w, _ in widths[1024]), widths
+    assert len({top for _, top in widths[1440]}) == 1, widths  # one row where three fit
