@@ -108,8 +108,7 @@ def within_slo_but(diag: Diagnosis, select: bool = True) -> None:
         return
     st.markdown(f"#### {t('within_slo_but')}")
     # beside findings, "no symptom crosses the SLO" would deny the red symptoms listed on the same page
-    st.caption(t("within_slo_but_hint_also" if diag.findings or any(c.present for c in diag.symptoms)
-                 else "within_slo_but_hint"))
+    st.caption(t("within_slo_but_hint_also" if any(c.present for c in diag.symptoms) else "within_slo_but_hint"))
     kb = knowledge()
     unmeasured = {c.symptom for c in diag.symptoms if c.present is None}
     for f in diag.notes:

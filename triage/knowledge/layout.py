@@ -118,7 +118,7 @@ def wrap_label(text: str, width: int, max_lines: int = 2) -> str:
     line = ""
     for tok in _tokens(text):
         while _width(tok) > width:  # one word wider than a line: its head ends this line, the rest goes on
-            room = width - _width(_join(line, "")) - (1 if line else 0)
+            room = width - _width(line) - (1 if line else 0)  # a space before the head
             split = _split_long(tok, room)
             if split is None:  # too little room left on this line for a readable head
                 lines.append(line)
