@@ -7,7 +7,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from components.chart_style import LEGEND_ABOVE
+from components.chart_style import LEGEND_ABOVE, show
 from components.shell import t
 from triage.diagnosis.sweep import SweepPoint, knee_index
 from triage.run import Run
@@ -58,7 +58,7 @@ def distributions(run: Run, slo: dict) -> None:
             fig = go.Figure(_binned(df[metric] * 1000, metric))
             fig.add_vline(x=slo[key] * 1000, line_dash="dash", line_color="#D32F2F",
                           annotation_text=f"SLO p99 {slo[key] * 1000:g} ms")
-            st.plotly_chart(_layout(fig, f"{metric[:-2].upper()} (ms)", t("requests")), width="stretch")
+            show(_layout(fig, f"{metric[:-2].upper()} (ms)", t("requests")), width="stretch")
 
 
 def ttft_vs_prompt(run: Run) -> None:
@@ -72,7 +72,7 @@ def ttft_vs_prompt(run: Run) -> None:
     s = _sampled(df)
     fig = go.Figure(go.Scattergl(x=s["prompt_tokens"], y=s["ttft_s"] * 1000, mode="markers",
                                  marker=dict(size=4, opacity=0.5)))
-    st.plotly_chart(_layout(fig, t("prompt_tokens"), "TTFT (ms)"), width="stretch")
+    show(_layout(fig, t("prompt_tokens"), "TTFT (ms)"), width="stretch")
 
 
 def latency_over_time(run: Run) -> None:
@@ -94,7 +94,7 @@ def latency_over_time(run: Run) -> None:
     if "tpot_s" in s.columns:
         fig.update_layout(yaxis2=dict(title="TPOT (ms)", overlaying="y", side="right", rangemode="tozero",
                                       showgrid=False))
-    st.plotly_chart(fig, width="stretch")
+    show(fig, width="stretch")
 
 
 def sweep_curve(points: list[SweepPoint], slo: dict) -> None:
@@ -111,4 +111,4 @@ def sweep_curve(points: list[SweepPoint], slo: dict) -> None:
                                  name=t("knee")))
     fig.add_hline(y=slo["ttft_p99_s"] * 1000, line_dash="dash", line_color="#9E9E9E",
                   annotation_text=f"SLO p99 {slo['ttft_p99_s'] * 1000:g} ms")
-    st.plotly_chart(_layout(fig, t("throughput_req_s"), "TTFT p99 (ms)"), width="stretch")
+    show(_layout(fig, t("throughput_req_s"), "TTFT p99 (ms)"), width="stretch")

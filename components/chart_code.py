@@ -37,4 +37,5 @@ class ChartCodeWarmup:
             return
         self._drawn = True
         st.html(f"<style>.st-key-{session.CHART_WARMUP.name} {{ display: none; }}</style>")
-        self._slot.plotly_chart(_EMPTY_FIGURE, key=session.CHART_WARMUP.name, width="content", config=_STATIC)
+        self._slot.plotly_chart(_EMPTY_FIGURE, key=session.CHART_WARMUP.name, width="content", config=_STATIC,
+                                theme=None)

@@ -12,7 +12,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from components import session
-from components.chart_style import LEGEND_ABOVE
+from components.chart_style import LEGEND_ABOVE, show
 from components.evidence import diagnosis_panel
 from components.shell import knowledge, lang, t
 from triage.diagnosis.compare import SignalDelta
@@ -152,7 +152,7 @@ def panels(result: LiveResult) -> None:
                     if fig is None:
                         st.info(_why_missing(panel, result), icon=":material/info:")
                     else:
-                        st.plotly_chart(fig, width="stretch", key=session.LIVE_PANEL.key(panel.id))
+                        show(fig, width="stretch", key=session.LIVE_PANEL.key(panel.id))
 
 
 def render(result: LiveResult) -> None:

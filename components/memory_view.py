@@ -10,6 +10,7 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from components import session
+from components.chart_style import show
 from components.node_panel import technique_link
 from components.shell import knowledge, lang, t
 from components.static_table import static_table
@@ -282,7 +283,7 @@ def memory_page() -> None:
     except TriageError as exc:
         st.error(md_escape(exc.line()))
         return
-    st.plotly_chart(breakdown_chart(b), width="stretch", key=session.MEM_CHART.name, theme="streamlit")
+    show(breakdown_chart(b), width="stretch", key=session.MEM_CHART.name)
     _verdict(b)
     _measured(inp, b)
     _branch(b)

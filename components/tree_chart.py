@@ -9,6 +9,8 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from components import session
+from components.chart_style import dark as dark_theme
+from components.chart_style import template
 from components.shell import knowledge, lang
 from triage.knowledge.layout import PlacedNode, highlight_keys, layout, selected_keys, wrap_label
 
@@ -77,7 +79,7 @@ def build_figure(nodes: list[PlacedNode], lit: set[str], chosen: set[str], compa
     ))
     rows = max(1, int(-min(n.y for n in nodes)) + 1)
     fig.update_layout(height=rows * ROW_PX + 50, dragmode=False, clickmode="event+select",
-                      margin=dict(l=5, r=5, t=20, b=10), plot_bgcolor="rgba(0,0,0,0)",
+                      margin=dict(l=5, r=5, t=20, b=10), template=template(dark),
                       xaxis=dict(visible=False, fixedrange=True, range=[-0.05, 4.6]),
                       yaxis=dict(visible=False, fixedrange=True))
     return fig
@@ -165,8 +167,7 @@ def tree_chart(highlight: Iterable[str] = (), compact: bool = False, judged: boo
 
     ``compact`` is the half-width tree beside findings (narrower labels); ``judged`` fades it when the
     diagnosis beside it lit nothing."""
-    dark = st.context.theme.type == "dark"
-    fig = _figure(lang(), frozenset(highlight), selected_node(), compact, dark, judged)
-    st.plotly_chart(fig, key=CHART_KEY, on_select=_on_select, selection_mode="points",
+    fig = _figure(lang(), frozenset(highlight), selected_node(), compact, dark_theme(), judged)
+    st.plotly_chart(fig, key=CHART_KEY, on_select=_on_select, selection_mode="points", theme=None,
                     config={"displayModeBar": False, "scrollZoom": False}, width="stretch")
     _scroll_into_view()

@@ -10,7 +10,7 @@ import streamlit as st
 
 from components import session, upload_store
 from components.bench_source import parse_cache
-from components.chart_style import LEGEND_ABOVE
+from components.chart_style import LEGEND_ABOVE, show
 from components.shell import knowledge, labels_now, lang, t
 from triage.diagnosis.rules import Slo
 from triage.errors import TriageError
@@ -123,7 +123,7 @@ def _distributions(base: Run, cand: Run) -> None:
         fig.update_layout(barmode="overlay", height=280, margin=dict(l=10, r=10, t=10, b=10),
                           xaxis_title=f"{metric[:-2].upper()} (ms)", yaxis_title=t("verify_requests_axis"),
                           legend=LEGEND_ABOVE)
-        col.plotly_chart(fig, width="stretch", key=session.VERIFY_DIST.key(metric))
+        show(fig, col, width="stretch", key=session.VERIFY_DIST.key(metric))
 
 
 def _verdict(c: Comparison) -> None:
@@ -205,6 +205,6 @@ def verify_page(slo: Slo) -> None:
     if c.overall == "unsound":  # bars coloured as gains would contradict the verdict above
         st.info(t("verify_no_bars_unsound"), icon=":material/block:")
     else:
-        st.plotly_chart(_delta_chart(c), width="stretch", key=session.VERIFY_DELTAS.name)
+        show(_delta_chart(c), width="stretch", key=session.VERIFY_DELTAS.name)
     _distributions(base[2], cand[2])
     _save(c, base, cand)
