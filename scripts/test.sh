@@ -1,8 +1,14 @@
 #!/usr/bin/env bash
 # Set up everything the tests need (Debian chromium, prometheus, victoria-metrics, pinned dev requirements), lint,
-# run every test.
+# run every test. `--fast` runs the unit and AppTest lane only (no browser, no Prometheus), on both cores:
+#   bash scripts/test.sh --fast [pytest args]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+fast=()
+if [ "${1:-}" = "--fast" ]; then
+  shift
+  fast=(-m "not browser and not prometheus" -n 2)
+fi
 
 need=()
 [ -x /usr/bin/chromium ] || need+=(chromium)
@@ -25,4 +31,4 @@ fi
 bash scripts/setup.sh requirements-dev.txt
 .venv/bin/ruff check .
 .venv/bin/mypy  # configured in pyproject.toml: triage/, components/, pages/, app.py at zero errors
-exec .venv/bin/python -m pytest "$@"
+exec .venv/bin/python -m pytest ${fast[@]+"${fast[@]}"} "$@"

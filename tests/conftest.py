@@ -54,3 +54,17 @@ def edit_yaml(path: Path, change) -> None:
     data = yaml.safe_load(path.read_text(encoding="utf-8"))
     change(data)
     path.write_text(yaml.safe_dump(data, allow_unicode=True), encoding="utf-8")
+
+
+# Fixtures that start a real Prometheus or VictoriaMetrics (directly or through the simulated fleet): a test
+# that uses one is a `prometheus` test whatever its own marks say, so the fast lane (-m "not browser and not
+# prometheus", scripts/test.sh --fast) never waits for a server.
+SERVER_FIXTURES = frozenset({"fleet_history", "fleet_blocks", "fleet_json", "recorded", "two_replicas", "prom",
+                             "prom_auth", "victoria", "victoria_auth", "store", "store_auth",
+                             "prometheus_per_scenario"})
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if SERVER_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.prometheus)
