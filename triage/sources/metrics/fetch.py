@@ -125,18 +125,61 @@ def policy_from_config(env: Mapping[str, str] | None = None, secrets: Iterable[P
     return parse_allow(entries, where) if entries else ScrapePolicy()
 
 
-def always_refused(ip: IPAddress) -> str | None:
-    """Why ``ip`` is never scraped (cloud metadata, link-local), or None."""
-    mapped = getattr(ip, "ipv4_mapped", None) or getattr(ip, "sixtofour", None)
-    for candidate in (ip, mapped):
-        if candidate is None:
-            continue
-        if candidate in METADATA_ADDRESSES:
-            return f"{candidate} is a cloud metadata address"
-        if candidate.is_link_local:
-            return f"{candidate} is a link-local address"
+# IPv6 prefixes that carry an IPv4 address a translator or tunnel may deliver to (RFC 6052 NAT64, the well-known
+# and the local-use prefix; RFC 8215), besides IPv4-mapped, IPv4-compatible, 6to4 and Teredo (ipaddress knows those)
+NAT64_WELL_KNOWN = ipaddress.IPv6Network("64:ff9b::/96")
+NAT64_LOCAL = ipaddress.IPv6Network("64:ff9b:1::/48")
+# where RFC 6052 puts the 4 bytes of the IPv4 address for each prefix length (byte 8, "u", is always skipped)
+RFC6052_BYTES = {48: (6, 7, 9, 10), 56: (7, 9, 10, 11), 64: (9, 10, 11, 12), 96: (12, 13, 14, 15)}
+
+
+def embedded_ipv4(ip: IPAddress) -> list[ipaddress.IPv4Address]:
+    """Every IPv4 address an IPv6 address can lead to: IPv4-mapped (``::ffff:a.b.c.d``), IPv4-compatible
+    (``::a.b.c.d``, deprecated but routed by some stacks), IPv4-translated (``::ffff:0:a.b.c.d``), NAT64
+    (``64:ff9b::/96`` and, in every RFC 6052 layout a /48../96 operator prefix may use, ``64:ff9b:1::/48``),
+    6to4 (``2002::/16``) and Teredo (server and client). Decided on the address's value, so no spelling (hex,
+    dotted, zero-filled) differs."""
+    if not isinstance(ip, ipaddress.IPv6Address):
+        return []
+    packed = ip.packed
+    found: list[ipaddress.IPv4Address] = []
+    if ip.ipv4_mapped is not None:
+        found.append(ip.ipv4_mapped)
+    if packed[:12] == bytes(12) and int(ip) > 0xFFFF:  # ::a.b.c.d, not :: or ::1 (nor other ::/112 oddities)
+        found.append(ipaddress.IPv4Address(packed[12:]))
+    if packed[:12] == bytes(8) + b"\xff\xff\0\0":  # IPv4-translated ::ffff:0:a.b.c.d (SIIT, RFC 2765)
+        found.append(ipaddress.IPv4Address(packed[12:]))
+    if ip in NAT64_WELL_KNOWN:
+        found.append(ipaddress.IPv4Address(packed[12:]))
+    if ip in NAT64_LOCAL:
+        found += [ipaddress.IPv4Address(bytes(packed[i] for i in at)) for at in RFC6052_BYTES.values()]
+    if ip.sixtofour is not None:
+        found.append(ip.sixtofour)
+    if ip.teredo is not None:
+        found += list(ip.teredo)
+    return found
+
+
+def _refused_itself(ip: IPAddress) -> str | None:
+    if ip in METADATA_ADDRESSES:
+        return "a cloud metadata address"
+    if ip.is_link_local:
+        return "a link-local address"
     if ip.is_multicast:
-        return f"{ip} is a multicast address"
+        return "a multicast address"
+    return None
+
+
+def always_refused(ip: IPAddress) -> str | None:
+    """Why ``ip`` is never scraped (cloud metadata, link-local, multicast; or an IPv6 address embedding such an
+    IPv4 address, which a NAT64 / 6to4 / Teredo path or a dual stack would deliver there), or None."""
+    why = _refused_itself(ip)
+    if why:
+        return f"{ip} is {why}"
+    for inner in embedded_ipv4(ip):
+        why = _refused_itself(inner)
+        if why:
+            return f"{ip} embeds {inner}, {why}"
     return None
 
 
