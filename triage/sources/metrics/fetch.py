@@ -65,6 +65,11 @@ class Refused(Exception):
     """A target the policy refuses (raised before any connection is made)."""
 
 
+class ScrapeRefused(TriageError):
+    """``fetch``'s error for a target the policy refuses: decided before any connection, so it says nothing
+    about whether anything listens there."""
+
+
 @dataclass(frozen=True)
 class ScrapePolicy:
     """Which targets a scrape may reach. An empty allowlist allows any host but the always-refused ones."""
@@ -528,7 +533,7 @@ def fetch(url: str, timeout: float = 5.0, headers: Mapping[str, str] | None = No
                 raise TimeoutError
             return Fetched(body, status, one_line(kind, 60), len(body), shown, time.time())
     except Refused as exc:
-        raise TriageError(f"refused: {exc} (not scraped)", where=shown) from None
+        raise ScrapeRefused(f"refused: {exc} (not scraped)", where=shown) from None
     except TriageError:
         raise
     except (requests.exceptions.Timeout, TimeoutError):
