@@ -1,5 +1,7 @@
 """Inference Triage entry point: routes pages with st.navigation and draws the shared sidebar."""
 
+from pathlib import Path
+
 import pandas  # noqa: F401  # imported first: a lazy import racing plotly across sessions breaks it
 import streamlit as st
 
@@ -18,7 +20,10 @@ def _warm_once() -> bool:
 
 _warm_once()
 
-st.set_page_config(page_title="Inference Triage", page_icon=":material/troubleshoot:", layout="wide")
+# the icon is a file served by the app: a Material Symbols name made every page fetch its favicon from
+# fonts.gstatic.com (a third-party request per visitor; tests/test_browser_offline.py)
+PAGE_ICON = str(Path(__file__).resolve().parent / "assets" / "page_icon.png")
+st.set_page_config(page_title="Inference Triage", page_icon=PAGE_ICON, layout="wide")
 
 pages = {
     t("nav_section_main"): [

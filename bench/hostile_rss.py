@@ -59,17 +59,17 @@ runpy.run_module("triage", run_name="__main__", alter_sys=True)
 
 
 def peak_rss_mb(argv: list[str], env: dict[str, str] | None = None) -> tuple[float, int, str, float]:
-    """(peak RSS in MB, exit code, last stderr line, seconds) of ``python -m triage ARGV`` in a fresh child;
-    the peak is the child's own VmHWM, read by the child as it exits."""
+    """(peak RSS in MB, exit code, stderr (one line when all is well), seconds) of ``python -m triage ARGV`` in a
+    fresh child; the peak is the child's own VmHWM, read by the child as it exits."""
     began = time.monotonic()
     with tempfile.TemporaryFile() as err, tempfile.NamedTemporaryFile(suffix=".peak") as peak:
         proc = subprocess.run([sys.executable, "-c", CHILD, *argv], cwd=ROOT, stdout=subprocess.DEVNULL,
                               stderr=err, env={**os.environ, **(env or {}), PEAK_ENV: peak.name})
         err.seek(0)
-        lines = err.read().decode("utf-8", "replace").strip().splitlines()
+        stderr = err.read().decode("utf-8", "replace").strip()
         text = Path(peak.name).read_text().strip()
     mb = int(text) / 1024 if text else float("nan")  # nan: the child died before its exit handlers ran
-    return mb, proc.returncode, lines[-1] if lines else "", time.monotonic() - began
+    return mb, proc.returncode, stderr, time.monotonic() - began
 
 
 def fetch_figures(timeout: float = 30.0) -> dict[str, dict[str, object]]:

@@ -12,7 +12,10 @@ import streamlit as st
 
 from components import live_source, session, upload_store
 from components.shell import labels_now, lang, t
+from triage.errors import TriageError
 from triage.report.links import parse_live_link
+from triage.safe_text import md_escape
+from triage.service.typed_urls import TypedUrls, live_typed_urls
 from triage.service.uploads import Refused
 from triage.service.windows import Profile, demo_scenarios, prometheus_profiles
 
@@ -87,11 +90,24 @@ def _demo(minutes: float, end: datetime | None) -> partial[Any]:
 
 
 def _scrape(minutes: float, end: datetime | None) -> partial[Any] | None:
+    """A typed /metrics URL: offered only when the app listens on the loopback alone or an allowlist is set
+    (else the page would let any visitor reach the server's network); otherwise, only the profiles."""
+    try:
+        access = live_typed_urls(st.get_option("server.address"))
+    except TriageError as exc:  # a malformed allowlist: nothing is typed until it is fixed
+        st.error(md_escape(exc.line()))
+        return None
+    if access is TypedUrls.OFF:
+        st.info(t("live_url_off"))
+        return None
     url = st.text_input(t("live_url"), placeholder="http://127.0.0.1:8000/metrics", key=session.LIVE_URL.name)
     if not url:
         st.info(t("live_url_hint"))
         return None
-    return partial(live_source.scrape_windows, url, minutes, QUERY_TIMEOUT_S)
+    if not url.strip().lower().startswith(("http://", "https://")):
+        st.error(t("live_url_scheme"))
+        return None
+    return partial(live_source.scrape_windows, url.strip(), minutes, QUERY_TIMEOUT_S)
 
 
 def _snapshots(minutes: float, end: datetime | None) -> partial[Any] | None:

@@ -6,8 +6,11 @@ from __future__ import annotations
 from datetime import datetime
 
 from components import session, upload_store
+from components.shell import t
 from triage.errors import TriageError
+from triage.safe_text import redact_url
 from triage.service import windows
+from triage.service.typed_urls import ScrapeRefused
 from triage.service.windows import LiveFeeds, Profile, WindowPair
 
 
@@ -22,8 +25,17 @@ def demo_windows(scenario: str, minutes: float) -> WindowPair:
 
 
 def scrape_windows(url: str, minutes: float, timeout: float) -> WindowPair:
-    """Poll ``url`` once per refresh into a bounded ring buffer kept for this session."""
-    return feeds().scrape(url, minutes, timeout)
+    """Poll ``url`` (typed by the visitor) once per refresh into a bounded ring buffer kept for this session.
+
+    A failure says only that no metrics could be read there, whatever the reason: "connection refused", "HTTP
+    404" or "not metrics text" would tell an open port from a closed one (the CLI keeps the detail). A refusal
+    by the policy is decided before any connection, so it may say so (without the resolved address)."""
+    try:
+        return feeds().scrape(url, minutes, timeout)
+    except ScrapeRefused:
+        raise TriageError(t("live_url_refused"), where=redact_url(url)) from None
+    except TriageError:
+        raise TriageError(t("live_url_unreadable"), where=redact_url(url)) from None
 
 
 def snapshot_windows(before: str, after: str, interval: float) -> WindowPair:

@@ -2,9 +2,11 @@
 
 Paths: /metrics (good), /trickle (body 1 byte per ``TRICKLE_S``), /trickle-headers, /endless (chunked, never
 ends), /bomb (4 MB of gzip inflating to 4.2 GB), /loop (redirects to itself), /elsewhere (redirects to
-``redirect_to``), /passwd (200 text/plain with a passwd-like line), /html, /badle, /negative, /dup, /auth.
-Under /endless/, /bomb/, /trickle/ and /trickle-headers/ every path misbehaves the same way (a Prometheus base
-URL whose API answers so).
+``redirect_to``), /redirect-endless and /redirect-bomb (a 302 whose own body is endless, or a gzip bomb),
+/huge-error (HTTP 400 with a 300 KB Prometheus JSON error full of newlines and control characters), /passwd (200
+text/plain with a passwd-like line), /html, /badle, /negative, /dup, /auth.
+Under each of PREFIXED + "/" every path misbehaves the same way (a Prometheus base URL whose API answers so).
+``server.heads`` keeps each request's head (request line and headers), to see what a client sent.
 Used by the hostile-input tests and bench/hostile_rss.py; it never listens beyond the loopback.
 """
 
@@ -27,7 +29,10 @@ BAD = {
     "/negative": b"# TYPE vllm:request_success counter\nvllm:request_success_total{model_name=\"m\"} -5\n",
     "/dup": b"# TYPE g gauge\ng{a=\"1\"} 1\ng{a=\"1\"} 2\n",
 }
-PREFIXED = ("/endless", "/bomb", "/trickle", "/trickle-headers")
+PREFIXED = ("/endless", "/bomb", "/trickle", "/trickle-headers", "/elsewhere", "/redirect-endless", "/redirect-bomb",
+            "/huge-error")
+HUGE_ERROR = ('{"status":"error","errorType":"bad_data","error":"parse error\\n\\u001b[31m'
+              + "A\\r\\nline " * 30_000 + '"}').encode()
 BOMB_BLOCK = 1024 * 1024
 BOMB_BLOCKS = 4200  # 4.2 GB of zeros once inflated
 
@@ -61,6 +66,7 @@ class _Handler(socketserver.BaseRequestHandler):
             data += got
         path = data.split(b" ", 2)[1].decode("latin-1") if data.count(b" ") >= 2 else "/"
         self.server.hits.append(path)
+        self.server.heads.append(data.split(b"\r\n\r\n")[0].decode("latin-1"))
         try:
             self.respond(sock, path.split("?")[0])
         except (BrokenPipeError, ConnectionResetError, TimeoutError, OSError):
@@ -92,20 +98,26 @@ class _Handler(socketserver.BaseRequestHandler):
                     return
                 sock.sendall(bytes([byte]))
                 self.server.stopping.wait(TRICKLE_S)
-        elif path == "/endless":
-            sock.sendall(_head("200 OK", {**text, "Transfer-Encoding": "chunked"}))
+        elif path in ("/endless", "/redirect-endless"):
+            status = "200 OK" if path == "/endless" else "302 Found"
+            sock.sendall(_head(status, {**text, "Transfer-Encoding": "chunked", "Location": "/metrics"}))
             line = b"vllm:num_requests_running{model_name=\"m\"} 3\n" * 1400
             chunk = f"{len(line):x}\r\n".encode() + line + b"\r\n"
             while not self.server.stopping.is_set():
                 sock.sendall(chunk)
-        elif path == "/bomb":
+        elif path in ("/bomb", "/redirect-bomb"):
             body = gzip_bomb()
-            sock.sendall(_head("200 OK", {**text, "Content-Encoding": "gzip", "Content-Length": str(len(body))}))
+            status = "200 OK" if path == "/bomb" else "302 Found"
+            sock.sendall(_head(status, {**text, "Location": "/metrics", "Content-Encoding": "gzip",
+                                        "Content-Length": str(len(body))}))
             sock.sendall(body)
         elif path == "/loop":
             sock.sendall(_head("302 Found", {"Location": "/loop", "Content-Length": "0"}))
         elif path == "/elsewhere":
             sock.sendall(_head("302 Found", {"Location": self.server.redirect_to, "Content-Length": "0"}))
+        elif path == "/huge-error":
+            json_type = {"Content-Type": "application/json", "Content-Length": str(len(HUGE_ERROR))}
+            sock.sendall(_head("400 Bad Request", json_type) + HUGE_ERROR)
         else:
             sock.sendall(_head("404 Not Found", {"Content-Length": "0"}))
 
@@ -118,6 +130,7 @@ class _Server(socketserver.ThreadingTCPServer):
         super().__init__(("127.0.0.1", 0), _Handler)
         self.redirect_to = redirect_to
         self.hits: list[str] = []
+        self.heads: list[str] = []
         self.stopping = threading.Event()
 
 

@@ -14,9 +14,9 @@ import requests
 from tests.hostile_server import hostile_server
 from triage.alerting.evaluate import _client, _query
 from triage.errors import TriageError
-from triage.sources.metrics.fetch import MAX_API_BYTES, AnswerTooLarge, BoundedSession
-from triage.sources.metrics.profiles import profile_for_url
-from triage.sources.metrics.prometheus_window import PrometheusWindow
+from triage.sources.metrics.fetch import MAX_API_BYTES, AnswerTooLarge, BoundedSession, RedirectRefused, fetch
+from triage.sources.metrics.profiles import Profile, profile_for_url
+from triage.sources.metrics.prometheus_window import PrometheusWindow, api_error_line
 
 END = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 CAP = f"larger than {MAX_API_BYTES // (1024 * 1024)} MB"
@@ -116,3 +116,78 @@ def test_a_kept_alive_connection_is_bounded_too():
         server.stopping.set()  # type: ignore[attr-defined]
         server.shutdown()
         server.server_close()
+
+
+# ------------------------------------------------------------ redirects (issue 23, case 2)
+
+REDIRECT_LINE = "redirects are not followed"
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("path", ["/redirect-endless/api/v1/query", "/redirect-bomb/api/v1/query", "/loop"])
+def test_the_session_neither_follows_a_redirect_nor_reads_its_body(server, path):
+    # requests reads a 3xx body whole and decompressed even with allow_redirects=False: the 302 with a gzip bomb
+    # took 3.4 GB and ended in "unexpected RuntimeError"; now the answer's head is enough
+    before = server.hits.count("/metrics")
+    with pytest.raises(RedirectRefused, match=REDIRECT_LINE) as exc:
+        BoundedSession(30.0).get(server.url + path, allow_redirects=True)
+    assert "\n" not in str(exc.value) and len(str(exc.value)) < 300
+    assert server.hits.count("/metrics") == before and server.hits.count(path) == 1  # the Location was not asked
+
+
+@pytest.mark.timeout(60)
+@pytest.mark.parametrize("path", ["/redirect-endless", "/redirect-bomb"])
+def test_the_metrics_fetch_never_reads_a_redirect_body_either(server, path):
+    with pytest.raises(TriageError, match=REDIRECT_LINE) as exc:
+        fetch(server.url + path, timeout=30.0)
+    assert "\n" not in exc.value.line()
+
+
+@pytest.mark.timeout(60)
+def test_a_cross_origin_redirect_never_carries_the_profile_headers():
+    """A Prometheus whose API redirects to another origin: the target is never contacted, so the profile's
+    custom header (and token) never reach it; the window ends in one line naming the redacted Location."""
+    with hostile_server() as target, hostile_server(redirect_to=target.url + "/endless?token=s3cret") as first:
+        profile = Profile(name="ops", url=first.url + "/elsewhere", token="tok-1",
+                          headers={"X-Api-Key": "key-123"})
+        with pytest.raises(TriageError) as exc:
+            PrometheusWindow(profile, END - timedelta(minutes=5), END, timeout=30.0)
+        line = exc.value.line()
+        assert REDIRECT_LINE in line and "\n" not in line and "s3cret" not in line, line
+        assert any("X-Api-Key: key-123" in head for head in first.heads)  # sent to the configured origin only
+        assert target.hits == [] and target.heads == []
+
+
+@pytest.mark.timeout(60)
+def test_the_alert_dry_run_refuses_a_redirect_in_one_line():
+    with hostile_server() as target, hostile_server(redirect_to=target.url + "/bomb") as first:
+        profile = profile_for_url(first.url + "/elsewhere")
+        with pytest.raises(TriageError, match=REDIRECT_LINE):
+            _query(_client(profile, 30.0), "up", END.timestamp(), 30.0, "the server")
+        assert target.hits == []
+
+
+# ------------------------------------------------------------ error bodies (issue 23, case 4)
+
+@pytest.mark.timeout(60)
+def test_a_huge_error_body_becomes_one_short_clean_line(server):
+    """A 300 KB JSON ``error`` full of newlines and an ANSI escape: one line of at most a few hundred characters,
+    in the window's error and in the alert dry run."""
+    with pytest.raises(TriageError) as exc:
+        window(server.url + "/huge-error")
+    line = exc.value.line()
+    with pytest.raises(TriageError) as dry:
+        _query(_client(profile_for_url(server.url + "/huge-error"), 30.0), "up", END.timestamp(), 30.0, "srv")
+    for text in (line, str(dry.value)):
+        assert "bad_data: parse error" in text, text
+        assert len(text) < 400 and not any(ord(c) < 32 or 0x7f <= ord(c) < 0xa0 for c in text), text
+        assert "[31m" not in text and "\\n" not in text and "\\u001b" not in text, text
+
+
+def test_the_error_detail_is_bounded_and_sanitised():
+    body = ('{"errorType":"bad_data","error":"' + "x\\u202e\\u0007y\\r\\n" * 50_000 + '"}').encode()
+    line = api_error_line(f"HTTP Status Code 400 ({body!r})")
+    assert line.startswith("HTTP 400: bad_data: xy xy") and len(line) <= 220, line[:300]
+    assert "\u202e" not in line and "\x07" not in line
+    plain = api_error_line("HTTP Status Code 502 (b'<html>\\n' + b'<body>bad gateway</body>' * 10000)")
+    assert "\n" not in plain and len(plain) <= 220

@@ -10,7 +10,7 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 
-from hostile_rss import fetch_figures  # noqa: E402
+from hostile_rss import fetch_figures, peak_rss_mb  # noqa: E402
 
 CAP_MB = 32          # the body cap of the bounded fetch (after decompression)
 SLACK_MB = 48        # one read chunk, one inflate step, the error path; unbounded it was 4.5 GB after 60 s
@@ -31,3 +31,37 @@ def test_endless_stream_and_gzip_bomb_peak_rss():
         row = figures[path]
         assert row["exit"] == 2 and f"larger than {CAP_MB} MB" in str(row["message"]), row
         assert float(row["peak_rss_mb"]) < reference + CAP_MB + SLACK_MB, (row, reference)  # type: ignore[arg-type]
+
+
+PEAK_LIMIT_MB = 600  # issue 23's bar for every hostile case; unbounded, a redirect to a bomb took 3.4-4.5 GB
+
+
+@pytest.mark.timeout(300)
+def test_redirects_and_error_bodies_on_the_prometheus_path_peak_rss():
+    """``diagnose --prometheus``, ``diagnose --endpoint`` and ``rules --evaluate`` against a 302 whose own body is
+    endless or a gzip bomb, a cross-origin 302 to a bomb, and a 300 KB error body: exit 2 with one line on
+    stderr (never "this is a bug"), the redirect target never asked, a bounded peak."""
+    from tests.hostile_server import hostile_server
+
+    with hostile_server() as target, hostile_server(redirect_to=target.url + "/bomb") as first:
+        cases = {
+            "prometheus 302, endless body": (["diagnose", "--prometheus", first.url + "/redirect-endless"],
+                                             "redirects are not followed"),
+            "prometheus 302, bomb body": (["diagnose", "--prometheus", first.url + "/redirect-bomb"],
+                                          "redirects are not followed"),
+            "prometheus 302 to a bomb elsewhere": (["diagnose", "--prometheus", first.url + "/elsewhere"],
+                                                   "redirects are not followed"),
+            "rules --evaluate 302 to a bomb": (["rules", "--evaluate", "--prometheus", first.url + "/elsewhere"],
+                                               "redirects are not followed"),
+            "/metrics 302, bomb body": (["diagnose", "--endpoint", first.url + "/redirect-bomb"],
+                                        "redirects are not followed"),
+            "prometheus 300 KB error": (["diagnose", "--prometheus", first.url + "/huge-error"], "bad_data"),
+            "rules --evaluate 300 KB error": (["rules", "--evaluate", "--prometheus", first.url + "/huge-error"],
+                                              "bad_data"),
+        }
+        for name, (argv, expected) in cases.items():
+            mb, code, stderr, _ = peak_rss_mb([*argv, "--timeout", "30"])
+            assert code == 2 and stderr.startswith("error: ") and "\n" not in stderr, (name, stderr[:500])
+            assert expected in stderr and "this is a bug" not in stderr and len(stderr) < 400, (name, stderr[:500])
+            assert mb < PEAK_LIMIT_MB, (name, mb)
+        assert target.hits == []

@@ -3,7 +3,8 @@
 * connect and total time limits: a watchdog shuts the socket at the deadline, so neither a server that trickles
   its headers or body nor an endless stream can outlast ``timeout``;
 * the body is read in chunks and decompressed here (gzip/deflate, with ``max_length``), never past ``max_bytes``;
-* redirects are not followed: the error names where it pointed;
+* redirects are never followed, and a 3xx answer's body is never read (requests reads it whole, decompressed,
+  even with ``allow_redirects=False``): the error names where it pointed, redacted, on one line;
 * link-local and cloud-metadata addresses are always refused, decided on the resolved address before any
   connection, and the connection then goes to exactly that address (no second lookup to rebind);
 * an optional allowlist of hosts/CIDRs (``TRIAGE_SCRAPE_ALLOW`` or ``[scrape] allow`` in secrets.toml) limits
@@ -62,6 +63,11 @@ METADATA_NAMES = frozenset({"metadata", "metadata.google.internal", "metadata.go
 
 class Refused(Exception):
     """A target the policy refuses (raised before any connection is made)."""
+
+
+class ScrapeRefused(TriageError):
+    """``fetch``'s error for a target the policy refuses: decided before any connection, so it says nothing
+    about whether anything listens there."""
 
 
 @dataclass(frozen=True)
@@ -124,18 +130,61 @@ def policy_from_config(env: Mapping[str, str] | None = None, secrets: Iterable[P
     return parse_allow(entries, where) if entries else ScrapePolicy()
 
 
-def always_refused(ip: IPAddress) -> str | None:
-    """Why ``ip`` is never scraped (cloud metadata, link-local), or None."""
-    mapped = getattr(ip, "ipv4_mapped", None) or getattr(ip, "sixtofour", None)
-    for candidate in (ip, mapped):
-        if candidate is None:
-            continue
-        if candidate in METADATA_ADDRESSES:
-            return f"{candidate} is a cloud metadata address"
-        if candidate.is_link_local:
-            return f"{candidate} is a link-local address"
+# IPv6 prefixes that carry an IPv4 address a translator or tunnel may deliver to (RFC 6052 NAT64, the well-known
+# and the local-use prefix; RFC 8215), besides IPv4-mapped, IPv4-compatible, 6to4 and Teredo (ipaddress knows those)
+NAT64_WELL_KNOWN = ipaddress.IPv6Network("64:ff9b::/96")
+NAT64_LOCAL = ipaddress.IPv6Network("64:ff9b:1::/48")
+# where RFC 6052 puts the 4 bytes of the IPv4 address for each prefix length (byte 8, "u", is always skipped)
+RFC6052_BYTES = {48: (6, 7, 9, 10), 56: (7, 9, 10, 11), 64: (9, 10, 11, 12), 96: (12, 13, 14, 15)}
+
+
+def embedded_ipv4(ip: IPAddress) -> list[ipaddress.IPv4Address]:
+    """Every IPv4 address an IPv6 address can lead to: IPv4-mapped (``::ffff:a.b.c.d``), IPv4-compatible
+    (``::a.b.c.d``, deprecated but routed by some stacks), IPv4-translated (``::ffff:0:a.b.c.d``), NAT64
+    (``64:ff9b::/96`` and, in every RFC 6052 layout a /48../96 operator prefix may use, ``64:ff9b:1::/48``),
+    6to4 (``2002::/16``) and Teredo (server and client). Decided on the address's value, so no spelling (hex,
+    dotted, zero-filled) differs."""
+    if not isinstance(ip, ipaddress.IPv6Address):
+        return []
+    packed = ip.packed
+    found: list[ipaddress.IPv4Address] = []
+    if ip.ipv4_mapped is not None:
+        found.append(ip.ipv4_mapped)
+    if packed[:12] == bytes(12) and int(ip) > 0xFFFF:  # ::a.b.c.d, not :: or ::1 (nor other ::/112 oddities)
+        found.append(ipaddress.IPv4Address(packed[12:]))
+    if packed[:12] == bytes(8) + b"\xff\xff\0\0":  # IPv4-translated ::ffff:0:a.b.c.d (SIIT, RFC 2765)
+        found.append(ipaddress.IPv4Address(packed[12:]))
+    if ip in NAT64_WELL_KNOWN:
+        found.append(ipaddress.IPv4Address(packed[12:]))
+    if ip in NAT64_LOCAL:
+        found += [ipaddress.IPv4Address(bytes(packed[i] for i in at)) for at in RFC6052_BYTES.values()]
+    if ip.sixtofour is not None:
+        found.append(ip.sixtofour)
+    if ip.teredo is not None:
+        found += list(ip.teredo)
+    return found
+
+
+def _refused_itself(ip: IPAddress) -> str | None:
+    if ip in METADATA_ADDRESSES:
+        return "a cloud metadata address"
+    if ip.is_link_local:
+        return "a link-local address"
     if ip.is_multicast:
-        return f"{ip} is a multicast address"
+        return "a multicast address"
+    return None
+
+
+def always_refused(ip: IPAddress) -> str | None:
+    """Why ``ip`` is never scraped (cloud metadata, link-local, multicast; or an IPv6 address embedding such an
+    IPv4 address, which a NAT64 / 6to4 / Teredo path or a dual stack would deliver there), or None."""
+    why = _refused_itself(ip)
+    if why:
+        return f"{ip} is {why}"
+    for inner in embedded_ipv4(ip):
+        why = _refused_itself(inner)
+        if why:
+            return f"{ip} embeds {inner}, {why}"
     return None
 
 
@@ -338,6 +387,16 @@ class _KeptSPool(HTTPSConnectionPool):
 API_POOL_SIZE = 32  # a Live refresh sends up to 2 x 8 queries at once to one Prometheus
 
 
+class NoRedirectSession(requests.Session):
+    """A Session that sees no redirect target: requests' ``resolve_redirects`` reads every 3xx body whole and
+    decompressed (``resp.content``) before deciding, even with ``allow_redirects=False`` (to store
+    ``Response.next``): a 302 with an endless or gzip-bomb body took GBs outside every bound. With no target it
+    neither reads nor follows; the caller turns the 3xx into an error naming the Location."""
+
+    def get_redirect_target(self, resp: requests.Response) -> str | None:
+        return None
+
+
 def _session(guard: _Guard) -> requests.Session:
     class GuardedHTTP(HTTPConnection):
         def _new_conn(self) -> socket.socket:
@@ -356,7 +415,7 @@ def _session(guard: _Guard) -> requests.Session:
     adapter = HTTPAdapter(max_retries=Retry(total=0, connect=0, read=0, redirect=0, status=0, other=0,
                                             raise_on_redirect=False, raise_on_status=False))
     adapter.poolmanager.pool_classes_by_scheme = {"http": Pool, "https": SPool}
-    session = requests.Session()
+    session = NoRedirectSession()
     session.trust_env = False  # no proxies or .netrc credentials from the environment
     session.mount("http://", adapter)
     session.mount("https://", adapter)
@@ -436,6 +495,12 @@ def _location(response: requests.Response) -> str:
     return one_line(redact_url(target), 160) if target else "nowhere (no Location header)"
 
 
+def redirect_refusal(response: requests.Response) -> str:
+    """One line for a 3xx answer: its status and the redacted Location, which is not followed."""
+    return (f"HTTP {response.status_code}: redirects to {_location(response)}; redirects are not followed (use "
+            "the final URL)")
+
+
 def fetch(url: str, timeout: float = 5.0, headers: Mapping[str, str] | None = None,
           policy: ScrapePolicy | None = None, accept: str = "*/*",
           refuse_types: tuple[str, ...] = ()) -> Fetched:
@@ -457,8 +522,7 @@ def fetch(url: str, timeout: float = 5.0, headers: Mapping[str, str] | None = No
             status = response.status_code
             kind = response.headers.get("Content-Type", "").split(";")[0].strip().lower()
             if 300 <= status < 400:
-                raise TriageError(f"HTTP {status}: redirects to {_location(response)}; redirects are not followed "
-                                  "(use the final URL)", where=shown)
+                raise TriageError(redirect_refusal(response), where=shown)
             if status != 200:
                 raise TriageError(_status_reason(status, response.reason), where=shown)
             if kind in refuse_types:
@@ -469,12 +533,12 @@ def fetch(url: str, timeout: float = 5.0, headers: Mapping[str, str] | None = No
                 raise TimeoutError
             return Fetched(body, status, one_line(kind, 60), len(body), shown, time.time())
     except Refused as exc:
-        raise TriageError(f"refused: {exc} (not scraped)", where=shown) from None
+        raise ScrapeRefused(f"refused: {exc} (not scraped)", where=shown) from None
     except TriageError:
         raise
     except (requests.exceptions.Timeout, TimeoutError):
         raise TriageError(f"no complete answer within {timeout:g} s", where=shown) from None
-    except (requests.exceptions.RequestException, Urllib3Error, OSError, zlib.error) as exc:
+    except (requests.exceptions.RequestException, Urllib3Error, OSError, zlib.error, RuntimeError) as exc:
         if guard.expired:
             raise TriageError(f"no complete answer within {timeout:g} s", where=shown) from None
         raise TriageError(f"unreachable ({connection_reason(exc)})", where=shown) from None
@@ -494,11 +558,20 @@ def _status_reason(status: int, reason: str | None) -> str:
 MAX_API_BYTES = 64 * 1024 * 1024  # one Prometheus API answer (label values, an instant vector) is far smaller
 
 
-class AnswerTooLarge(requests.exceptions.RequestException):
+class BoundedRefusal(requests.exceptions.RequestException):
+    """An API answer the bounds refuse; its text is one line of ours (no byte of the body), fit to show."""
+
+
+class AnswerTooLarge(BoundedRefusal):
     """An API answer past the size cap (after decompression), refused before the rest is read."""
 
 
-class BoundedSession(requests.Session):
+class RedirectRefused(BoundedRefusal):
+    """A 3xx answer: never followed (a redirect could lead off the configured origin, with the profile's custom
+    headers, to a body outside the bounds), and its body never read."""
+
+
+class BoundedSession(NoRedirectSession):
     """A requests Session for API clients (prometheus-api-client takes one): every request gets a guarded
     connection (kept alive between the requests of this session; a reused socket joins the request's guard),
     ``timeout`` seconds in total (a watchdog shuts the socket at the deadline, so neither
@@ -506,8 +579,12 @@ class BoundedSession(requests.Session):
     decompression. Cloud-metadata and link-local targets are refused as for a scrape; there is no allowlist
     (the API URL is the operator's configuration, not a visitor's).
 
+    Redirects are never followed and their bodies never read: a 3xx raises ``RedirectRefused`` naming the redacted
+    Location (the operator configures the final URL, as for a scrape).
+
     Errors are requests exceptions, so the client's callers handle them as before: ``ReadTimeout`` past the
-    deadline, ``AnswerTooLarge`` past the cap, ``ConnectionError`` for a refused target."""
+    deadline, ``AnswerTooLarge`` past the cap, ``RedirectRefused`` for a 3xx (both ``BoundedRefusal``, one
+    line fit to show), ``ConnectionError`` for a refused target."""
 
     def __init__(self, timeout: float, max_bytes: int = MAX_API_BYTES) -> None:
         super().__init__()
@@ -548,9 +625,12 @@ class BoundedSession(requests.Session):
         watchdog = WATCHDOG.schedule(self.total_timeout, guard.expire)
         kwargs["stream"] = True
         kwargs["timeout"] = (self.total_timeout, self.total_timeout)
+        kwargs["allow_redirects"] = False
         try:
             response = super().request(method, url, *args, **kwargs)
             with response:
+                if response.is_redirect or 300 <= response.status_code < 400:
+                    raise RedirectRefused(redirect_refusal(response))
                 body = _read_body(response, shown, self.max_bytes, deadline)
                 WATCHDOG.cancel(watchdog)  # before the connection goes back to the pool for another request
                 guard.release()
@@ -569,6 +649,8 @@ class BoundedSession(requests.Session):
             if guard.expired:
                 raise requests.exceptions.ReadTimeout(f"no complete answer within {self.total_timeout:g} s") from None
             raise
+        except RuntimeError as exc:  # urllib3's state errors on a malformed answer: a line, not "a bug"
+            raise BoundedRefusal(f"the answer could not be read ({type(exc).__name__})") from None
         finally:
             WATCHDOG.cancel(watchdog)
             guard.release()

@@ -19,7 +19,8 @@ from urllib3.util.retry import Retry
 from triage.diagnosis.readings import Need, Readings, SeriesPoint
 from triage.errors import TriageError
 from triage.knowledge.engines import EngineSpec
-from triage.sources.metrics.fetch import AnswerTooLarge, BoundedSession
+from triage.safe_text import one_line
+from triage.sources.metrics.fetch import BoundedRefusal, BoundedSession
 from triage.sources.metrics.profiles import Profile, profile_for_url, redact_url
 from triage.sources.metrics.scrape import connection_reason
 from triage.sources.metrics.snapshot_window import (
@@ -46,6 +47,7 @@ GRACE = 0.5  # seconds past the timeout before a stuck query is abandoned
 DEFAULT_TIMEOUT = 10.0
 MIN_RANGE = 60  # a series point looks back at least this far (four 15 s scrapes), as Grafana's $__rate_interval
 HTTP_STATUS_RE = re.compile(r"HTTP Status Code (\d+) \((.*)\)\s*$", re.S)
+DETAIL_CHARS = 200  # a server's error sentence, shown: one line at most this long
 
 
 class QueryFailed(Exception):
@@ -178,7 +180,7 @@ class PrometheusWindow:
         except (ValueError, KeyError, TypeError):
             raise QueryFailed(f"{self.shown_url} did not answer with Prometheus JSON (is it the Prometheus base "
                               "URL?)", True) from None
-        except AnswerTooLarge as exc:
+        except BoundedRefusal as exc:  # past the size cap, or a redirect (never followed): one line of ours
             raise QueryFailed(f"Prometheus at {self.shown_url}: {exc}", True) from None
         except requests.exceptions.RequestException as exc:
             raise QueryFailed(f"request to {self.shown_url} failed ({type(exc).__name__})", True) from None
@@ -189,7 +191,7 @@ class PrometheusWindow:
     def _http_failure(self, text: str) -> QueryFailed:
         found = HTTP_STATUS_RE.search(text)
         status = int(found.group(1)) if found else 0
-        detail = _error_detail(found.group(2)) if found else text
+        detail = _error_detail(found.group(2)) if found else one_line(text, DETAIL_CHARS)
         if status in (401, 403):
             return QueryFailed(f"Prometheus answered HTTP {status}: check the token / basic auth of "
                                f"{self.profile.label()}", True)
@@ -387,7 +389,7 @@ def _outcome(future) -> Any:
         return future.result()
     if isinstance(error, QueryFailed):
         return error
-    return QueryFailed(f"query failed ({type(error).__name__}: {error})", False)
+    return QueryFailed(f"query failed ({type(error).__name__}: {one_line(str(error), DETAIL_CHARS)})", False)
 
 
 def sample_number(text: str) -> tuple[float | None, str]:
@@ -404,13 +406,24 @@ def _points(result: list[dict]) -> list[SeriesPoint]:
 
 
 def _error_detail(body_repr: str) -> str:
-    """Prometheus' own error sentence from the client's ``b'…'`` repr of the response body."""
+    """Prometheus' own error sentence from the client's ``b'…'`` repr of the response body, as one sanitised line
+    of at most DETAIL_CHARS: the body is the server's (a 300 KB ``error`` became a 300,000-character alert)."""
     text = _unrepr_bytes(body_repr)
     try:
         data = json.loads(text)
-        return f"{data.get('errorType', 'error')}: {data.get('error', '')}".strip()
-    except (ValueError, AttributeError):
-        return " ".join(text.split())[:200] or "(empty answer)"
+        detail = f"{data.get('errorType', 'error')}: {data.get('error', '')}"
+    except (ValueError, AttributeError, RecursionError):
+        detail = text
+    return one_line(detail, DETAIL_CHARS) or "(empty answer)"
+
+
+def api_error_line(text: str) -> str:
+    """A PrometheusApiClientException's text (``HTTP Status Code N (b'…')``) as one bounded line: the status and
+    Prometheus' own sentence, never the whole body."""
+    found = HTTP_STATUS_RE.search(text)
+    if found is None:
+        return one_line(text, DETAIL_CHARS)
+    return f"HTTP {found.group(1)}: {_error_detail(found.group(2))}"
 
 
 def _unrepr_bytes(body_repr: str) -> str:
