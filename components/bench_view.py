@@ -84,8 +84,10 @@ def summary_table(run: Run) -> None:
     st.markdown(f"#### {t('bench_summary')}")
     if s.latencies:
         static_table(pd.DataFrame(
-            [{t("sum_metric"): row.metric.upper(), t("sum_mean"): _ms(row.mean_ms), t("sum_median"): _ms(row.median_ms),
-              "P90": _ms(row.p90_ms), "P99": _ms(row.p99_ms)} for row in s.latencies]).set_index(t("sum_metric")))
+            [{t("sum_metric"): row.metric.upper(),
+              t("sum_mean"): _ms(row.mean_ms) if row.measurable else t("sum_not_measurable"),
+              t("sum_median"): _ms(row.median_ms), "P90": _ms(row.p90_ms), "P99": _ms(row.p99_ms)}
+             for row in s.latencies]).set_index(t("sum_metric")))
     load = t("sum_load_unknown")
     if s.concurrency is not None:
         load = t("sum_concurrency_value", n=f"{s.concurrency:,.0f}")

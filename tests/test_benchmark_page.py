@@ -115,12 +115,23 @@ def test_summary_table_like_the_tools_print():
     tables = static_tables(at)
     latency = next(tb for tb in tables if "Median" in tb.columns)
     assert {"TTFT", "TPOT", "E2E"} <= set(latency.index) and list(latency.columns) == ["Mean", "Median", "P90", "P99"]
-    assert all(str(v).endswith(" ms") or v == "—" for v in latency.to_numpy().ravel())
+    assert all(str(v).endswith(" ms") or v == "—" for v in latency.drop(index="ITL").to_numpy().ravel())
+    # the sample has no per-token times: ITL says so rather than showing TPOT under its name
+    assert "not measurable" in latency.loc["ITL", "Mean"] and set(latency.loc["ITL"].iloc[1:]) == {"—"}
     facts = next(tb for tb in tables if "Successful requests" in tb.index)
     assert {"Duration", "Load", "Errors"} <= set(facts.index)
     assert "e+" not in facts.to_csv() + latency.to_csv()
     errors = str(facts.loc["Errors"].iloc[0])
     assert re.fullmatch(r"[\d,]+ \([\d.]+ %\)", errors), errors  # the share in the one formatter's digits
+
+
+def test_itl_row_is_the_files_pooled_itl_not_tpot():
+    """vLLM's queueing run: ITL pools every gap (its own median_itl_ms 20.08, p99_itl_ms 101.23), TPOT does not."""
+    path = ROOT / "tests" / "fixtures" / "real" / "vllm" / "queueing" / "vllm_bench.json"
+    at = upload(bench_page(), path.name, path.read_bytes())
+    latency = next(tb for tb in static_tables(at) if "Median" in tb.columns)
+    assert list(latency.loc["ITL", ["Median", "P90", "P99"]]) == ["20.1 ms", "48 ms", "101 ms"]
+    assert list(latency.loc["TPOT", ["Median", "P90", "P99"]]) == ["27.2 ms", "38.7 ms", "39.2 ms"]
 
 
 def test_within_slo_but_is_a_warning_card_and_still_healthy():

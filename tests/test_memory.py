@@ -40,9 +40,16 @@ def inp(model: ModelSpec = L8, **kw) -> MemoryInput:
 
 def test_presets_load_and_cover_the_brief():
     assert set(MODELS) == {"llama-3.1-8b", "llama-3.1-70b", "qwen2.5-72b", "qwen3-32b", "mixtral-8x7b", "deepseek-v3"}
-    assert set(GPUS) == {"h100", "h200", "a100-80gb", "l40s", "rtx-4090"}
+    assert set(GPUS) == {"h100", "h200", "b200", "h20", "a100-80gb", "mi300x", "l40s", "l40", "l4", "a10g",
+                         "rtx-4090"}
+    assert next(iter(GPUS)) == "h100"  # the page's default
     assert H100.bandwidth_gbs == 3350 and H100.bf16_tflops == 989.4 and GPUS["a100-80gb"].fp8_tflops is None
     assert all(m.source for m in MODELS.values()) and all(g.source for g in GPUS.values())
+    assert all(g.url.startswith("https://") for g in GPUS.values())  # each cites the page its numbers come from
+    l4, b200, mi300x = GPUS["l4"], GPUS["b200"], GPUS["mi300x"]
+    assert (l4.memory_gb, l4.bandwidth_gbs, l4.nvlink) == (24, 300, False) and l4.memory_gib < 24
+    assert (b200.memory_gb, b200.bandwidth_gbs) == (180, 8000)
+    assert (mi300x.memory_gb, mi300x.bandwidth_gbs) == (192, 5300)
 
 
 def test_preset_files_refuse_unknown_fields_and_half_mla(tiny_tree: Path):
@@ -142,11 +149,44 @@ def test_70b_bf16_on_one_h100_is_a_weights_problem(kb):
     assert b.weights_share > 1
 
 
-def test_70b_ladder_follows_the_seed_order_until_it_fits(kb):
+def test_70b_ladder_follows_the_order_until_it_fits(kb):
+    """Weights, then KV, then a shorter max_model_len: one H100 is enough before a second GPU is asked for."""
     steps = estimate(inp(L70), kb).ladder
-    assert [s.step for s in steps] == ["weights_fp8", "weights_int4", "kv_fp8", "tp_x2"]
+    assert [s.step for s in steps] == ["weights_fp8", "weights_int4", "kv_fp8", "max_model_len"]
     assert steps[-1].fits and not any(s.fits for s in steps[:-1])
-    assert steps[-1].label["en"] == "INT4 weights + FP8 KV + TP 2" and steps[-1].gpus == 2
+    assert steps[-1].label["en"] == "INT4 weights (use a quantized checkpoint) + FP8 KV + max_model_len 6,656"
+    assert steps[-1].gpus == 1
+
+
+def test_limits_come_before_a_second_gpu(kb):
+    """A single GPU short of KV (8B, 256 × 32k) is offered a shorter max_model_len and fewer max_num_seqs, each
+    with its exact flag and a value that fits, before TP 2; the shorter length is the one to try first."""
+    b = estimate(inp(L8, max_model_len=32768, concurrency=256), kb)
+    order = [w.step for w in b.what_if]
+    assert order == ["weights_fp8", "weights_int4", "kv_fp8", "max_model_len", "max_num_seqs", "tp_x2"]
+    steps = {w.step: w for w in b.what_if}
+    length, seqs = steps["max_model_len"], steps["max_num_seqs"]
+    assert length.fits and seqs.fits and not steps["tp_x2"].fits and b.try_first == "max_model_len"
+    new_len = int(length.flags.removeprefix("--max-model-len "))
+    assert length.flags == f"--max-model-len {new_len}" and new_len % 256 == 0 and 256 <= new_len < 32768
+    assert budget(inp(L8, max_model_len=new_len, concurrency=256)).fits
+    assert not budget(inp(L8, max_model_len=new_len + 256, concurrency=256)).fits  # the longest that fits
+    assert seqs.flags == f"--max-num-seqs {b.max_concurrency}" and length.technique == "request_limits"
+    assert length.label["en"] == f"Lower max_model_len 32,768 → {new_len:,}" and length.gpus == seqs.gpus == 1
+
+
+def test_limits_are_not_offered_when_the_weights_leave_no_kv(kb):
+    """70B BF16 on one H100: no length or sequence count helps while the weights alone overflow the GPU."""
+    steps = [w.step for w in estimate(inp(L70), kb).what_if]
+    assert "max_model_len" not in steps and "max_num_seqs" not in steps and steps[-1] == "tp_x2"
+
+
+def test_int4_is_a_quantized_checkpoint_not_a_flag(kb):
+    b = estimate(inp(L70), kb)
+    int4 = next(w for w in b.what_if if w.step == "weights_int4")
+    assert int4.label["en"] == "INT4 weights: use a quantized checkpoint (e.g. AWQ / GPTQ / FP8)"
+    assert "使用量化 checkpoint" in int4.label["zh"] and int4.flags == ""
+    assert not any("awq" in w.flags for w in b.what_if + b.ladder)
 
 
 def test_8b_at_128k_times_64_is_a_kv_problem(kb):
@@ -350,9 +390,9 @@ def test_70b_fp8_on_4_h100_fits_and_names_no_shortage_branch(kb):
 def test_what_if_steps_carry_exact_flags(kb):
     steps = {w.step: w for w in estimate(inp(L70), kb).what_if}
     assert steps["weights_fp8"].flags == "--quantization fp8"
-    assert steps["weights_int4"].flags == "--quantization awq"
+    assert steps["weights_int4"].flags == ""  # a checkpoint, not a flag
     assert steps["kv_fp8"].flags == "--kv-cache-dtype fp8"
     assert steps["tp_x2"].flags == "--tensor-parallel-size 2"
     assert "[--kv-cache-dtype fp8]" in steps["kv_fp8"].text()
     last = estimate(inp(L70), kb).ladder[-1]
-    assert last.flags == "--quantization awq --kv-cache-dtype fp8 --tensor-parallel-size 2"
+    assert last.flags == "--kv-cache-dtype fp8 --max-model-len 6656"

@@ -92,7 +92,7 @@ def _summary(inp: MemoryInput, b: MemoryBreakdown) -> list[str]:
 
 
 def _steps(b: MemoryBreakdown) -> list[str]:
-    lines = ["what if (each step alone; seed order weights -> KV -> TP):"]
+    lines = ["what if (each step alone; order weights -> KV -> limits -> TP):"]
     lines += [f"  {w.text()}" for w in b.what_if] or ["  nothing cheaper applies"]
     if b.ladder:
         lines.append("ladder (steps stacked until it fits):")

@@ -52,4 +52,5 @@ class GpuEntry(Strict):
     bf16_tflops: float = Field(gt=0)
     fp8_tflops: float | None = Field(default=None, gt=0)
     nvlink: bool
+    url: str = Field(pattern=r"^https://\S+$")  # the vendor page or datasheet the numbers come from
     source: str = Field(min_length=1)

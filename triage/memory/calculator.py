@@ -74,6 +74,7 @@ class GpuSpec:
     fp8_tflops: float | None
     nvlink: bool
     source: str
+    url: str = ""  # the vendor page or datasheet (tree/gpus.yaml); empty for a GPU built in code
 
 
 # ---------------------------------------------------------------- input
@@ -310,7 +311,7 @@ def prefill_floor_ms(inp: MemoryInput, prompt: int) -> float:
 
 @dataclass(frozen=True)
 class WhatIf:
-    """One cheaper step in the seed's order (weights → KV → TP) and what it buys, per GPU."""
+    """One cheaper step in the usual order (weights → KV → limits → TP) and what it buys, per GPU."""
 
     step: str
     technique: str
@@ -334,31 +335,67 @@ class WhatIf:
                 f"{'fits' if self.fits else 'still does not fit'}")
 
 
+CHECKPOINT = {"en": "use a quantized checkpoint (e.g. AWQ / GPTQ / FP8)",
+              "zh": "使用量化 checkpoint（如 AWQ / GPTQ / FP8）"}
+# Weights, then KV, then the two limits (config flags that shrink the KV need), and only then another GPU: a
+# single-GPU deployment whose KV is short is offered a smaller max_model_len or max_num_seqs before a second GPU.
 _STEPS: tuple[tuple[str, str, dict[str, str], dict[str, Any]], ...] = (
     ("weights_fp8", "weight_quantization", {"en": "FP8 weights", "zh": "FP8 权重"}, {"weights": "fp8"}),
-    ("weights_int4", "weight_quantization", {"en": "INT4 weights", "zh": "INT4 权重"}, {"weights": "int4"}),
+    ("weights_int4", "weight_quantization",
+     {"en": f"INT4 weights: {CHECKPOINT['en']}", "zh": f"INT4 权重：{CHECKPOINT['zh']}"}, {"weights": "int4"}),
     ("kv_fp8", "kv_cache_quantization", {"en": "FP8 KV", "zh": "FP8 KV"}, {"kv_dtype": "fp8"}),
+    ("max_model_len", "request_limits", {"en": "Lower max_model_len", "zh": "降低 max_model_len"}, {}),
+    ("max_num_seqs", "kv_budget_reservation", {"en": "Lower max_num_seqs", "zh": "降低 max_num_seqs"}, {}),
     ("tp_x2", "parallelism", {"en": "TP ×2", "zh": "TP ×2"}, {}),
 )
+MIN_MODEL_LEN = 256  # the smallest max_model_len the page accepts; below it a limit is no longer a deployment
 
 
 def step_flags(inp: MemoryInput, cur: MemoryInput) -> str:
-    """The vLLM serve flags that turn deployment ``inp`` into ``cur`` (weights, KV dtype, TP), in that order.
-
-    FP8 weights quantize a BF16 checkpoint online; INT4 needs a pre-quantized AWQ/GPTQ checkpoint, whose
-    method vLLM reads from its config (``--quantization awq`` names the common one)."""
+    """The vLLM serve flags that turn deployment ``inp`` into ``cur`` (weights, KV dtype, limits, TP), in that
+    order. FP8 weights quantize a BF16 checkpoint online (``--quantization fp8``); INT4 has no flag to add: it
+    needs a checkpoint quantized beforehand (AWQ, GPTQ …), whose method vLLM reads from its config."""
     flags = []
-    if cur.weights != inp.weights:
-        flags.append({"fp8": "--quantization fp8", "int8": "--quantization int8",
-                      "int4": "--quantization awq"}.get(cur.weights, f"--quantization {cur.weights}"))
+    if cur.weights != inp.weights and cur.weights != "int4":
+        flags.append(f"--quantization {cur.weights}")
     if cur.kv_dtype != inp.kv_dtype:
         flags.append(f"--kv-cache-dtype {cur.kv_dtype}")
+    if cur.max_model_len != inp.max_model_len:
+        flags.append(f"--max-model-len {cur.max_model_len}")
+    if cur.concurrency != inp.concurrency:
+        flags.append(f"--max-num-seqs {cur.concurrency}")
     if cur.tp != inp.tp:
         flags.append(f"--tensor-parallel-size {cur.tp}")
     return " ".join(flags)
 
 
+def _shorter_len(inp: MemoryInput) -> int | None:
+    """The longest max_model_len (a multiple of 256) whose KV need for the wanted concurrency fits, when it is
+    shorter than now and still at least MIN_MODEL_LEN; None otherwise (the weights leave no KV, or the cut
+    would have to go below it)."""
+    tokens = budget(inp).kv_capacity_tokens // max(inp.concurrency, 1)
+    length = tokens // MIN_MODEL_LEN * MIN_MODEL_LEN
+    if not MIN_MODEL_LEN <= length < inp.max_model_len:
+        return None
+    while length > MIN_MODEL_LEN and not budget(replace(inp, max_model_len=length)).fits:
+        length -= MIN_MODEL_LEN  # a shorter length never needs more memory: this ends fast
+    return length
+
+
+def _fewer_seqs(inp: MemoryInput) -> int | None:
+    """The most sequences at max_model_len that fit, when fewer than wanted and at least one; None otherwise.
+    Fewer running sequences also need fewer sampler logits, so the count is read again at the lower setting."""
+    seqs = budget(inp).max_concurrency
+    if not 1 <= seqs < inp.concurrency:
+        return None
+    return min(inp.concurrency - 1, max(seqs, budget(replace(inp, concurrency=seqs)).max_concurrency))
+
+
 def _applicable(step: str, inp: MemoryInput) -> bool:
+    if step == "max_model_len":
+        return _shorter_len(inp) is not None
+    if step == "max_num_seqs":
+        return _fewer_seqs(inp) is not None
     if step == "weights_fp8":
         return inp.weights == "bf16"
     if step == "weights_int4":
@@ -381,7 +418,13 @@ def _step(step: str) -> tuple[str, str, dict[str, str], dict[str, Any]]:
 
 
 def _apply(step: str, inp: MemoryInput) -> MemoryInput:
-    return replace(inp, tp=inp.tp * 2) if step == "tp_x2" else replace(inp, **_step(step)[3])
+    if step == "tp_x2":
+        return replace(inp, tp=inp.tp * 2)
+    if step == "max_model_len":
+        return replace(inp, max_model_len=_shorter_len(inp) or inp.max_model_len)
+    if step == "max_num_seqs":
+        return replace(inp, concurrency=_fewer_seqs(inp) or inp.concurrency)
+    return replace(inp, **_step(step)[3])
 
 
 def running_floor(inp: MemoryInput, b: Budget) -> DecodeFloor:
@@ -393,15 +436,26 @@ def _what_if(step: str, inp: MemoryInput, new: MemoryInput, base: Budget,
              label: dict[str, str] | None = None) -> WhatIf:
     _, technique, own_label, _ = _step(step)
     b = budget(new)
-    if step == "tp_x2" and label is None:
-        own_label = {"en": f"TP {new.tp}", "zh": f"TP {new.tp}"}
+    if label is None:
+        own_label = _own_label(step, inp, new, own_label)
     return WhatIf(step, technique, label or own_label, round(_freed(base, b), 3), b.max_concurrency,
                   b.max_concurrency - base.max_concurrency, b.fits, new.tp * new.pp,
                   round(running_floor(new, b).ms, 3), step_flags(inp, new))
 
 
+def _own_label(step: str, inp: MemoryInput, new: MemoryInput, label: dict[str, str]) -> dict[str, str]:
+    """A step's label with the value it moves to, where the step picks one (TP, the two limits)."""
+    if step == "tp_x2":
+        return {"en": f"TP {new.tp}", "zh": f"TP {new.tp}"}
+    if step == "max_model_len":
+        return {k: f"{v} {inp.max_model_len:,} → {new.max_model_len:,}" for k, v in label.items()}
+    if step == "max_num_seqs":
+        return {k: f"{v} {inp.concurrency:,} → {new.concurrency:,}" for k, v in label.items()}
+    return label
+
+
 def what_ifs(inp: MemoryInput, base: Budget | None = None) -> list[WhatIf]:
-    """Each applicable step applied alone to ``inp``, in the usual order (weights → KV → TP)."""
+    """Each applicable step applied alone to ``inp``, in the usual order (weights → KV → limits → TP)."""
     base = base or budget(inp)
     return [_what_if(step, inp, _apply(step, inp), base) for step, *_ in _STEPS if _applicable(step, inp)]
 
@@ -410,11 +464,18 @@ def _describe(inp: MemoryInput, cur: MemoryInput) -> dict[str, str]:
     """What changed from ``inp`` to ``cur``, e.g. "INT4 weights + FP8 KV + TP 2"."""
     en, zh = [], []
     if cur.weights != inp.weights:
-        en.append(f"{cur.weights.upper()} weights")
-        zh.append(f"{cur.weights.upper()} 权重")
+        checkpoint = cur.weights == "int4"  # no flag turns BF16 weights into INT4: a checkpoint does
+        en.append(f"{cur.weights.upper()} weights" + (" (use a quantized checkpoint)" if checkpoint else ""))
+        zh.append(f"{cur.weights.upper()} 权重" + ("（使用量化 checkpoint）" if checkpoint else ""))
     if cur.kv_dtype != inp.kv_dtype:
         en.append(f"{cur.kv_dtype.upper()} KV")
         zh.append(f"{cur.kv_dtype.upper()} KV")
+    if cur.max_model_len != inp.max_model_len:
+        en.append(f"max_model_len {cur.max_model_len:,}")
+        zh.append(f"max_model_len {cur.max_model_len:,}")
+    if cur.concurrency != inp.concurrency:
+        en.append(f"max_num_seqs {cur.concurrency:,}")
+        zh.append(f"max_num_seqs {cur.concurrency:,}")
     if cur.tp != inp.tp:
         en.append(f"TP {cur.tp}")
         zh.append(f"TP {cur.tp}")
@@ -427,7 +488,7 @@ def ladder(inp: MemoryInput, base: Budget | None = None) -> list[WhatIf]:
     base = base or budget(inp)
     out: list[WhatIf] = []
     cur = inp
-    for step in ("weights_fp8", "weights_int4", "kv_fp8", "tp_x2", "tp_x2", "tp_x2"):
+    for step in ("weights_fp8", "weights_int4", "kv_fp8", "max_model_len", "max_num_seqs", "tp_x2", "tp_x2", "tp_x2"):
         if base.fits or (out and out[-1].fits) or not _applicable(step, cur):
             continue
         cur = _apply(step, cur)

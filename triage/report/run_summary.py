@@ -10,6 +10,7 @@ from triage.run import Run
 
 LATENCIES = ("ttft", "tpot", "itl", "e2e")
 STATS = ("mean", "p50", "p90", "p99")
+NOT_MEASURABLE = "not_measurable"
 
 
 @dataclass(frozen=True)
@@ -21,7 +22,12 @@ class LatencyRow:
     median_ms: float | None
     p90_ms: float | None
     p99_ms: float | None
-    source: str  # "requests" (computed over successful requests) or "summary" (the tool's own numbers)
+    source: str  # "requests" (computed over successful requests), "summary" (the run's summary: the tool's own
+    # numbers, or ITL pooled by the parser from per-token gaps) or "not_measurable" (ITL without per-token gaps)
+
+    @property
+    def measurable(self) -> bool:
+        return self.source != NOT_MEASURABLE
 
 
 @dataclass(frozen=True)
@@ -63,7 +69,9 @@ def run_summary(run: Run) -> RunSummary:
         failed = float((~ok).sum()) if failed is None else failed
     rows = []
     for metric in LATENCIES:
-        values = _finite(good, f"{metric}_s")
+        # ITL pools every inter-token gap of every request (as the tools print it); the per-request itl_s column
+        # holds each request's MEAN gap, whose percentiles are TPOT's, so ITL comes from the summary only
+        values = None if metric == "itl" else _finite(good, f"{metric}_s")
         if values is not None:
             mean = float(np.mean(values))
             p50, p90, p99 = (float(q) for q in np.quantile(values, [0.5, 0.9, 0.99]))
@@ -73,6 +81,8 @@ def run_summary(run: Run) -> RunSummary:
         if any(v is not None for v in found):
             ms = [None if v is None else v * 1e3 for v in found]
             rows.append(LatencyRow(metric, ms[0], ms[1], ms[2], ms[3], "summary"))
+        elif metric == "itl":  # said, not left out: a reader comparing with the tool's table looks for the row
+            rows.append(LatencyRow(metric, None, None, None, None, NOT_MEASURABLE))
     completed = _number(s.get("completed"))
     if completed is None and good is not None:
         completed = float(len(good))

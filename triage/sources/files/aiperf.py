@@ -8,7 +8,16 @@ from typing import Any
 import numpy as np
 
 from triage.run import Run
-from triage.sources.files.common import Ctx, build_run, deep_get, float_array, frame, per_item_sum_mean, ragged
+from triage.sources.files.common import (
+    Ctx,
+    build_run,
+    deep_get,
+    float_array,
+    frame,
+    per_item_sum_mean,
+    pooled_itl,
+    ragged,
+)
 from triage.sources.files.genai_perf import (
     ITL_DEF,
     TPOT_DEF,
@@ -79,11 +88,15 @@ def parse_jsonl(values: list[Any], ctx: Ctx) -> list[Run]:
         "ok": ~failed,
     }
     chunks = [deep_get(r, "metrics", "inter_chunk_latency", "value") for r in recs]
+    pooled: dict[str, float] = {}
     if any(isinstance(c, list) for c in chunks):
         flat, lengths = ragged([c if isinstance(c, list) else None for c in chunks], "inter_chunk_latency", ctx)
         unit = next((u for r in recs if (u := deep_get(r, "metrics", "inter_chunk_latency", "unit"))), "ms")
-        cols["itl_s"] = per_item_sum_mean(flat, lengths)[1] * unit_factor(unit)
+        flat = flat * unit_factor(unit)
+        cols["itl_s"] = per_item_sum_mean(flat, lengths)[1]
+        # AIPerf's own inter_chunk_latency statistics extend one array with every record's list (MetricArray)
+        pooled = pooled_itl(flat, lengths, ~failed)
     order = np.argsort(cols["start_s"], kind="stable")
     requests = frame({k: v[order] for k, v in cols.items()})
     return [build_run(f"{PurePath(ctx.where).stem or 'aiperf'} ({len(recs):,} requests)", ctx, requests=requests,
-                      definitions={"itl": "AIPerf inter_chunk_latency, mean per request"}, meta={"tool": "aiperf"})]
+                      definitions={"itl": ITL_DEF}, meta={"tool": "aiperf"}, overrides=pooled)]

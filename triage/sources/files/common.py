@@ -25,7 +25,10 @@ NON_NEGATIVE = ("start_s", "prompt_tokens", "output_tokens", "ttft_s", "e2e_s", 
 LATENCIES = ("ttft_s", "e2e_s")
 # Summary keys where the tool's own number is kept even when per-request data exists.
 TOOL_WINS = ("duration_s", "req_per_s", "out_tok_per_s", "total_tok_per_s", "offered_rate", "max_concurrency")
-STATS = (("ttft_s", "ttft"), ("tpot_s", "tpot"), ("itl_s", "itl"), ("e2e_s", "e2e"))
+# Per-request statistics; ITL is left out on purpose: the per-request itl_s column is each request's MEAN gap
+# (≈ its TPOT), while every tool that reports ITL pools all the gaps of all requests (pooled_itl below).
+STATS = (("ttft_s", "ttft"), ("tpot_s", "tpot"), ("e2e_s", "e2e"))
+ITL_KEYS = ("itl_mean_s", "itl_p50_s", "itl_p90_s", "itl_p99_s")
 MAX_META = 80
 _NA_STRINGS = {"", "n/a", "na", "nan", "none", "null"}
 _NUMBER_RE = re.compile(r"^[+-]?(\d[\d,]*(\.\d*)?|\.\d+)([eE][+-]?\d+)?$|^[+-]?(inf|infinity|nan)$", re.IGNORECASE)
@@ -354,6 +357,28 @@ def _percentiles(x: np.ndarray, keep: np.ndarray | None = None) -> tuple[float, 
         return None
     p50, p90, p99 = quantiles(x)
     return float(x.mean()), float(p50), float(p90), float(p99)
+
+
+def pooled_itl(gaps: np.ndarray, lengths: np.ndarray, ok: np.ndarray | None) -> dict[str, float]:
+    """ITL as vLLM, SGLang, AIPerf (inter_chunk_latency) and inference-perf report it: every inter-token gap of
+    every successful request in one pool, then mean and linear-interpolation percentiles (np.percentile), so the
+    numbers equal the tool's own. ``gaps`` is the flat ragged array, ``lengths`` the gaps per request."""
+    stats = _percentiles(gaps, np.repeat(ok, lengths) if ok is not None else None)
+    if stats is None:
+        return {}
+    return dict(zip(ITL_KEYS, stats, strict=True))
+
+
+def ragged_gaps(times: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Per-token timestamps (flat ragged array) → the gaps between consecutive tokens of each request, as
+    (flat gaps, gaps per request); a request with one timestamp or none has no gap."""
+    if not times.size:
+        return times, np.zeros_like(lengths)
+    diffs = np.diff(times)
+    starts = np.cumsum(lengths)[:-1]  # a diff that crosses into the next request's first timestamp is dropped
+    keep = np.ones(diffs.size, dtype=bool)
+    keep[starts[(starts > 0) & (starts <= diffs.size)] - 1] = False
+    return diffs[keep], np.maximum(lengths - 1, 0)
 
 
 def _pool() -> ThreadPoolExecutor:

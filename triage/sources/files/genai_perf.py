@@ -19,12 +19,14 @@ from triage.sources.files.common import (
     fmt_num,
     frame,
     num,
+    pooled_itl,
     ragged,
+    ragged_gaps,
     read_csv_rows,
 )
 
 TPOT_DEF = "{tool} inter_token_latency: (latency − ttft)/(osl − 1) per request (= vLLM TPOT)"
-ITL_DEF = "AIPerf inter_chunk_latency: gaps between streamed chunks (≈ vLLM ITL)"
+ITL_DEF = "AIPerf inter_chunk_latency: every gap between streamed chunks, pooled over all requests (≈ vLLM ITL)"
 # distribution metric tag → canonical prefix; scalar tag → summary key
 DIST_TAGS = {"time_to_first_token": "ttft", "request_latency": "e2e", "inter_token_latency": "tpot",
              "inter_chunk_latency": "itl"}
@@ -181,10 +183,11 @@ def _content_times(req: dict[str, Any]) -> Any:
     return [t for t, text in zip(times, strings, strict=True) if _CONTENT_RE.search(text)]
 
 
-def raw_requests(reqs: list[Any], ctx: Ctx, key: str) -> Any:
+def raw_requests(reqs: list[Any], ctx: Ctx, key: str) -> tuple[Any, dict[str, float]]:
+    """The per-request table and the ITL pooled over every gap between content responses."""
     reqs = [r for r in reqs if isinstance(r, dict)]
     if not reqs:
-        return None
+        return None, {}
     ts = float_array([r.get("timestamp") for r in reqs], "timestamp", ctx, key)
     flat, lengths = ragged([_content_times(r) for r in reqs], "response_timestamps", ctx, key)
     n = len(reqs)
@@ -206,7 +209,8 @@ def raw_requests(reqs: list[Any], ctx: Ctx, key: str) -> Any:
             cols[col] = np.array([np.nan if v is None else v for v in values])
     if "output_tokens" not in cols:  # no usage: TPOT from the chunk timestamps, one content chunk per token
         cols["tpot_s"] = itl
-    return frame(cols)
+    gaps, per_request = ragged_gaps(flat, lengths)
+    return frame(cols), pooled_itl(gaps * 1e-9, per_request, has)
 
 
 def parse_raw(doc: Any, ctx: Ctx) -> list[Run]:
@@ -223,10 +227,10 @@ def parse_raw(doc: Any, ctx: Ctx) -> list[Run]:
         key = label if len(exps) > 1 else ""
         raw_reqs = exp.get("requests")
         reqs: list[Any] = raw_reqs if isinstance(raw_reqs, list) else []
-        requests = raw_requests(reqs, ctx, key)
+        requests, pooled = raw_requests(reqs, ctx, key)
         if requests is None:
             raise ctx.fail(f"experiment {i + 1} has no requests", key=key)
-        defs = {"itl": "mean gap between streamed content responses of each request (raw timestamps)"}
+        defs = {"itl": "every gap between streamed content responses, pooled over all requests (raw timestamps)"}
         if "output_tokens" not in requests:
             defs["tpot"] = ("(last − first content response)/(content responses − 1): TPOT from the per-chunk "
                             "timestamps, counting one token per chunk (the responses carry no usage)")
@@ -234,7 +238,8 @@ def parse_raw(doc: Any, ctx: Ctx) -> list[Run]:
                              "computed per streamed chunk, exact when the server sends one token per chunk")
         runs.append(build_run(label, ctx, requests=requests, tool=load, definitions=defs,
                               meta={"tool": f"perf_analyzer {doc.get('version') or ''}".strip(),
-                                    "backend": doc.get("service_kind") or doc.get("endpoint")}, key=key))
+                                    "backend": doc.get("service_kind") or doc.get("endpoint")}, key=key,
+                              overrides=pooled))
     if not runs:
         raise ctx.fail("profile export has no experiments")
     return runs

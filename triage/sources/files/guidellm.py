@@ -25,6 +25,8 @@ from triage.sources.files.common import (
 TPOT_V2 = ("GuideLLM inter_token_latency (= vLLM TPOT); its time_per_output_token leaves TTFT out and divides by N, "
            "not used")
 TPOT_V4 = "GuideLLM inter_token_latency (= vLLM TPOT); its time_per_output_token INCLUDES TTFT, not used as TPOT"
+ITL_NONE = ("not measurable: GuideLLM keeps the first and last token times of a request, not each token's, and its "
+            "inter_token_latency_ms is each request's mean gap weighted by its gaps (= TPOT), not pooled gaps")
 # metric key → (canonical prefix, factor to seconds)
 DIST_METRICS = {
     "request_latency": ("e2e", 1.0),
@@ -177,7 +179,7 @@ def parse_doc(doc: Any, ctx: Ctx) -> list[Run]:
         meta = {"model": find_key(bench.get("worker") or bench.get("config"), ("backend_model", "model")),
                 "tool": f"guidellm {version}" if version else ("guidellm ≥0.4" if v4 else "guidellm 0.2–0.3"),
                 "date": fmt_epoch(bench.get("start_time"))}
-        defs = {"tpot": TPOT_V4 if v4 else TPOT_V2, "ttft": "GuideLLM time_to_first_token",
+        defs = {"tpot": TPOT_V4 if v4 else TPOT_V2, "itl": ITL_NONE, "ttft": "GuideLLM time_to_first_token",
                 "e2e": "GuideLLM request_latency"}
         requests = requests_table(bench, v4, ctx, key)
         overrides = _sampled_counts(requests, summary, ctx, label)
@@ -310,7 +312,7 @@ def _parse_v2(rows: list[list[str]], ctx: Ctx) -> list[Run]:
         meta = {"model": find_key(worker, ("backend_model", "model")), "tool": "guidellm 0.2–0.3",
                 "date": row.get("Start Time")}
         runs.append(build_run(label, ctx, tool={**csv_v2_summary(row), **load}, meta=meta,
-                              definitions={"tpot": TPOT_V2}, key=label if len(data) > 1 else ""))
+                              definitions={"tpot": TPOT_V2, "itl": ITL_NONE}, key=label if len(data) > 1 else ""))
     return runs
 
 
@@ -335,7 +337,7 @@ def _parse_v4(rows: list[list[str]], ctx: Ctx) -> list[Run]:
                 "tool": f"guidellm {version}" if version else "guidellm ≥0.4",
                 "date": row.get(("Timings", "Start Time", ""))}
         runs.append(build_run(label, ctx, tool={**csv_v4_summary(row), **load}, meta=meta,
-                              definitions={"tpot": TPOT_V4}, key=label if len(rows) > 4 else ""))
+                              definitions={"tpot": TPOT_V4, "itl": ITL_NONE}, key=label if len(rows) > 4 else ""))
     if not runs:
         raise ctx.fail("no GuideLLM CSV row matches its header; upload the JSON output instead")
     return runs

@@ -18,7 +18,7 @@ from typing import Any
 import numpy as np
 
 from triage.run import Run
-from triage.sources.files.common import Ctx, build_run, deep_get, float_array, fmt_num, frame, num
+from triage.sources.files.common import Ctx, build_run, deep_get, float_array, fmt_num, frame, num, pooled_itl
 
 TPOT_DEF = "inference-perf time_per_output_token: (last − first token time)/(output tokens − 1) (= vLLM TPOT)"
 ITL_DEF = "inference-perf inter_token_latency: every gap between token times, pooled over requests"
@@ -119,16 +119,21 @@ def _tokens(rec: dict[str, Any], usage_key: str, *paths: tuple[str, ...]) -> Any
     return None
 
 
-def _token_times(recs: list[dict[str, Any]], ctx: Ctx) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(first token time, last token time, number of token times) per request; NaN when not streamed."""
+def _token_times(recs: list[dict[str, Any]], ctx: Ctx) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """(first token time, last token time, number of token times, every gap between token times) per request;
+    NaN / no gaps when not streamed."""
     n = len(recs)
     first, last, count = np.full(n, np.nan), np.full(n, np.nan), np.zeros(n)
+    gaps: list[np.ndarray] = []
     for i, rec in enumerate(recs):
         times = _info_value(rec.get("info"), "output_token_times")
         if isinstance(times, list) and times:
             arr = float_array(times, "output_token_times", ctx)
             first[i], last[i], count[i] = arr[0], arr[-1], arr.size
-    return first, last, count
+            gaps.append(np.diff(arr))
+        else:
+            gaps.append(np.empty(0))
+    return first, last, count, np.concatenate(gaps) if gaps else np.empty(0)
 
 
 def parse_requests(doc: Any, ctx: Ctx) -> list[Run]:
@@ -138,7 +143,7 @@ def parse_requests(doc: Any, ctx: Ctx) -> list[Run]:
     start = float_array([r.get("start_time") for r in recs], "start_time", ctx)
     end = float_array([r.get("end_time") for r in recs], "end_time", ctx)
     ok = np.array([r.get("error") is None for r in recs], dtype=bool)
-    first, last, count = _token_times(recs, ctx)
+    first, last, count, gaps = _token_times(recs, ctx)
     output = float_array([_tokens(r, "completion_tokens", ("response_metrics", "output_tokens"), ("output_tokens",))
                           for r in recs], "output_tokens", ctx)
     prompt = float_array([_tokens(r, "prompt_tokens", ("request_metrics", "text", "input_tokens"), ("input_tokens",))
@@ -157,10 +162,12 @@ def parse_requests(doc: Any, ctx: Ctx) -> list[Run]:
         cols["prompt_tokens"] = prompt
     if np.isfinite(output).any():
         cols["output_tokens"] = np.where(ok, output, np.nan)
+    # inference-perf's own inter_token_latency: np.percentile over the gaps of every successful streamed request
+    pooled = pooled_itl(gaps, np.maximum(count, 1).astype(np.int64) - 1, ok)
     order = np.argsort(cols["start_s"], kind="stable")
     requests = frame({k: v[order] for k, v in cols.items()})
-    return [build_run(f"per-request lifecycle ({len(recs):,} requests)", ctx, requests=requests,
+    return [build_run(f"per-request lifecycle ({len(recs):,} requests)", ctx, requests=requests, overrides=pooled,
                       meta={"tool": "inference-perf"},
                       names={"start_s": "start_time", "e2e_s": "end_time − start_time",
                              "ttft_s": "output_token_times[0] − start_time"},
-                      definitions={"itl": "mean gap between output_token_times of each request", "tpot": TPOT_DEF})]
+                      definitions={"itl": ITL_DEF, "tpot": TPOT_DEF})]

@@ -17,9 +17,10 @@ from triage.sources.files.common import (
     frame,
     num,
     per_item_sum_mean,
+    pooled_itl,
     ragged,
 )
-from triage.sources.files.vllm import ARRAY_NAMES, ok_mask, per_request_arrays, pooled_itl, run_label
+from triage.sources.files.vllm import ARRAY_NAMES, ok_mask, per_request_arrays, run_label
 
 PERCENTILE_METRICS = (("ttft", "ttft"), ("tpot", "tpot"), ("itl", "itl"), ("e2e_latency", "e2e"))
 DEFINITIONS = {

@@ -11,7 +11,6 @@ import numpy as np
 from triage.run import Run
 from triage.sources.files.common import (
     Ctx,
-    _percentiles,
     build_run,
     check_lengths,
     describe_missing,
@@ -20,6 +19,7 @@ from triage.sources.files.common import (
     frame,
     num,
     per_item_sum_mean,
+    pooled_itl,
     ragged,
     type_name,
 )
@@ -149,14 +149,6 @@ def requests_table(doc: dict[str, Any], ctx: Ctx, key: str) -> tuple[Any, dict[s
                 cols[c] = np.where(ok, cols[c], np.nan)
         cols["ok"] = ok
     return frame(cols), overrides
-
-
-def pooled_itl(flat: np.ndarray, lengths: np.ndarray, ok: np.ndarray | None) -> dict[str, float]:
-    """vLLM's ITL statistics: every chunk gap of the successful requests, pooled."""
-    stats = _percentiles(flat, np.repeat(ok, lengths) if ok is not None else None)
-    if stats is None:
-        return {}
-    return dict(zip(("itl_mean_s", "itl_p50_s", "itl_p90_s", "itl_p99_s"), stats, strict=True))
 
 
 def latencies_only(doc: dict[str, Any], summary: dict[str, Any], ctx: Ctx, key: str) -> None:
