@@ -31,6 +31,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from triage import safe_load
+from triage.errors import TriageError
 from triage.knowledge.model import Technique, Tool
 
 FLAGS_DIR = Path(__file__).resolve().parents[2] / "tree" / "engines" / "flags"
@@ -382,9 +384,9 @@ def _check_json(dump: Dump, option: str, raw: str) -> list[str]:
     if config is None:
         return []
     try:
-        value = json.loads(raw)
-    except json.JSONDecodeError as exc:
-        return [f"{option} value is not JSON ({exc.msg})"]
+        value = safe_load.load_json(raw, max_chars=64 * 1024)
+    except TriageError as exc:
+        return [f"{option} value is not JSON ({exc.reason})"]
     if not isinstance(value, dict):
         return [f"{option} value is not a JSON object"]
     out: list[str] = []

@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
 from pydantic import BaseModel, ValidationError
 
+from triage import safe_load
 from triage.errors import TriageError
 from triage.knowledge import DEFAULT_TREE_DIR
 from triage.knowledge.checked import content_key, yaml_files
@@ -44,7 +44,6 @@ from triage.knowledge.scenarios import Scenario
 
 PLACEHOLDER = re.compile(r"\{(\w+)\}")  # a {name} in a provenance phrase
 ROOT_ID = "root"
-_SafeLoader: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when present: same rules, faster
 
 
 @dataclass(frozen=True)
@@ -120,15 +119,16 @@ class KnowledgeBase:
 
 
 def _read_yaml(path: Path) -> Any:
+    """A tree or gate YAML file (``--tree-dir``, ``gate --gate FILE``): read within bounds, then the safe loader
+    (depth checked before libyaml builds anything, no aliases)."""
     from triage.sources.bounded import MAX_CONFIG_BYTES, read_text_bounded
 
     text = read_text_bounded(path, MAX_CONFIG_BYTES)
+    # aliases stay allowed here (yaml.safe_dump writes them for repeated values) but counted: no billion laughs
     try:
-        return yaml.load(text, Loader=_SafeLoader)  # noqa: S506 - a safe loader
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        key = f"line {mark.line + 1}" if mark else ""
-        raise TriageError(f"invalid YAML: {getattr(exc, 'problem', exc)}", where=str(path), key=key) from exc
+        return safe_load.load_yaml(text, where=str(path), max_chars=MAX_CONFIG_BYTES, aliases=True)
+    except TriageError as exc:
+        raise safe_load.with_line_key(exc) from None
 
 
 def _parse(model: type[BaseModel], data: Any, path: Path, prefix: str = "") -> Any:

@@ -8,6 +8,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from triage import safe_load
 from triage.errors import TriageError
 from triage.knowledge.loader import load_knowledge
 from triage.memory.calculator import GIB, GpuSpec, MemoryInput, ModelSpec, embedding_params, kv_bytes_per_token_per_gpu
@@ -45,10 +46,13 @@ def _cfg_int(cfg: dict, key: str, where: str, default: int | None = None, why: s
 
 
 def _load_config(text: str, where: str) -> dict:
+    from triage.sources.bounded import MAX_CONFIG_BYTES
+
+    # a pasted or uploaded config.json: size and depth bounded like every other user file
     try:
-        cfg = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise TriageError(f"not valid JSON: {exc.msg}", where=where, key=f"line {exc.lineno}") from exc
+        cfg = safe_load.load_json(text, where=where, max_chars=MAX_CONFIG_BYTES)
+    except TriageError as exc:
+        raise safe_load.with_line_key(exc) from None
     if not isinstance(cfg, dict):
         raise TriageError("expected a JSON object", where=where)
     text_cfg = cfg.get("text_config")

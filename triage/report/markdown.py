@@ -6,6 +6,7 @@ import base64
 import json
 import re
 
+from triage import safe_load
 from triage.diagnosis.rules import Diagnosis, Evidence, Finding
 from triage.errors import TriageError
 from triage.knowledge.loader import KnowledgeBase
@@ -119,11 +120,15 @@ def restore_walk(markdown: str, kb: KnowledgeBase | None = None) -> RetroState:
         raise TriageError("this Markdown holds no saved walk (was it exported by the Retro page?)",
                           key=STATE_MARK)
     try:
-        data = json.loads(base64.b64decode(re.sub(r"\s", "", m.group(1)), validate=True))
-    except (ValueError, json.JSONDecodeError) as exc:
+        raw = base64.b64decode(re.sub(r"\s", "", m.group(1)), validate=True)
+    except ValueError as exc:
         raise TriageError("the saved walk is damaged and cannot be read", key=STATE_MARK) from exc
-    except RecursionError:
-        raise TriageError("the saved walk is nested too deeply to be a walk", key=STATE_MARK) from None
+    try:
+        data = safe_load.load_json(raw, max_chars=MAX_REPORT_CHARS)
+    except TriageError as exc:
+        reason = ("the saved walk is nested too deeply to be a walk" if "nested too deeply" in exc.reason
+                  else "the saved walk is damaged and cannot be read")
+        raise TriageError(reason, key=STATE_MARK) from None
     if not isinstance(data, dict):
         raise TriageError("the saved walk is damaged and cannot be read", key=STATE_MARK)
     return RetroState.from_dict(data, kb)

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import codecs
-import json
 import re
 from dataclasses import dataclass
 from typing import Any
 
-import yaml
-
+from triage import safe_load
 from triage.sources.files import generic, inference_perf
 from triage.sources.files.common import Ctx, decode_text, not_utf8_reason, type_name
 
@@ -108,38 +106,10 @@ def sniff(data: bytes, name: str) -> Sniffed:
 # ---------------------------------------------------------------- JSON
 
 
-def json_error(exc: json.JSONDecodeError, text: str, ctx: Ctx) -> Exception:
-    at_end = exc.pos >= len(text.rstrip()) or exc.msg.startswith("Unterminated string")
-    if at_end:
-        return ctx.fail(f"truncated JSON at line {exc.lineno} col {exc.colno} (the file ends mid-value)")
-    return ctx.fail(f"invalid JSON at line {exc.lineno} col {exc.colno}: {exc.msg}")
-
-
 def parse_json_values(text: str, ctx: Ctx) -> list[Any]:
-    """One JSON document, or several separated by whitespace/newlines (JSONL, --append-result)."""
-    try:
-        return [json.loads(text)]
-    except json.JSONDecodeError as exc:
-        if exc.msg != "Extra data":
-            raise json_error(exc, text, ctx) from None
-    except RecursionError:
-        raise ctx.fail("JSON is nested too deeply") from None
-    decoder = json.JSONDecoder()
-    ws = re.compile(r"\s*")
-    values: list[Any] = []
-    idx, n = 0, len(text)
-    while True:
-        gap = ws.match(text, idx)
-        idx = gap.end() if gap else idx
-        if idx >= n:
-            return values
-        try:
-            obj, idx = decoder.raw_decode(text, idx)
-        except json.JSONDecodeError as exc:
-            raise json_error(exc, text, ctx) from None
-        except RecursionError:
-            raise ctx.fail("JSON is nested too deeply") from None
-        values.append(obj)
+    """One JSON document, or several separated by whitespace/newlines (JSONL, --append-result); size and depth
+    bounded by the one safe loader."""
+    return safe_load.load_json_values(text, where=ctx.where)
 
 
 def describe(doc: Any) -> str:
@@ -253,32 +223,10 @@ def detect_json(values: list[Any], ctx: Ctx) -> str:
 # ---------------------------------------------------------------- YAML
 
 
-class _NoAliasLoader(yaml.SafeLoader):
-    """SafeLoader that refuses anchors/aliases (no billion-laughs expansion)."""
-
-    def compose_node(self, parent: Any, index: Any) -> Any:
-        if self.check_event(yaml.AliasEvent):
-            raise yaml.YAMLError("YAML aliases are not accepted")
-        return super().compose_node(parent, index)
-
-
-_ALIAS_HINT = re.compile(r"(^|[\s\[{,:-])[&*][^\s]", re.MULTILINE)
-
-
 def load_yaml(text: str, ctx: Ctx) -> Any:
-    loader: Any = _NoAliasLoader
-    if not _ALIAS_HINT.search(text) and getattr(yaml, "__with_libyaml__", False):
-        loader = yaml.CSafeLoader
-    try:
-        return yaml.load(text, Loader=loader)  # noqa: S506 - safe loaders only
-    except yaml.MarkedYAMLError as exc:
-        mark = exc.problem_mark
-        where = f" at line {mark.line + 1} col {mark.column + 1}" if mark else ""
-        raise ctx.fail(f"invalid YAML{where}: {exc.problem or exc}") from None
-    except yaml.YAMLError as exc:
-        raise ctx.fail(f"invalid YAML: {exc}") from None
-    except RecursionError:
-        raise ctx.fail("YAML is nested too deeply") from None
+    """A YAML upload through the safe loader: depth and aliases checked on libyaml's flat event stream first, so
+    100,000 nested brackets are a one-line refusal instead of a C stack overflow that kills the server."""
+    return safe_load.load_yaml(text, where=ctx.where)
 
 
 # ---------------------------------------------------------------- CSV

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime
 from typing import Any
 
 import numpy as np
 
+from triage import safe_load
+from triage.errors import TriageError
 from triage.run import Run
 from triage.sources.files.common import (
     Ctx,
@@ -268,8 +269,8 @@ def csv_v4_summary(row: dict[tuple[str, str, str], str]) -> dict[str, Any]:
 
 def _json_cell(cell: Any) -> Any:
     try:
-        return json.loads(cell) if isinstance(cell, str) and cell.strip()[:1] in "{[" else None
-    except (ValueError, RecursionError):
+        return safe_load.load_json(cell) if isinstance(cell, str) and cell.strip()[:1] in "{[" else None
+    except TriageError:
         return None
 
 

@@ -28,6 +28,7 @@ import numpy as np
 from prometheus_client.exposition import generate_latest
 from prometheus_client.registry import CollectorRegistry
 
+from triage import safe_load
 from triage.errors import TriageError
 from triage.sources.metrics.simulator import (
     CONTENT_TYPE,
@@ -487,9 +488,9 @@ def _handler(engine: Engine, with_metrics: bool) -> type[http.server.BaseHTTPReq
             if length <= 0 or length > MAX_BODY:
                 raise BadRequest("a JSON body is required (at most 16 MiB)")
             try:
-                body = json.loads(self.rfile.read(length))
-            except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-                raise BadRequest(f"body is not JSON: {exc}") from None
+                body = safe_load.load_json(self.rfile.read(length), max_chars=MAX_BODY)
+            except TriageError as exc:
+                raise BadRequest(f"body is not JSON: {exc.reason}") from None
             if not isinstance(body, dict):
                 raise BadRequest("body must be a JSON object")
             return body

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import os
 import re
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any
 from urllib.parse import unquote, urlsplit, urlunsplit
 
+from triage import safe_load
 from triage.errors import TriageError
 from triage.safe_text import redact_url
 
@@ -118,9 +118,10 @@ def _secrets_tables(path: Path) -> dict[str, dict[str, Any]]:
     if not path.is_file():
         raise TriageError("secrets file not found", where=str(path))
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise TriageError(f"not valid TOML ({exc})", where=str(path)) from None
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise TriageError(f"cannot read as UTF-8 text ({exc})", where=str(path)) from None
+    data = safe_load.load_toml(text, where=str(path))
     section = data.get("prometheus", {})
     if not isinstance(section, dict):
         raise TriageError("[prometheus] must be a table of profiles", where=str(path), key="prometheus")

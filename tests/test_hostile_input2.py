@@ -1,0 +1,171 @@
+"""Hostile input, second round (issue 23): files and parsed text. Deep nesting is a one-line refusal (never a
+crash), CSV cells are cleaned then escaped, Markdown from files is inert, secrets in malformed URLs are masked,
+``rules`` arguments cannot break the rule file."""
+
+from __future__ import annotations
+
+import base64
+import os
+import subprocess
+import sys
+import threading
+import urllib.request
+from pathlib import Path
+
+import pytest
+
+from tests.browser_tools import CHROMIUM, chromium_page, streamlit_server
+from triage import safe_load
+from triage.errors import TriageError
+
+ROOT = Path(__file__).resolve().parent.parent
+BENCH = ROOT / "tests" / "fixtures" / "bench"
+VLLM = ROOT / "tests" / "fixtures" / "real" / "vllm" / "healthy" / "vllm_bench.json"
+N = 100_000
+DEEP_YAML = "x: " + "[" * N + "]" * N + "\n"  # the issue's file: 200 KB that killed the server (libyaml recursion)
+DEEP = {"yaml flow": DEEP_YAML, "yaml block": "x:\n" + "- " * N + "a\n", "yaml mapping": "x: " + "{a: " * N + "1"
+        + "}" * N + "\n", "yaml complex key": "? " * N + "a\n"}
+
+
+def run_cli(*argv: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
+    """The CLI as its own process: a C stack overflow shows as exit -11 / 139 instead of killing pytest."""
+    return subprocess.run([sys.executable, "-m", "triage", *argv], cwd=cwd, capture_output=True, text=True,
+                          timeout=120)
+
+
+def one_line_refusal(proc: subprocess.CompletedProcess[str], *words: str) -> str:
+    err = proc.stderr.strip()
+    assert proc.returncode == 2, (proc.returncode, err[-300:])
+    assert len(err.splitlines()) == 1 and "Traceback" not in err, err[-300:]
+    for word in words:
+        assert word in err, err
+    return err
+
+
+# ---------------------------------------------------------------- 1. deep nesting
+
+
+@pytest.mark.parametrize("name", list(DEEP))
+def test_the_safe_loader_refuses_deep_yaml(name):
+    with pytest.raises(TriageError, match="YAML is nested too deeply"):
+        safe_load.load_yaml(DEEP[name], where="d.yaml")
+
+
+@pytest.mark.parametrize("text", ["[" * N + "]" * N, '{"a": ' * N + "1" + "}" * N, "[" * 150 + "]" * 150])
+def test_the_safe_loader_refuses_deep_json(text):
+    with pytest.raises(TriageError, match="JSON is nested too deeply"):
+        safe_load.load_json(text, where="d.json")
+    with pytest.raises(TriageError, match="JSON is nested too deeply"):
+        safe_load.load_json_values(text + "\n" + text, where="d.jsonl")
+
+
+def test_the_safe_loader_refuses_deep_toml():
+    with pytest.raises(TriageError, match="TOML is nested too deeply"):
+        safe_load.load_toml("x = " + "[" * N + "]" * N, where="secrets.toml")
+    with pytest.raises(TriageError, match="TOML is nested too deeply"):
+        safe_load.load_toml("x = " + "[" * 150 + "]" * 150, where="secrets.toml")
+
+
+def test_the_safe_loader_refuses_deep_yaml_in_a_thread():
+    """Streamlit runs a page in a thread of its own: the refusal must not depend on the main thread's stack."""
+    errors: list[BaseException] = []
+
+    def load() -> None:
+        for text in DEEP.values():
+            try:
+                safe_load.load_yaml(text)
+            except TriageError as exc:
+                errors.append(exc)
+    worker = threading.Thread(target=load)
+    worker.start()
+    worker.join()
+    assert len(errors) == len(DEEP) and all("nested too deeply" in str(e) for e in errors)
+
+
+def test_the_safe_loader_still_reads_real_files_and_refuses_aliases():
+    doc = safe_load.load_yaml((BENCH / "guidellm_v05.yaml").read_text(encoding="utf-8"))
+    assert isinstance(doc, dict) and doc["benchmarks"]
+    assert safe_load.load_json(VLLM.read_text(encoding="utf-8"))["num_prompts"]
+    assert safe_load.value_depth(safe_load.load_yaml("a: [[1, {b: [2]}]]")) == 5
+    with pytest.raises(TriageError, match="aliases"):
+        safe_load.load_yaml("a: &x [1]\nb: *x\n")
+    with pytest.raises(TriageError, match="larger than"):
+        safe_load.load_yaml("a: 1\n" * 10, max_chars=20)
+    with pytest.raises(TriageError, match=r"invalid YAML at line 2"):
+        safe_load.load_yaml("a: 1\n b: [\n")
+
+
+def test_aliases_where_allowed_are_counted_whole():
+    """Tree files may hold aliases (yaml.safe_dump writes them), but an alias counts as its anchor's depth and
+    size: neither a deep anchor reused nor a billion-laughs file gets past the check."""
+    assert safe_load.load_yaml("a: &x [1, [2]]\nb: *x\n", aliases=True) == {"a": [1, [2]], "b": [1, [2]]}
+    deep = "a: &a " + "[" * 60 + "]" * 60 + "\nb: " + "[" * 50 + "*a" + "]" * 50 + "\n"
+    with pytest.raises(TriageError, match="nested too deeply"):
+        safe_load.load_yaml(deep, aliases=True)
+    laughs = "a: &a [x, x, x, x, x, x, x, x, x, x]\n" + "".join(
+        f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join(['*' + chr(97 + i)] * 10)}]\n" for i in range(8))
+    with pytest.raises(TriageError, match="aliases expand"):
+        safe_load.load_yaml(laughs, aliases=True)
+
+
+@pytest.fixture(scope="module")
+def deep_files(tmp_path_factory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("deep")
+    out = {}
+    for name, text in {"d.yaml": DEEP_YAML, "d.json": "[" * N + "]" * N, "block.yaml": DEEP["yaml block"]}.items():
+        out[name] = root / name
+        out[name].write_text(text, encoding="utf-8")
+    return out
+
+
+@pytest.mark.parametrize("name", ["d.yaml", "d.json", "block.yaml"])
+def test_cli_diagnose_refuses_deep_files_in_one_line(deep_files, name):
+    one_line_refusal(run_cli("diagnose", str(deep_files[name])), "nested too deeply")
+    one_line_refusal(run_cli("report", str(deep_files[name])), "nested too deeply")
+
+
+def test_cli_gate_refuses_a_deep_gate_file_in_one_line(deep_files):
+    proc = run_cli("gate", str(VLLM), str(VLLM), "--gate", str(deep_files["d.yaml"]))
+    one_line_refusal(proc, "d.yaml", "nested too deeply")
+
+
+def test_cli_tree_dir_and_memory_config_refuse_deep_files(deep_files, tmp_path):
+    tree = tmp_path / "tree"
+    subprocess.run(["cp", "-r", str(ROOT / "tree"), str(tree)], check=True)
+    (tree / "guidance.yaml").write_text(DEEP_YAML, encoding="utf-8")
+    one_line_refusal(run_cli("tree", "--tree-dir", str(tree)), "guidance.yaml", "nested too deeply")
+    config = tmp_path / "config.json"
+    config.write_text('{"a": ' * N + "1" + "}" * N, encoding="utf-8")
+    one_line_refusal(run_cli("memory", "--config", str(config), "--gpu", "h100"), "nested too deeply")
+
+
+def test_a_deep_retro_import_and_secrets_file_are_refused(tmp_path):
+    from triage.report.markdown import restore_walk
+    from triage.sources.metrics.profiles import list_profiles
+
+    deep = base64.b64encode(('{"a": ' * 500 + "1" + "}" * 500).encode()).decode()
+    with pytest.raises(TriageError, match="nested too deeply"):
+        restore_walk(f"# r\n<!-- triage-retro:{deep} -->\n")
+    secrets = tmp_path / "secrets.toml"
+    secrets.write_text("[prometheus.x]\nurl = " + "[" * N + "]" * N + "\n", encoding="utf-8")
+    with pytest.raises(TriageError, match="nested too deeply"):
+        list_profiles(secrets, {})
+
+
+@pytest.mark.browser
+@pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian chromium is not installed")
+def test_the_server_survives_the_deep_upload_on_benchmark(deep_files):
+    """The issue's file uploaded on /benchmark of a real ``streamlit run``: a one-line refusal on the page, and the
+    same server (not a restarted one) still answers and still reads a good file. Before, the process died
+    (SIGSEGV) and the page showed CONNECTING; run in a server of its own so a regression cannot take pytest down."""
+    from playwright.sync_api import expect
+
+    with streamlit_server() as url, chromium_page() as page:
+        page.goto(f"{url}/benchmark")
+        expect(page.get_by_text("Showing the bundled sample")).to_be_visible(timeout=60000)
+        page.locator(".st-key-bench_upload input[type=file]").set_input_files(str(deep_files["d.yaml"]))
+        expect(page.get_by_text("YAML is nested too deeply").first).to_be_visible(timeout=60000)
+        assert urllib.request.urlopen(f"{url}/_stcore/health", timeout=10).read() == b"ok"
+        page.locator(".st-key-bench_upload input[type=file]").set_input_files(str(VLLM))
+        expect(page.get_by_text("Detected format: vLLM bench serve JSON").first).to_be_visible(timeout=60000)
+        assert page.get_by_text("Traceback").count() == 0
