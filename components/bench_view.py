@@ -10,6 +10,7 @@ from components.evidence import diagnosis_panel
 from components.kpi import kpi_row
 from components.shell import knowledge, t
 from components.static_table import static_table
+from components.verdict import verdict_block
 from triage.diagnosis.benchmark import diagnose_run
 from triage.diagnosis.roofline import Hardware
 from triage.diagnosis.rules import Slo
@@ -19,6 +20,7 @@ from triage.report.units import fmt_value, number
 from triage.run import Run
 from triage.safe_text import md_escape
 from triage.service.uploads import format_title
+from triage.service.verdict import run_engine
 
 
 def upload_area() -> list[tuple[str, str]]:
@@ -134,13 +136,18 @@ def panels(loaded: bench_source.Loaded, run: Run, slo: Slo) -> None:
 def benchmark_page(slo: Slo, hardware: Hardware | None = None) -> None:
     st.title(t("bench_title"))
     st.caption(t("bench_hint"))
+    answer = st.container()  # the verdict goes first, above the uploader, once the file viewed is diagnosed
     loaded = file_picker(upload_area())
     if loaded is None:
         findings.forget()
         return
     run = run_picker(loaded)
     diag = diagnose_run(knowledge(), run, slo, hardware)
+    engine = run_engine(run)
+    with answer:
+        verdict_block(diag, engine, t("sample_label") if loaded.is_sample else f"{loaded.bench.source} · {run.label}",
+                      sample=loaded.is_sample)
     kpi_row(diag.signals, slo.values)
     summary_table(run)
     panels(loaded, run, slo)
-    diagnosis_panel(diag, f"{loaded.bench.source} · {run.label}")
+    diagnosis_panel(diag, f"{loaded.bench.source} · {run.label}", engine)

@@ -129,9 +129,9 @@ def within_slo_but(diag: Diagnosis, select: bool = True) -> None:
                           on_click=request_scroll, args=(f.cause,), icon=":material/account_tree:")
 
 
-def diagnosis_panel(diag: Diagnosis, label: str) -> None:
+def diagnosis_panel(diag: Diagnosis, label: str, engine: str | None = None) -> None:
     """Findings and symptoms on the left, the lit tree on the right; the diagnosis becomes the session's."""
-    remember(label, diag)
+    remember(label, diag, engine)
     left, right = st.columns(2, gap="medium")
     with left:
         st.markdown(f"### {t('findings')}")

@@ -11,16 +11,22 @@ from triage.diagnosis.benchmark import diagnose_run
 from triage.diagnosis.rules import Diagnosis, resolve_slo
 
 
-def remember(label: str, diag: Diagnosis) -> None:
-    """Pages that diagnose a source share it: the tree lights it, the retro walks it."""
+def remember(label: str, diag: Diagnosis, engine: str | None = None) -> None:
+    """Pages that diagnose a source share it: the tree lights it, the retro walks it, Diagnose's verdict names
+    the engine's first action."""
     session.FINDINGS.set(diag.matched_ids)
     session.DIAGNOSIS.set((label, diag))
+    if engine:
+        session.DIAGNOSIS_ENGINE.set(engine)
+    else:
+        session.DIAGNOSIS_ENGINE.clear()
 
 
 def forget() -> None:
     """Nothing of the user's loaded: the tree and the retro go back to the labelled sample."""
     session.FINDINGS.clear()
     session.DIAGNOSIS.clear()
+    session.DIAGNOSIS_ENGINE.clear()
 
 
 @st.cache_resource(show_spinner=False)
@@ -35,6 +41,16 @@ def current_diagnosis() -> tuple[str, Diagnosis]:
     if opened is not None:
         return opened
     return t("sample_label"), _sample_diagnosis()
+
+
+def showing_sample() -> bool:
+    """True when nothing of the user's is loaded and the pages fall back to the bundled sample."""
+    return session.DIAGNOSIS.get() is None
+
+
+def current_engine() -> str | None:
+    """The engine of the source opened last, when it is known."""
+    return session.DIAGNOSIS_ENGINE.get() if session.DIAGNOSIS.get() is not None else None
 
 
 def current_highlight() -> tuple[list[str], str]:

@@ -82,10 +82,13 @@ def _demo(minutes: float, end: datetime | None) -> partial[Any]:
     _from_url(session.LIVE_SCENARIO, "scenario", str, ids)
     if not session.LIVE_SCENARIO.present():
         session.LIVE_SCENARIO.seed("queueing")
+    # the scenario's description is its help: the verdict below must start on the first screen at 1024 x 768
+    current = session.LIVE_SCENARIO.value()
+    current = current if current in scenarios else ids[0]
     scenario = st.selectbox(t("live_scenario"), ids, key=session.LIVE_SCENARIO.name,
-                            format_func=labels_now(ids, lambda s: scenarios[s].title.get(lang())))
+                            format_func=labels_now(ids, lambda s: scenarios[s].title.get(lang())),
+                            help=scenarios[current].description.get(lang()) + " " + t("live_demo_now"))
     _to_url({"scenario": scenario})
-    st.caption(scenarios[scenario].description.get(lang()) + " " + t("live_demo_now"))
     return partial(live_source.demo_windows, scenario, minutes)
 
 
@@ -230,8 +233,15 @@ def source_picker() -> tuple[str, Callable | None]:
     _to_url({"source": kind})
     if kind != "demo":
         _to_url({"scenario": None})
-    minutes, end = time_range() if kind != "snapshots" else (15.0, None)
     pick = {"demo": _demo, "scrape": _scrape, "snapshots": _snapshots, "prometheus": _prometheus}[kind]
-    make = pick(minutes, end)
+    if kind == "demo":  # range and scenario side by side: the verdict below starts on the first screen
+        left, right = st.columns(2)
+        with left:
+            minutes, end = time_range()
+        with right:
+            make = pick(minutes, end)
+    else:
+        minutes, end = time_range() if kind != "snapshots" else (15.0, None)
+        make = pick(minutes, end)
     settings = (make.args, tuple(sorted(make.keywords.items()))) if make is not None else ()
     return f"{kind}:{hashlib.sha1(repr(settings).encode()).hexdigest()[:12]}", make

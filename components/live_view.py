@@ -15,6 +15,7 @@ from components import session
 from components.chart_style import LEGEND_ABOVE, show
 from components.evidence import diagnosis_panel
 from components.shell import knowledge, lang, t
+from components.verdict import verdict_block
 from triage.diagnosis.compare import SignalDelta
 from triage.diagnosis.rules import Slo
 from triage.errors import TriageError
@@ -156,6 +157,7 @@ def panels(result: LiveResult) -> None:
 
 
 def render(result: LiveResult) -> None:
+    verdict_block(result.live.diagnosis, result.live.engine)
     st.caption(t("live_source_line", label=result.label, engine=result.live.engine,
                  at=datetime.fromtimestamp(result.at).strftime("%H:%M:%S")))
     for err in result.live.readings.errors:  # may quote a server's error text
@@ -163,7 +165,7 @@ def render(result: LiveResult) -> None:
     kpi_deltas(result)
     all_deltas(result)
     panels(result)
-    diagnosis_panel(result.live.diagnosis, result.label)
+    diagnosis_panel(result.live.diagnosis, result.label, result.live.engine)
 
 
 def refresh_and_render(make_pair: Callable[[], WindowPair], slo: Slo, source_key: str) -> None:

@@ -69,6 +69,8 @@ FINDINGS: StateKey[list[str]] = StateKey(
     "findings", "components.findings", "cause ids of the source diagnosed last (the tree lights them)")
 DIAGNOSIS: StateKey[tuple[str, Diagnosis]] = StateKey(
     "diagnosis", "components.findings", "(source label, Diagnosis) of the source diagnosed last (the retro walks it)")
+DIAGNOSIS_ENGINE: StateKey[str] = StateKey(
+    "diagnosis_engine", "components.findings", "engine id (vllm, sglang, tgi) of the source diagnosed last, when known")
 BENCH_UPLOADS: StateKey[Uploads] = StateKey(
     "bench_uploads", "components.bench_source", "benchmark files that parsed in this session, by content hash")
 SINGLE_UPLOADS: StateKey[SingleUploads] = StateKey(
@@ -98,7 +100,8 @@ RETRO_IMPORTED: StateKey[str] = StateKey(
     "retro_imported", "components.retro_view", "upload id of the report imported last (imported once)")
 
 KEYS: tuple[StateKey[Any], ...] = (
-    LANG, JUMP, TREE_SCROLL, FINDINGS, DIAGNOSIS, BENCH_UPLOADS, SINGLE_UPLOADS, BENCH_CHOICE, LIVE_FEEDS,
+    LANG, JUMP, TREE_SCROLL, FINDINGS, DIAGNOSIS, DIAGNOSIS_ENGINE, BENCH_UPLOADS, SINGLE_UPLOADS,
+    BENCH_CHOICE, LIVE_FEEDS,
     LIVE_LINK_APPLIED, LIVE_LINK_LABELS, LIVE_BY_SOURCE, LIVE_CACHE_CONFIG, FLEET_LAST, VERIFY_VERDICT,
     MEMORY_MODEL_SEEN, RETRO, RETRO_IMPORTED,
 )
@@ -186,6 +189,8 @@ CHART_WARMUP: Widget[Any] = Widget(
 TREE_CHART: Widget[Any] = Widget("tree", _TREE, "the tree chart's point selection (a click picks a node)")
 GOTO: WidgetFamily[bool] = WidgetFamily("goto:", _NODE, "button opening a node, per node id")
 SHOW_CAUSE: WidgetFamily[bool] = WidgetFamily("select:", _EVIDENCE, "button showing a finding's cause, per cause id")
+VERDICT: Widget[Any] = Widget(
+    "verdict", "components.verdict", "the verdict block at the top of Live, Benchmark and Diagnose (a keyed container)")
 SHOW_NOTE_CAUSE: WidgetFamily[bool] = WidgetFamily(
     "select-note:", _EVIDENCE, "button showing a noted cause in the tree, per cause id")
 TECH_CHECK: WidgetFamily[bool] = WidgetFamily(

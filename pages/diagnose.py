@@ -3,11 +3,12 @@
 import streamlit as st
 
 from components.boundary import error_boundary
-from components.findings import current_highlight
+from components.findings import current_diagnosis, current_engine, current_highlight, showing_sample
 from components.navigation import adopt_navigation
 from components.node_panel import jump_box, node_panel
 from components.shell import t
 from components.tree_chart import NODE_PARAM, selected_node, tree_chart
+from components.verdict import verdict_block
 from triage.params import shown_param
 
 adopt_navigation()
@@ -21,6 +22,8 @@ def _page() -> None:
     if wanted and selected_node() is None:
         st.warning(t("unknown_node", id=shown_param(wanted)))
 
+    label, diag = current_diagnosis()
+    verdict_block(diag, current_engine(), label, sample=showing_sample())
     highlight, note = current_highlight()
     left, right = st.columns([3, 2], gap="medium")
     with left:

@@ -201,6 +201,9 @@ def _cross_check(causes: dict[str, Cause], techniques: dict[str, Technique], tre
                 raise TriageError(f"technique '{tid}' listed twice", where=str(tree_path),
                                   key=f"{cause.id}.techniques[{k}]")
         reached.update(ids)
+        if cause.rule is not None and cause.first_action is None:
+            raise TriageError("a cause with a rule needs a first_action (the knob that acts, per engine)",
+                              where=str(tree_path), key=cause.id)
         if cause.id in techniques:
             raise TriageError(f"duplicate id '{cause.id}'", where=str(tree_path), key=cause.id)
     for tid in techniques:

@@ -79,6 +79,42 @@ class Rule(Strict):
     explains: list[str] = Field(default_factory=list)
 
 
+class EngineAction(Strict):
+    """The first action in one engine: flags as typed on its command line (or ``NAME=VALUE`` for an environment
+    variable), checked against the engine's parser dump; ``do`` overrides the cause's sentence for this engine."""
+
+    command: str = Field(min_length=1)
+    do: Text | None = None
+
+
+class FirstAction(Strict):
+    """The knob that acts first on a cause, per engine: never a technique the engine already runs by default
+    (tests/test_first_action.py). ``client``: the knob belongs to whoever sends the load, not to the engine."""
+
+    do: Text
+    client: bool = False
+    vllm: EngineAction
+    sglang: EngineAction
+    tgi: EngineAction
+
+    @model_validator(mode="before")
+    @classmethod
+    def _plain_commands(cls, data: object) -> object:
+        """``vllm: "--max-num-seqs 512"`` is short for ``vllm: {command: "--max-num-seqs 512"}``."""
+        if isinstance(data, dict):
+            return {k: {"command": v} if k in ENGINES and isinstance(v, str) else v for k, v in data.items()}
+        return data
+
+    def command(self, engine: str) -> str:
+        return self.action(engine).command
+
+    def sentence(self, engine: str) -> Text:
+        return self.action(engine).do or self.do
+
+    def action(self, engine: str) -> EngineAction:
+        return {"vllm": self.vllm, "sglang": self.sglang, "tgi": self.tgi}[engine]
+
+
 class Cause(Strict):
     """A measurable cause under a symptom: the question, the metric that answers it, the cures."""
 
@@ -90,6 +126,7 @@ class Cause(Strict):
     metric: Text
     techniques: list[CauseTechnique] = Field(min_length=1)
     rule: Rule | None = None
+    first_action: FirstAction | None = None
 
 
 class Symptom(Strict):
@@ -118,8 +155,16 @@ class EngineKnobs(Strict):
     """How one engine exposes a technique."""
 
     on_by_default: Text
+    default_on: bool = False  # the engine runs it without being asked: never a first action, ranked last
+    off_switch: str = ""  # how a deployment turns a default-on technique off, as typed (checked against the dump)
     flags: list[Flag] = Field(default_factory=list)
     example: str = ""
+
+    @model_validator(mode="after")
+    def _switch_only_when_on(self) -> EngineKnobs:
+        if self.off_switch and not self.default_on:
+            raise ValueError("off_switch is for a technique on by default (default_on: true)")
+        return self
 
 
 ARXIV_OR_DOI = r"^(arXiv:(\d{4}\.\d{4,5}|[a-z-]+(\.[A-Z]{2})?/\d{7})(v\d+)?|10\.\d{4,9}/[-._;()/:A-Za-z0-9]+)$"

@@ -1,0 +1,97 @@
+"""The verdict block at the top of Live, Benchmark and Diagnose: the answer first, the evidence below it."""
+
+from __future__ import annotations
+
+import streamlit as st
+
+from components import session
+from components.shell import knowledge, lang, t
+from triage.diagnosis.rules import Diagnosis, Evidence
+from triage.knowledge.knobs import TOOL_LABELS
+from triage.report.text import fmt_threshold, fmt_value
+from triage.service.verdict import Action, RankedTechnique, Verdict, verdict_of
+
+BADGE = {"high": ":red-badge[{}]", "medium": ":orange-badge[{}]", "low": ":gray-badge[{}]"}
+NOT_OP = {">": "≤", ">=": "<", "<": "≥", "<=": ">", "==": "≠"}  # a healthy number: the trigger that did not hold
+SHOWN_OP = {">=": "≥", "<=": "≤"}
+
+
+def _label(signal: str) -> str:
+    spec = knowledge().signals.get(signal)
+    return spec.label.get(lang()) if spec else signal
+
+
+def number_line(e: Evidence) -> str:
+    """``**KV usage (max)** 99.1 % ≥ 90 %``: the value against its threshold (the failed side for a healthy one)."""
+    op = SHOWN_OP.get(e.op, e.op) if e.holds else NOT_OP.get(e.op, e.op)
+    return f"**{_label(e.signal)}** {fmt_value(e.value, e.unit)} {op} {fmt_threshold(e)}"
+
+
+def _symptom(sid: str | None) -> str:
+    return knowledge().symptom(sid).title.get(lang()) if sid else ""
+
+
+def _sentence(v: Verdict) -> str:
+    kb = knowledge()
+    if v.state in ("finding", "note") and v.cause and v.confidence:
+        badge = BADGE[v.confidence].format(t("confidence_" + v.confidence))
+        key = "verdict_finding" if v.state == "finding" else "verdict_note"
+        return t(key, cause=kb.causes[v.cause].title.get(lang()), symptom=_symptom(v.symptom)) + f" {badge}"
+    if v.state == "symptom_only":
+        return t("verdict_symptom_only", symptom=_symptom(v.symptom))
+    names = ", ".join(_symptom(s) for s in v.symptoms)
+    if v.state == "healthy":
+        return t("verdict_healthy")
+    if v.state == "partly_measured":
+        return t("verdict_partly", names=names)
+    if v.state == "not_measurable":
+        return t("verdict_not_measurable", names=names)
+    return t("nothing_to_judge", reason=v.reason)
+
+
+def _engine(engine: str) -> str:
+    return TOOL_LABELS.get(engine, engine)
+
+
+def _action_lines(v: Verdict) -> list[str]:
+    if not v.actions:
+        return []
+    first: Action = v.actions[0]
+    where = t("verdict_client") if first.client else (_engine(first.engine) if v.engine else "")
+    if v.engine or first.client:
+        return [t("verdict_action", where=where) + f" `{first.command}` — {first.do.get(lang())}"]
+    commands = " · ".join(f"{_engine(a.engine)} `{a.command}`" for a in v.actions)
+    return [t("verdict_action_any") + f" {commands}", v.actions[0].do.get(lang())]
+
+
+def _already_on(v: Verdict) -> str:
+    if not v.already_on:
+        return ""
+    kb = knowledge()
+
+    def one(r: RankedTechnique) -> str:
+        title = kb.techniques[r.id].short
+        return f"{title} (`{r.off_switch}`)" if r.off_switch else title
+
+    where = _engine(v.engine) if v.engine else t("verdict_every_engine")
+    return t("verdict_already_on", engine=where) + " " + "; ".join(one(r) for r in v.already_on)
+
+
+def verdict_block(diag: Diagnosis, engine: str | None, source: str = "", sample: bool = False) -> Verdict:
+    """The block: the sentence with its confidence, the one or two deciding numbers, the first action for the
+    engine (each engine's when it is not known), what is already on; ``source`` says whose data it is."""
+    v = verdict_of(knowledge(), diag, engine)
+    with st.container(border=True, key=session.VERDICT.name):
+        lines = [f"**{t('verdict_heading')}** · {_sentence(v)}"]
+        if v.deciding:
+            lines.append(" · ".join(number_line(e) for e in v.deciding))
+        lines += _action_lines(v)
+        st.markdown("  \n".join(lines))
+        notes = [_already_on(v)]
+        if sample:
+            notes.append(t("verdict_sample", label=source))
+        elif source:
+            notes.append(t("verdict_source", label=source))
+        if any(notes):
+            st.caption("  \n".join(n for n in notes if n))
+    return v

@@ -1,0 +1,114 @@
+"""The verdict: a diagnosis in one block — the top cause, the numbers that decide it, the first action for the engine.
+
+Also the techniques of a cause ranked for an engine: a technique the engine already runs by default goes after
+the ones that change something, with the switch that would have turned it off.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from triage.diagnosis.rules import Diagnosis, Evidence, Finding
+from triage.knowledge.loader import KnowledgeBase
+from triage.knowledge.model import ENGINES, Text
+
+State = Literal["finding", "note", "symptom_only", "healthy", "partly_measured", "not_measurable", "empty"]
+MAX_DECIDING = 2  # the one or two numbers that decide the verdict
+
+
+@dataclass(frozen=True)
+class RankedTechnique:
+    """A technique of a cause for one engine; ``default_on`` when the engine already runs it (then ranked last)."""
+
+    id: str
+    default_on: bool
+    off_switch: str = ""  # how a deployment would have turned it off ("" when it cannot be)
+
+
+@dataclass(frozen=True)
+class Action:
+    """The first action for one engine: the exact flags (or NAME=VALUE) and the sentence saying what it does."""
+
+    engine: str
+    command: str
+    do: Text
+    client: bool = False  # the knob is the load's (the client's concurrency), not an engine flag
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What a page says first. ``engine`` is the detected engine id, or None (then ``actions`` holds all three)."""
+
+    state: State
+    engine: str | None
+    cause: str | None = None
+    symptom: str | None = None
+    confidence: str | None = None
+    deciding: list[Evidence] = field(default_factory=list)  # evidence that holds, or a healthy run's numbers
+    actions: list[Action] = field(default_factory=list)  # the detected engine's first, else one per engine
+    already_on: list[RankedTechnique] = field(default_factory=list)
+    symptoms: list[str] = field(default_factory=list)  # present symptoms (symptom_only) or unmeasured ones
+    reason: str = ""  # why there is nothing to judge (state "empty"), as the core wrote it
+
+
+def engine_id(name: str | None) -> str | None:
+    """An engine id from what a source calls it (``vllm``, ``sglang-oai``, ``tgi``…); None when unknown."""
+    low = (name or "").lower()
+    return next((e for e in ENGINES if low == e or low.startswith(f"{e}-") or low.startswith(f"{e}_")), None)
+
+
+def ranked_techniques(kb: KnowledgeBase, finding_techniques: list[str], engine: str | None) -> list[RankedTechnique]:
+    """The finding's techniques in their order, those already on in ``engine`` moved after the rest (stable).
+    Without a detected engine a technique counts as on only when every engine runs it by default."""
+    ranked = []
+    for tid in finding_techniques:
+        knobs = kb.techniques[tid].knobs
+        spec = next((k for e, k in knobs.items() if e == engine), None)
+        if spec is not None:
+            on, switch = spec.default_on, spec.off_switch
+        else:
+            on, switch = all(k.default_on for k in knobs.values()), ""
+        ranked.append(RankedTechnique(tid, on, switch))
+    return sorted(ranked, key=lambda r: r.default_on)
+
+
+def _actions(kb: KnowledgeBase, cause_id: str, engine: str | None) -> list[Action]:
+    first = kb.causes[cause_id].first_action
+    if first is None:
+        return []
+    engines = [engine] if engine in ENGINES else list(ENGINES)
+    return [Action(e, first.command(e), first.sentence(e), first.client) for e in engines if e is not None]
+
+
+def _deciding(f: Finding) -> list[Evidence]:
+    return [e for e in f.evidence if e.holds and not e.context][:MAX_DECIDING]
+
+
+def _lit(kb: KnowledgeBase, f: Finding, state: State, engine: str | None) -> Verdict:
+    ranked = ranked_techniques(kb, f.techniques, engine)
+    return Verdict(state, engine, f.cause, f.symptom, f.confidence, _deciding(f), _actions(kb, f.cause, engine),
+                   [r for r in ranked if r.default_on])
+
+
+def verdict(kb: KnowledgeBase, diag: Diagnosis, engine: str | None = None) -> Verdict:
+    """The verdict of a diagnosis. No finding is "healthy" only when every symptom was measured and none is
+    present; a symptom that could not be measured is named, never read as health."""
+    engine = engine if engine in ENGINES else None
+    if diag.empty:
+        return Verdict("empty", engine, reason=diag.empty)
+    if diag.findings:
+        return _lit(kb, diag.findings[0], "finding", engine)
+    present = [c.symptom for c in diag.symptoms if c.present]
+    if present:
+        check = next(c for c in diag.symptoms if c.present)
+        numbers = [e for e in check.evidence if e.holds][:MAX_DECIDING]
+        return Verdict("symptom_only", engine, symptom=check.symptom, deciding=numbers, symptoms=present)
+    if diag.notes:
+        return _lit(kb, diag.notes[0], "note", engine)
+    unmeasured = [c.symptom for c in diag.symptoms if c.present is None]
+    measured = [e for c in diag.symptoms if c.present is False for e in c.evidence if e.holds is False]
+    if not measured:
+        return Verdict("not_measurable", engine, symptoms=unmeasured)
+    state: State = "partly_measured" if unmeasured else "healthy"
+    return Verdict(state, engine, deciding=measured[:MAX_DECIDING], symptoms=unmeasured)
