@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from triage.errors import TriageError
-from triage.sources.logs import vllm
+from triage.sources.logs import sglang, vllm
 from triage.sources.logs.lines import iter_lines
 from triage.sources.logs.series import LogSeries
 
@@ -23,6 +23,7 @@ class LogFormat:
 
 LOG_FORMATS: list[LogFormat] = [
     LogFormat("vllm_log", "vLLM server log", vllm.detect, vllm.parse),
+    LogFormat("sglang_log", "SGLang server log", sglang.detect, sglang.parse),
 ]
 
 

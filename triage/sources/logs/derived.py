@@ -65,6 +65,9 @@ def concurrency_cap(log: LogSeries) -> list[LogReading]:
         known = log.config.get("max_num_seqs")
         named = (f"{flag} {known:g} in the startup log" if known == peak
                  else f"{flag} (or the client's own concurrency) is probably {peak:g}")
+        if log.engine_id == "sglang":
+            named += (" — or SGLang admits too conservatively (token usage < 0.9 with a queue: lower "
+                      "--schedule-conservativeness, per its tuning guide)")
         waiting = [s.waiting or 0.0 for s in queued]
         text = (f"running held at {peak:g} requests in {len(at_peak)} of {len(queued)} stats lines with a queue "
                 f"(waiting {min(waiting):g}–{max(waiting):g}, first {waiting[0]:g}, last {waiting[-1]:g}) while "
@@ -110,6 +113,19 @@ def swapped(log: LogSeries) -> list[LogReading]:
                        f"up to {max(values):g} requests swapped out to CPU memory (preempted by swapping)")]
 
 
+def retractions(log: LogSeries) -> list[LogReading]:
+    out = []
+    if log.retractions:
+        out.append(LogReading("retracted_requests", log.retractions, "req",
+                              f"{log.retractions:g} requests retracted because the KV cache pool was full (SGLang's "
+                              "preemption: their KV is dropped and recomputed)"))
+    if log.oom_lines:
+        out.append(LogReading("out_of_memory_lines", log.oom_lines, "lines",
+                              f"{log.oom_lines} out-of-memory line(s) (CUDA out of memory / OutOfMemoryError)"))
+    return out
+
+
 def log_readings(log: LogSeries) -> list[LogReading]:
     """Every reading the log allows, in the order a person reads them."""
-    return [*kv_full_share(log), *swapped(log), *concurrency_cap(log), *decode_speed(log), *prefill_stalls(log)]
+    return [*kv_full_share(log), *swapped(log), *retractions(log), *concurrency_cap(log), *decode_speed(log),
+            *prefill_stalls(log)]

@@ -43,6 +43,8 @@ class LogSeries:
     retractions: int = 0                             # SGLang "Retract requests" / decode out of memory
     oom_lines: int = 0
     config: dict[str, float] = field(default_factory=dict)  # startup settings read from the log
+    prompt_tokens: float | None = None               # prompt tokens prefilled, when counted per batch (SGLang)
+    prefix_hit_total: float | None = None            # cached ÷ (cached + new) prompt tokens over the log (SGLang)
     lines: int = 0
     stats_lines: int = 0
     skipped: int = 0

@@ -40,6 +40,7 @@ COMPLETE = re.compile(rb"(?:Prefix cache hit rate|CPU KV cache usage): [\d.]+%")
 # What starts a new record: a log level with vLLM's stamp, an ISO time, or a "(Process pid=N)" prefix.
 NEW_RECORD = re.compile(rb"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\b|\d{4}-\d\d-\d\d[T ]\d\d:|"
                         rb"^\(\w+ pid=\d+\)|^\S+\s+\| ")
+RECORD_START = re.compile(rb"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d")
 V0_INTERVAL_S, V1_INTERVAL_S = 5.0, 10.0
 PCT_FIELDS = {b"GPU KV cache usage", b"CPU KV cache usage", b"Prefix cache hit rate"}
 
@@ -73,6 +74,10 @@ class VllmLogParser:
                 line = held + line
             else:
                 self._line(held, final=True)
+        if line.count(b"Avg prompt throughput") > 1:
+            for piece in _records(line):  # several records pasted on one line (newlines lost)
+                self._line(piece)
+            return
         self._line(line)
 
     def _time(self, line: bytes) -> float:
@@ -158,6 +163,13 @@ class VllmLogParser:
         if any(x.preemptions is not None for x in s.samples):
             s.preemptions_logged = True  # newer V1 prints "Preemptions: N" whenever there was one
         return s
+
+
+def _records(line: bytes) -> list[bytes]:
+    """A line holding several log records, split where each record's level and stamp begin."""
+    starts = [m.start() for m in RECORD_START.finditer(line)] or [0]
+    starts[0] = 0
+    return [line[a:b] for a, b in zip(starts, [*starts[1:], len(line)], strict=True)]
 
 
 def parse(lines: Iterable[bytes]) -> LogSeries:

@@ -54,6 +54,8 @@ class LogWindow:
         return NOT_IN_LOG.format(title=self.log.title, what=WHAT.get(key, f"'{key}'"))
 
     def _gauge(self, need: Need) -> float | None:
+        if need.key == "prefix_hit_rate" and self.log.prefix_hit_total is not None:
+            return self.log.prefix_hit_total  # cached ÷ all prompt tokens, summed over every prefill batch
         pick = GAUGES[need.key]
         per_engine = [v for g in self.log.groups if (v := _values(g, pick))]
         if not per_engine:
@@ -67,6 +69,10 @@ class LogWindow:
 
     def _rate(self, need: Need) -> tuple[float | None, str]:
         log = self.log
+        if need.key == "prompt_tokens" and log.prompt_tokens is not None:
+            if log.span_s <= 0:
+                return None, "not measurable from a log: one batch line has no time span for a rate"
+            return log.prompt_tokens / log.span_s, ""
         if need.key in RATES:
             per_engine = [v for g in log.groups if (v := _values(g, RATES[need.key]))]
             return (sum(statistics.fmean(v) for v in per_engine), "") if per_engine else (None, self._why(need.key))

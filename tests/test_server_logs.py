@@ -1,4 +1,4 @@
-"""vLLM server logs as a source: every stats-line form, wrappers, cut pastes, the window, the CLI on real excerpts."""
+"""vLLM and SGLang server logs as a source: stats-line forms, wrappers, cut pastes, the window, real excerpts."""
 
 from __future__ import annotations
 
@@ -158,7 +158,9 @@ REAL_CASES = {
     "vllm_v1_k8s_wrapped_kv_full.txt": ("memory.kv_cache", {"kv_usage_max": 0.992}),
     "vllm_v0_swap_preemption.txt": ("memory.kv_cache", {"kv_usage_max": 0.992}),
     "vllm_v0_pending_swap_preemption.txt": ("memory.kv_cache", {"waiting_mean": 98.0}),
+    "sglang_decode_kv_full.txt": ("memory.kv_cache", {"kv_usage_max": 1.0, "waiting_mean": 3.0}),
 }
+FORMAT_SAMPLES = {"vllm_v0_2_one_line_paste.txt", "sglang_single_request.txt", "sglang_prefill_burst.txt"}
 
 
 @pytest.mark.parametrize("name", sorted(REAL_CASES))
@@ -171,7 +173,7 @@ def test_diagnose_names_the_recorded_cause_of_each_real_log(name: str) -> None:
     evidence = {e["signal"]: e["value"] for e in data["findings"][0]["evidence"]}
     for signal, value in numbers.items():
         assert evidence[signal] == pytest.approx(value, abs=1e-3)
-    assert data["log"]["stats_lines"] >= 2 and data["format"].startswith("vllm_v")
+    assert data["log"]["stats_lines"] >= 2 and data["format"].startswith(("vllm_v", "sglang"))
     assert all(why.startswith("not measurable from a log") for why in data["missing"].values())
     text = triage("diagnose", str(REAL / name)).stdout
     assert "not measurable from a log" in text and "not measurable from this source" not in text
@@ -181,7 +183,38 @@ def test_diagnose_names_the_recorded_cause_of_each_real_log(name: str) -> None:
 def test_every_real_log_has_a_provenance_entry() -> None:
     provenance = (REAL / "PROVENANCE.md").read_text()
     for path in REAL.glob("*.txt"):
-        assert f"`{path.name}`" in provenance and path.name in REAL_CASES
+        assert f"`{path.name}`" in provenance and (path.name in REAL_CASES or path.name in FORMAT_SAMPLES)
+
+
+def test_records_pasted_on_one_line_are_split() -> None:
+    log = parse((REAL / "vllm_v0_2_one_line_paste.txt").read_text())
+    assert [s.gen_tps for s in log.samples] == [0.0, 77.3, 77.3, 76.8, 76.4] and log.span_s == 20
+    readings = {r.name: r.value for r in log_readings(log)}
+    assert readings["decode_tok_per_s_per_request"] == pytest.approx((77.3 + 77.3 + 76.8 + 76.4) / 4)
+
+
+def test_sglang_batch_lines_old_and_new_forms() -> None:
+    single = parse((REAL / "sglang_single_request.txt").read_text())
+    assert single.fmt == "sglang_log" and single.stats_lines == 8 and single.skipped == 2
+    window = LogWindow(single)
+    hit = window.read([Need("gauge_mean", "prefix_hit_rate")]).values[Need("gauge_mean", "prefix_hit_rate")]
+    assert hit == pytest.approx((1 + 184 + 275) / (103 + 18 + 15 + 1 + 184 + 275))
+    burst = parse((REAL / "sglang_prefill_burst.txt").read_text())
+    assert [s.waiting for s in burst.samples][:3] == [114, 106, 98] and burst.span_s == 3
+    rate = LogWindow(burst).read([Need("rate", "prompt_tokens")]).values[Need("rate", "prompt_tokens")]
+    assert rate == pytest.approx(9 * 8192 / 3)
+    full = parse((REAL / "sglang_decode_kv_full.txt").read_text())
+    assert [s.kv for s in full.samples] == [1.0, 1.0, 1.0]  # "full token usage", not the hybrid "swa" pool
+
+
+def test_sglang_retractions_count_as_preemptions_once_per_rank_zero() -> None:
+    lines = [f"[2026-01-01 10:00:{s:02d} TP{tp}] Decode batch. #running-req: 8, #token: 9000, token usage: 0.97, "
+             f"gen throughput (token/s): 400.00, #queue-req: 4, " for s in (0, 10) for tp in (0, 1)]
+    lines += [f"[2026-01-01 10:00:05 TP{tp}] KV cache pool is full. Retract requests. #retracted_reqs: 2, "
+              "#new_token_ratio: 0.5 -> 0.8" for tp in (0, 1)]
+    log = parse("\n".join(lines))
+    assert log.stats_lines == 2 and log.retractions == 2
+    assert LogWindow(log).read([Need("rate", "preemptions")]).values[Need("rate", "preemptions")] == 0.2
 
 
 def test_diagnose_reads_standard_input() -> None:
@@ -199,4 +232,4 @@ def test_unrecognised_or_empty_input_exits_2_with_one_line(stdin: str) -> None:
     assert out.returncode == 2 and out.stdout == ""
     assert len(out.stderr.strip().splitlines()) == 1
     if stdin:
-        assert "also tried server logs (vLLM server log)" in out.stderr
+        assert "also tried server logs (vLLM server log, SGLang server log)" in out.stderr
