@@ -8,6 +8,8 @@ from pathlib import Path
 
 from triage.cli import numbers
 from triage.cli.live import add_live_arguments
+from triage.cli.log_output import log_diagnosis, print_log_diagnosis, source_name
+from triage.cli.text_input import read_source
 from triage.diagnosis.benchmark import diagnose_run, pick_run
 from triage.diagnosis.roofline import Hardware
 from triage.diagnosis.rules import resolve_slo
@@ -75,10 +77,10 @@ def check_one_source(args: argparse.Namespace) -> None:
         raise TriageError("give exactly one source: FILE, --prometheus URL, --endpoint URL or --scrape BEFORE AFTER")
 
 
-def _file_diagnosis(kb, args: argparse.Namespace):
+def _file_diagnosis(kb, args: argparse.Namespace, bench: Benchmark | None = None):
     """(Benchmark, the chosen run, its Diagnosis) for the FILE argument; a bad --slo fails before the read."""
     slo = slo_from_args(kb, args)
-    bench = read_benchmark(args.file)
+    bench = bench if bench is not None else read_benchmark(args.file)
     run = pick_run(bench, args.run)
     diag = diagnose_run(kb, run, slo, hardware(args))
     if diag.empty:
@@ -94,7 +96,11 @@ def any_diagnosis(kb, args: argparse.Namespace):
     if not args.file:
         live, label = live_diagnosis(kb, args)
         return live.diagnosis, f"{label} (engine {live.engine})"
-    bench, run, diag = _file_diagnosis(kb, args)
+    source = read_source(args.file)
+    if not isinstance(source, Benchmark):
+        found = log_diagnosis(kb, args, source)
+        return found.live.diagnosis, f"{source_name(args.file)} ({found.log.summary()})"
+    bench, run, diag = _file_diagnosis(kb, args, source)
     return diag, f"{bench.source} ({bench.format}) · {run.label}"
 
 
@@ -147,7 +153,10 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
         return _diagnose_fleet(kb, args)
     if not args.file:
         return _diagnose_live(kb, args)
-    bench, run, diag = _file_diagnosis(kb, args)
+    source = read_source(args.file)
+    if not isinstance(source, Benchmark):
+        return print_log_diagnosis(kb, args, log_diagnosis(kb, args, source))
+    bench, run, diag = _file_diagnosis(kb, args, source)
     number = bench.runs.index(run) + 1
     if args.json:
         out = diagnosis_json(diag, source=bench.source, fmt=bench.format, runs=runs_json(bench, number))
@@ -168,7 +177,8 @@ def preset_names() -> str:
 
 def add_source_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("file", type=Path, nargs="?", help="a load-test result (vLLM, SGLang, GuideLLM, genai-perf, "
-                                                      "AIPerf, LLMPerf, or a per-request CSV/Parquet)")
+                                                      "AIPerf, LLMPerf, or a per-request CSV/Parquet) or a vLLM "
+                                                      "server log; - reads standard input")
     p.add_argument("--slo", default=None, help=f"SLO preset: {preset_names()} (default chat)")
     p.add_argument("--ttft-slo", type=numbers.SECONDS, default=None, help="TTFT p99 SLO in seconds")
     p.add_argument("--tpot-slo", type=numbers.SECONDS, default=None, help="TPOT p99 SLO in seconds")

@@ -22,9 +22,9 @@ def fmt_threshold(e: Evidence) -> str:
     return units.fmt_threshold(float(e.threshold), e.unit, like=like, missing="n/a")
 
 
-def evidence_line(e: Evidence, lang: str) -> str:
+def evidence_line(e: Evidence, lang: str, blind: str = "this source") -> str:
     if e.holds is None:
-        return f"{e.signal}: not measurable from this source — {e.meaning.get(lang)}"
+        return f"{e.signal}: not measurable from {blind} — {e.meaning.get(lang)}"
     if e.context:
         return f"{e.signal} = {fmt_value(e.value, e.unit)} — {e.meaning.get(lang)}"
     verdict = "met" if e.holds else "not met"
@@ -32,40 +32,44 @@ def evidence_line(e: Evidence, lang: str) -> str:
             f"— {e.meaning.get(lang)}")
 
 
-def _symptoms(kb: KnowledgeBase, diag: Diagnosis, lang: str) -> list[str]:
+def _symptoms(kb: KnowledgeBase, diag: Diagnosis, lang: str, blind: str) -> list[str]:
     lines = ["Symptoms:"]
     for check in diag.symptoms:
         title = kb.symptom(check.symptom).title.get(lang)
-        state = {True: "present", False: "absent", None: "not measurable from this source"}[check.present]
+        state = {True: "present", False: "absent", None: f"not measurable from {blind}"}[check.present]
         lines.append(f"  {MARK[check.present]} {title} [{check.symptom}]: {state}")
         lines += [f"      {evidence_line(e, lang)}" for e in check.evidence if e.holds is not None]
     return lines
 
 
-def _findings(kb: KnowledgeBase, diag: Diagnosis, lang: str) -> list[str]:
+def _findings(kb: KnowledgeBase, diag: Diagnosis, lang: str, blind: str) -> list[str]:
     if not diag.findings:
         if any(c.present for c in diag.symptoms):
             return ["A symptom is present, but no cause could be pinned down from this source: the evidence its "
                     "causes need is not measurable here (see the Symptoms above; try the live metrics)."]
+        if all(c.present is None for c in diag.symptoms):
+            return [f"No symptom is measurable from {blind}: this is not a sign of health."]
         return ["No symptom: every measurable symptom is within the SLO (numbers above)."]
     lines = ["Findings, most important first:"]
     for i, f in enumerate(diag.findings, start=1):
         lines.append(f" {i}. {kb.causes[f.cause].title.get(lang)} [{f.cause}] — confidence {f.confidence}")
         if f.explains:
             lines.append(f"    explains: {', '.join(f.explains)}")
-        lines += [f"    {'·' if e.context else '●' if e.holds else '○'} {evidence_line(e, lang)}"
+        lines += [f"    {'·' if e.context else '●' if e.holds else '○'} {evidence_line(e, lang, blind)}"
                   for e in f.evidence if e.holds is not None]
         if f.not_measurable:
-            lines.append(f"    not measurable from this source: {', '.join(f.not_measurable)}")
+            lines.append(f"    not measurable from {blind}: {', '.join(f.not_measurable)}")
         steps = [f"{kb.techniques[t].title.get(lang)} ({kb.techniques[t].level})" for t in f.techniques]
         lines.append(f"    try, minimal change first: {' → '.join(steps)}")
     return lines
 
 
-def diagnosis_text(kb: KnowledgeBase, diag: Diagnosis, header: list[str], lang: str = "en") -> str:
+def diagnosis_text(kb: KnowledgeBase, diag: Diagnosis, header: list[str], lang: str = "en",
+                   blind: str = "this source") -> str:
+    """The diagnosis for a terminal; ``blind`` names the source in "not measurable from …" ("a log")."""
     slo = diag.slo.values
     lines = [*header, f"SLO: {diag.slo.name} — TTFT p99 ≤ {slo['ttft_p99_s']} s, TPOT p99 ≤ {slo['tpot_p99_s']} s", ""]
-    lines += _symptoms(kb, diag, lang) + [""] + _findings(kb, diag, lang)
+    lines += _symptoms(kb, diag, lang, blind) + [""] + _findings(kb, diag, lang, blind)
     if diag.notes:
         lines += ["", "Notes (evidence without a symptom, not findings): "
                   + ", ".join(f.cause for f in diag.notes)]

@@ -1,0 +1,235 @@
+"""vLLM and SGLang server logs as a source: stats-line forms, wrappers, cut pastes, the window, real excerpts."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from triage.diagnosis.readings import Need
+from triage.diagnosis.rules import resolve_slo
+from triage.service.logs import diagnose_log
+from triage.sources.logs import detect_log, read_log
+from triage.sources.logs.derived import log_readings
+from triage.sources.logs.window import LogWindow
+
+ROOT = Path(__file__).resolve().parent.parent
+REAL = ROOT / "tests" / "fixtures" / "real" / "logs"
+
+V1 = ("INFO 09-07 06:35:{s:02d} [loggers.py:123] Engine 000: Avg prompt throughput: {p} tokens/s, Avg generation "
+      "throughput: {g} tokens/s, Running: {r} reqs, Waiting: {w} reqs, GPU KV cache usage: {kv}%, Prefix cache hit "
+      "rate: {hit}%")
+V0 = ("INFO 01-22 18:27:{s:02d} metrics.py:449] Avg prompt throughput: {p} tokens/s, Avg generation throughput: {g} "
+      "tokens/s, Running: {r} reqs, Swapped: 0 reqs, Pending: {w} reqs, GPU KV cache usage: {kv}%, CPU KV cache "
+      "usage: 0.0%.")
+
+
+def parse(text: str):
+    data = text.encode()
+    fmt = detect_log(data[:65536])
+    assert fmt is not None, "not detected as a log"
+    return read_log([data[i:i + 97] for i in range(0, len(data), 97)], fmt, "t")  # odd chunks split lines
+
+
+def v1(seconds: int, r: int, w: int, kv: float, p: float = 0.0, g: float = 500.0, hit: float = 0.0) -> str:
+    return V1.format(s=seconds, r=r, w=w, kv=kv, p=p, g=g, hit=hit)
+
+
+def triage(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "triage", *args], cwd=ROOT, capture_output=True, text=True,
+                          input=stdin, timeout=120)
+
+
+def test_v1_line_is_read_field_by_field() -> None:
+    log = parse(v1(10, 18, 43, 95.9, p=12.5, g=1055.3, hit=42.0) + "\n")
+    (s,) = log.samples
+    got = (s.prompt_tps, s.gen_tps, s.running, s.waiting, s.kv, s.prefix_hit)
+    assert got == pytest.approx((12.5, 1055.3, 18, 43, 0.959, 0.42))
+    assert log.fmt == "vllm_v1_log" and log.stats_lines == 1
+
+
+def test_v0_line_reads_pending_as_waiting_and_the_five_second_interval() -> None:
+    log = parse("\n".join(V0.format(s=s, p=0.0, g=41.7, r=1, w=3, kv=82.1) for s in (0, 5, 10)))
+    assert log.fmt == "vllm_v0_log" and log.interval_s == 5.0
+    assert [s.waiting for s in log.samples] == [3, 3, 3] and log.span_s == 10
+    assert log.preemptions_logged  # V0 warns on every preemption: none logged means none happened
+
+
+@pytest.mark.parametrize("wrap", [
+    "vllm-1  | {line}",                                          # docker compose
+    "2026-03-01T10:00:00.123456789Z stdout F {line}",             # Kubernetes CRI
+    "Mar 01 10:00:00 gpu-node-3 vllm[4242]: {line}",              # journald
+    "(APIServer pid=1) {line}",
+    "{line}",
+])
+def test_wrappers_before_the_message_are_ignored(wrap: str) -> None:
+    text = "\n".join(wrap.format(line=v1(s, 8, 2, 50.0)) for s in (0, 10, 20))
+    log = parse(text + "\n" + wrap.format(line="INFO:     127.0.0.1:1 - \"GET /metrics HTTP/1.1\" 200 OK"))
+    assert log.stats_lines == 3 and log.skipped == 1 and log.span_s == 20
+
+
+def test_kubernetes_partial_lines_are_joined() -> None:
+    line = v1(0, 4, 0, 10.0)
+    cut = len(line) // 2
+    text = f"2026-03-01T10:00:00Z stdout P {line[:cut]}\n2026-03-01T10:00:00Z stdout F {line[cut:]}\n"
+    (s,) = parse(text).samples
+    assert s.running == 4 and s.prefix_hit == 0.0
+
+
+def test_a_paste_wrapped_mid_word_is_rejoined_and_a_cut_last_line_keeps_what_it_has() -> None:
+    log = parse((REAL / "vllm_v1_k8s_wrapped_kv_full.txt").read_text())
+    assert [s.waiting for s in log.samples] == [18, 40, 47]
+    assert log.samples[-1].kv is None and log.samples[-1].gen_tps == 719.3  # cut after "GPU KV"
+
+
+def test_several_engines_are_summed_for_counts_and_maxed_for_ratios() -> None:
+    lines = [v1(s, 10, 5, 40.0).replace("Engine 000", "Engine 000") for s in (0, 10)]
+    lines += [v1(s, 6, 1, 90.0).replace("Engine 000", "Engine 001") for s in (0, 10)]
+    window = LogWindow(parse("\n".join(lines)))
+    read = window.read([Need("gauge_mean", "running"), Need("gauge_max", "kv_usage"), Need("gauge_mean", "waiting")])
+    assert read.values[Need("gauge_mean", "running")] == 16
+    assert read.values[Need("gauge_max", "kv_usage")] == pytest.approx(0.9)
+    assert read.values[Need("gauge_mean", "waiting")] == 6
+
+
+def test_spec_decoding_and_preemption_field_lines() -> None:
+    text = "\n".join([
+        v1(0, 8, 0, 50.0).replace("Waiting: 0 reqs, ", "Waiting: 0 reqs, Preemptions: 3, "),
+        "INFO 09-07 06:35:00 [metrics.py:80] SpecDecoding metrics: Mean acceptance length: 1.80, Accepted throughput: "
+        "40.00 tokens/s, Drafted throughput: 100.00 tokens/s, Accepted: 400 tokens, Drafted: 1000 tokens, "
+        "Per-position acceptance rate: 0.500, 0.300, Avg Draft acceptance rate: 40.0%",
+        v1(10, 8, 0, 50.0),
+        "INFO 09-07 06:35:10 [metrics.py:80] SpecDecoding metrics: Draft acceptance rate: 30.0%, Accepted: 300 "
+        "tokens, Drafted: 1000 tokens",
+    ])
+    window = LogWindow(parse(text))
+    needs = [Need("rate", "preemptions"), Need("rate", "spec_accepted_tokens"), Need("rate", "spec_draft_tokens"),
+             Need("gauge_mean", "spec_accept_rate")]
+    read = window.read(needs)
+    assert read.values[needs[0]] == pytest.approx(3 / 10)
+    assert read.values[needs[1]] / read.values[needs[2]] == pytest.approx(0.35)
+    assert read.values[needs[3]] == pytest.approx(0.35)
+
+
+def test_v1_without_a_preemption_field_says_not_measurable_from_a_log() -> None:
+    read = LogWindow(parse(v1(0, 8, 0, 50.0) + "\n" + v1(10, 8, 0, 50.0))).read([Need("rate", "preemptions"),
+                                                                               Need("quantile", "ttft", 0.99)])
+    assert read.values[Need("rate", "preemptions")] is None
+    assert read.missing[Need("rate", "preemptions")].startswith("not measurable from a log")
+    assert read.missing[Need("quantile", "ttft", 0.99)].startswith("not measurable from a log")
+
+
+def test_a_concurrency_cap_is_named_with_max_num_seqs(kb) -> None:
+    """Constructed (no real excerpt of a cap was found): running pinned at 16, the queue growing, KV at 40 %."""
+    text = "\n".join(v1(s, 16, 5 + s, 40.0 + s / 10) for s in range(0, 60, 10))
+    readings = {r.name: r for r in log_readings(parse(text))}
+    cap = readings["running_cap"]
+    assert cap.value == 16 and "--max-num-seqs" in cap.text and "first 5, last 55" in cap.text
+    found = diagnose_log(kb, parse(text), resolve_slo(kb))
+    assert not found.live.diagnosis.findings  # no symptom a log can measure: nothing is called healthy either
+    assert all(c.present is not True for c in found.live.diagnosis.symptoms)
+
+
+def test_no_cap_when_the_kv_cache_is_what_holds_the_batch() -> None:
+    text = "\n".join(v1(s, 16, 5 + s, 96.0) for s in range(0, 60, 10))
+    assert "running_cap" not in {r.name for r in log_readings(parse(text))}
+
+
+def test_decode_speed_and_tpot_estimate() -> None:
+    readings = {r.name: r for r in log_readings(parse(v1(0, 10, 0, 20.0, g=500.0) + "\n" + v1(10, 10, 0, 20.0,
+                                                                                                g=300.0)))}
+    assert readings["decode_tok_per_s_per_request"].value == pytest.approx(40.0)
+    assert readings["tpot_mean_estimate_s"].value == pytest.approx(0.025)
+
+
+def test_startup_lines_only_is_a_clear_error() -> None:
+    text = "\n".join(f"INFO 09-07 06:35:{s:02d} [api_server.py:1] vLLM API server version 0.10.1" for s in range(5))
+    with pytest.raises(Exception, match="no periodic stats line"):
+        parse(text)
+
+
+# ---------------------------------------------------------------- the CLI on real excerpts (see PROVENANCE.md)
+
+REAL_CASES = {
+    "vllm_v1_apiserver_kv_full.txt": ("memory.kv_cache", {"kv_usage_max": 0.984, "waiting_mean": 32.8}),
+    "vllm_v1_k8s_wrapped_kv_full.txt": ("memory.kv_cache", {"kv_usage_max": 0.992}),
+    "vllm_v0_swap_preemption.txt": ("memory.kv_cache", {"kv_usage_max": 0.992}),
+    "vllm_v0_pending_swap_preemption.txt": ("memory.kv_cache", {"waiting_mean": 98.0}),
+    "sglang_decode_kv_full.txt": ("memory.kv_cache", {"kv_usage_max": 1.0, "waiting_mean": 3.0}),
+}
+FORMAT_SAMPLES = {"vllm_v0_2_one_line_paste.txt", "sglang_single_request.txt", "sglang_prefill_burst.txt"}
+
+
+@pytest.mark.parametrize("name", sorted(REAL_CASES))
+def test_diagnose_names_the_recorded_cause_of_each_real_log(name: str) -> None:
+    cause, numbers = REAL_CASES[name]
+    out = triage("diagnose", str(REAL / name), "--json")
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    assert data["findings"][0]["cause"] == cause
+    evidence = {e["signal"]: e["value"] for e in data["findings"][0]["evidence"]}
+    for signal, value in numbers.items():
+        assert evidence[signal] == pytest.approx(value, abs=1e-3)
+    assert data["log"]["stats_lines"] >= 2 and data["format"].startswith(("vllm_v", "sglang"))
+    assert all(why.startswith("not measurable from a log") for why in data["missing"].values())
+    text = triage("diagnose", str(REAL / name)).stdout
+    assert "not measurable from a log" in text and "not measurable from this source" not in text
+    assert f"[{cause}]" in text
+
+
+def test_every_real_log_has_a_provenance_entry() -> None:
+    provenance = (REAL / "PROVENANCE.md").read_text()
+    for path in REAL.glob("*.txt"):
+        assert f"`{path.name}`" in provenance and (path.name in REAL_CASES or path.name in FORMAT_SAMPLES)
+
+
+def test_records_pasted_on_one_line_are_split() -> None:
+    log = parse((REAL / "vllm_v0_2_one_line_paste.txt").read_text())
+    assert [s.gen_tps for s in log.samples] == [0.0, 77.3, 77.3, 76.8, 76.4] and log.span_s == 20
+    readings = {r.name: r.value for r in log_readings(log)}
+    assert readings["decode_tok_per_s_per_request"] == pytest.approx((77.3 + 77.3 + 76.8 + 76.4) / 4)
+
+
+def test_sglang_batch_lines_old_and_new_forms() -> None:
+    single = parse((REAL / "sglang_single_request.txt").read_text())
+    assert single.fmt == "sglang_log" and single.stats_lines == 8 and single.skipped == 2
+    window = LogWindow(single)
+    hit = window.read([Need("gauge_mean", "prefix_hit_rate")]).values[Need("gauge_mean", "prefix_hit_rate")]
+    assert hit == pytest.approx((1 + 184 + 275) / (103 + 18 + 15 + 1 + 184 + 275))
+    burst = parse((REAL / "sglang_prefill_burst.txt").read_text())
+    assert [s.waiting for s in burst.samples][:3] == [114, 106, 98] and burst.span_s == 3
+    rate = LogWindow(burst).read([Need("rate", "prompt_tokens")]).values[Need("rate", "prompt_tokens")]
+    assert rate == pytest.approx(9 * 8192 / 3)
+    full = parse((REAL / "sglang_decode_kv_full.txt").read_text())
+    assert [s.kv for s in full.samples] == [1.0, 1.0, 1.0]  # "full token usage", not the hybrid "swa" pool
+
+
+def test_sglang_retractions_count_as_preemptions_once_per_rank_zero() -> None:
+    lines = [f"[2026-01-01 10:00:{s:02d} TP{tp}] Decode batch. #running-req: 8, #token: 9000, token usage: 0.97, "
+             f"gen throughput (token/s): 400.00, #queue-req: 4, " for s in (0, 10) for tp in (0, 1)]
+    lines += [f"[2026-01-01 10:00:05 TP{tp}] KV cache pool is full. Retract requests. #retracted_reqs: 2, "
+              "#new_token_ratio: 0.5 -> 0.8" for tp in (0, 1)]
+    log = parse("\n".join(lines))
+    assert log.stats_lines == 2 and log.retractions == 2
+    assert LogWindow(log).read([Need("rate", "preemptions")]).values[Need("rate", "preemptions")] == 0.2
+
+
+def test_diagnose_reads_standard_input() -> None:
+    text = (REAL / "vllm_v1_apiserver_kv_full.txt").read_text()
+    out = triage("diagnose", "-", stdin=text)
+    assert out.returncode == 0, out.stderr
+    assert "source: stdin (vLLM V1 server log, 5 stats lines over 40 s, 1 line skipped)" in out.stdout
+    report = triage("report", "-", stdin=text)
+    assert report.returncode == 0 and "memory.kv_cache" in report.stdout and "vLLM V1 server log" in report.stdout
+
+
+@pytest.mark.parametrize("stdin", ["hello, world\n", "just some words\n", ""])
+def test_unrecognised_or_empty_input_exits_2_with_one_line(stdin: str) -> None:
+    out = triage("diagnose", "-", stdin=stdin)
+    assert out.returncode == 2 and out.stdout == ""
+    assert len(out.stderr.strip().splitlines()) == 1
+    if stdin:
+        assert "also tried server logs (vLLM server log, SGLang server log)" in out.stderr

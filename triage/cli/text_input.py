@@ -1,0 +1,83 @@
+"""FILE or ``-`` (standard input) for diagnose / report: a server log streamed line by line, else a benchmark."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import BinaryIO
+
+from triage.errors import TriageError
+from triage.run import Benchmark
+from triage.sources import logs
+from triage.sources.bounded import CHUNK, MAX_BENCHMARK_BYTES, check_regular
+from triage.sources.logs.series import LogSeries
+
+STDIN = "-"
+MAX_LOG_BYTES = 64 * 1024 * 1024 * 1024  # a log is streamed, never held whole: only absurd sizes are refused
+
+
+def _chunks(head: bytes, stream: BinaryIO) -> Iterator[bytes]:
+    yield head
+    while chunk := stream.read(CHUNK):
+        yield chunk
+
+
+def _head(stream: BinaryIO) -> bytes:
+    head = b""
+    while len(head) < logs.HEAD_BYTES and (chunk := stream.read(logs.HEAD_BYTES - len(head))):
+        head += chunk
+    return head
+
+
+def _benchmark(data: bytes, name: str) -> Benchmark:
+    from triage.service.uploads import open_benchmark
+
+    try:
+        return open_benchmark(data, name)
+    except TriageError as exc:
+        if not exc.reason.startswith("unknown format"):
+            raise
+        raise TriageError(f"{exc.reason}; also tried server logs ({logs.tried()})", where=exc.where,
+                          key=exc.key) from None
+
+
+def _rest(stream: BinaryIO, head: bytes, name: str) -> bytes:
+    parts, size = [head], len(head)
+    while chunk := stream.read(CHUNK):
+        size += len(chunk)
+        if size > MAX_BENCHMARK_BYTES:
+            raise TriageError(f"more than {MAX_BENCHMARK_BYTES // (1024 * 1024)} MB of benchmark data; not read",
+                              where=name)
+        parts.append(chunk)
+    return b"".join(parts)
+
+
+def read_source(path: Path) -> LogSeries | Benchmark:
+    """The log (streamed) or the benchmark file that ``path`` names; ``-`` reads standard input."""
+    if str(path) == STDIN:
+        return _read_stream(sys.stdin.buffer, "stdin")
+    check_regular(path, MAX_LOG_BYTES)
+    try:
+        stream = open(path, "rb")  # noqa: SIM115 - closed below, after the streamed parse
+    except OSError as exc:
+        raise TriageError(f"cannot read: {exc.strerror or exc}", where=str(path)) from None
+    with stream:
+        head = _head(stream)
+        fmt = logs.detect_log(head)
+        if fmt is not None:
+            return logs.read_log(_chunks(head, stream), fmt, path.name)
+    check_regular(path, MAX_BENCHMARK_BYTES)
+    from triage.sources.bounded import read_bounded
+
+    return _benchmark(read_bounded(path), path.name)
+
+
+def _read_stream(stream: BinaryIO, name: str) -> LogSeries | Benchmark:
+    head = _head(stream)
+    if not head.strip():
+        raise TriageError("empty input: nothing arrived on standard input", where=name)
+    fmt = logs.detect_log(head)
+    if fmt is not None:
+        return logs.read_log(_chunks(head, stream), fmt, name)
+    return _benchmark(_rest(stream, head, name), name)

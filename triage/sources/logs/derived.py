@@ -1,0 +1,131 @@
+"""Readings only a log's stats lines allow: per-request decode speed, a concurrency cap, prefill stalls."""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass
+
+from triage.sources.logs.series import LogSeries, Sample
+
+CAP_SHARE = 0.6        # the running count sits at its peak in at least this share of the queued lines
+CAP_MIN_LINES = 3
+CAP_KV_BELOW = 0.9     # ... while KV usage stays below this: the KV cache is not what holds the batch
+STALL_RATIO = 0.7      # generation throughput while prompts are prefilled ÷ without, below this = stalls
+CAP_FLAG = {"vllm": "--max-num-seqs", "sglang": "--max-running-requests"}
+
+
+@dataclass(frozen=True)
+class LogReading:
+    """A number the log's text gives beyond the window's needs, with the sentence that says how."""
+
+    name: str
+    value: float
+    unit: str
+    text: str
+
+    def as_json(self) -> dict:
+        return {"name": self.name, "value": self.value, "unit": self.unit, "text": self.text}
+
+
+def _busy(samples: list[Sample]) -> list[Sample]:
+    return [s for s in samples if s.running and s.gen_tps is not None and s.gen_tps > 0]
+
+
+def decode_speed(log: LogSeries) -> list[LogReading]:
+    """Generated tokens/s ÷ running requests over the busy lines: tokens per second each request receives; its
+    inverse approximates the mean TPOT (it includes prefill time shared in the same steps)."""
+    busy = [s for g in log.groups for s in _busy(g)]
+    if not busy:
+        return []
+    per_request = sum(s.gen_tps or 0.0 for s in busy) / sum(s.running or 0.0 for s in busy)
+    if per_request <= 0:
+        return []
+    how = f"generation tokens/s ÷ running requests over {len(busy)} busy stats lines"
+    return [LogReading("decode_tok_per_s_per_request", per_request, "tok/s",
+                       f"each running request receives ≈ {per_request:.1f} tokens/s ({how})"),
+            LogReading("tpot_mean_estimate_s", 1 / per_request, "s",
+                       f"mean TPOT ≈ {1000 / per_request:.3g} ms, the inverse of that speed (a mean, not a "
+                       "percentile: p99 is not measurable from a log)")]
+
+
+def concurrency_cap(log: LogSeries) -> list[LogReading]:
+    """Requests wait while the running count stays pinned at one value and the KV cache has room: the batch is
+    held by a cap on concurrency, not by memory."""
+    for group in log.groups:
+        queued = [s for s in group if s.waiting and s.running]
+        if len(queued) < CAP_MIN_LINES:
+            continue
+        peak = max(s.running or 0.0 for s in queued)
+        at_peak = [s for s in queued if s.running == peak]
+        kv_values = [s.kv for s in at_peak if s.kv is not None]
+        share = len(at_peak) / len(queued)
+        if share < CAP_SHARE or not kv_values or max(kv_values) >= CAP_KV_BELOW:
+            continue
+        flag = CAP_FLAG.get(log.engine_id, "the engine's concurrency limit")
+        known = log.config.get("max_num_seqs")
+        named = (f"{flag} {known:g} in the startup log" if known == peak
+                 else f"{flag} (or the client's own concurrency) is probably {peak:g}")
+        if log.engine_id == "sglang":
+            named += (" — or SGLang admits too conservatively (token usage < 0.9 with a queue: lower "
+                      "--schedule-conservativeness, per its tuning guide)")
+        waiting = [s.waiting or 0.0 for s in queued]
+        text = (f"running held at {peak:g} requests in {len(at_peak)} of {len(queued)} stats lines with a queue "
+                f"(waiting {min(waiting):g}–{max(waiting):g}, first {waiting[0]:g}, last {waiting[-1]:g}) while "
+                f"KV cache usage stayed ≤ {max(kv_values):.1%}: a cap on concurrency — {named}")
+        return [LogReading("running_cap", peak, "req", text)]
+    return []
+
+
+def prefill_stalls(log: LogSeries) -> list[LogReading]:
+    """Generation throughput in intervals that also prefilled prompts against intervals that did not, at the
+    same running count: long prefills pausing decode show as a drop."""
+    busy = [s for g in log.groups for s in _busy(g)]
+    with_prefill = [(s.gen_tps or 0.0) / (s.running or 1.0) for s in busy if s.prompt_tps]
+    without = [(s.gen_tps or 0.0) / (s.running or 1.0) for s in busy if s.prompt_tps == 0]
+    if len(with_prefill) < 2 or len(without) < 2:
+        return []
+    ratio = statistics.fmean(with_prefill) / statistics.fmean(without)
+    if ratio >= STALL_RATIO:
+        return []
+    peak = max(s.prompt_tps or 0.0 for s in busy)
+    return [LogReading("decode_during_prefill_ratio", ratio, "ratio",
+                       f"per-request generation speed falls to {ratio:.0%} in the {len(with_prefill)} intervals "
+                       f"that also prefilled prompts (up to {peak:,.0f} prompt tokens/s) against the {len(without)} "
+                       "that did not: prefills stall decode (chunked prefill bounds each step)")]
+
+
+def kv_full_share(log: LogSeries) -> list[LogReading]:
+    kv = [s.kv for s in log.samples if s.kv is not None]
+    full = [v for v in kv if v >= 0.95]
+    if not full:
+        return []
+    share = len(full) / len(kv)
+    return [LogReading("kv_full_share", share, "ratio",
+                       f"KV cache usage ≥ 95 % in {len(full)} of {len(kv)} stats lines ({share:.0%}), peak "
+                       f"{max(kv):.1%}")]
+
+
+def swapped(log: LogSeries) -> list[LogReading]:
+    values = [s.swapped for s in log.samples if s.swapped is not None]
+    if not values or max(values) <= 0:
+        return []
+    return [LogReading("swapped_max", max(values), "req",
+                       f"up to {max(values):g} requests swapped out to CPU memory (preempted by swapping)")]
+
+
+def retractions(log: LogSeries) -> list[LogReading]:
+    out = []
+    if log.retractions:
+        out.append(LogReading("retracted_requests", log.retractions, "req",
+                              f"{log.retractions:g} requests retracted because the KV cache pool was full (SGLang's "
+                              "preemption: their KV is dropped and recomputed)"))
+    if log.oom_lines:
+        out.append(LogReading("out_of_memory_lines", log.oom_lines, "lines",
+                              f"{log.oom_lines} out-of-memory line(s) (CUDA out of memory / OutOfMemoryError)"))
+    return out
+
+
+def log_readings(log: LogSeries) -> list[LogReading]:
+    """Every reading the log allows, in the order a person reads them."""
+    return [*kv_full_share(log), *swapped(log), *retractions(log), *concurrency_cap(log), *decode_speed(log),
+            *prefill_stalls(log)]

@@ -1,0 +1,82 @@
+"""What a server log says over time: per-engine stats samples, preemptions and speculation, and counts."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+
+class Sample(NamedTuple):
+    """One periodic stats line of one engine (None = the line's version does not print that field)."""
+
+    t: float
+    prompt_tps: float | None      # prompt tokens/s over the logging interval
+    gen_tps: float | None         # generated tokens/s over the logging interval
+    running: float | None
+    waiting: float | None         # V1 Waiting, V0 Pending, SGLang #queue-req
+    swapped: float | None         # V0 only
+    kv: float | None              # KV cache usage, 0..1
+    prefix_hit: float | None      # prefix-cache hit rate, 0..1
+    preemptions: float | None     # preemptions in the interval (newest V1 prints it when > 0)
+
+
+@dataclass
+class SpecSample:
+    t: float
+    accepted: float | None = None
+    drafted: float | None = None
+    rate: float | None = None     # acceptance rate 0..1 as printed
+
+
+@dataclass
+class LogSeries:
+    """A parsed server log. ``engines`` maps an engine label ("000", "aggregated", "TP0"…) to its samples."""
+
+    fmt: str
+    title: str
+    engine_id: str                                   # tree/engines/<id>.yaml whose map the readings use
+    interval_s: float                                # the engine's default logging interval (for untimed lines)
+    engines: dict[str, list[Sample]] = field(default_factory=dict)
+    preemption_times: list[float] = field(default_factory=list)
+    preemptions_logged: bool = False                 # absence of a preemption line means none happened
+    spec: list[SpecSample] = field(default_factory=list)
+    retractions: int = 0                             # SGLang "Retract requests" / decode out of memory
+    oom_lines: int = 0
+    config: dict[str, float] = field(default_factory=dict)  # startup settings read from the log
+    prompt_tokens: float | None = None               # prompt tokens prefilled, when counted per batch (SGLang)
+    prefix_hit_total: float | None = None            # cached ÷ (cached + new) prompt tokens over the log (SGLang)
+    lines: int = 0
+    stats_lines: int = 0
+    skipped: int = 0
+    untimed: int = 0                                 # stats lines without a readable time (interval assumed)
+
+    @property
+    def samples(self) -> list[Sample]:
+        """The samples the readings use: the aggregated line when vLLM prints one, else every engine's."""
+        if "aggregated" in self.engines:
+            return self.engines["aggregated"]
+        return [s for group in self.engines.values() for s in group]
+
+    @property
+    def groups(self) -> list[list[Sample]]:
+        if "aggregated" in self.engines:
+            return [self.engines["aggregated"]]
+        return list(self.engines.values())
+
+    @property
+    def span_s(self) -> float:
+        times = [s.t for s in self.samples]
+        return max(times) - min(times) if times else 0.0
+
+    def summary(self) -> str:
+        """e.g. "vLLM V1 server log, 412 stats lines over 68 min, 3 lines skipped"."""
+        span = self.span_s
+        over = f"{span / 60:.0f} min" if span >= 120 else f"{span:.0f} s"
+        parts = [f"{self.title}, {self.stats_lines} stats line{'s' if self.stats_lines != 1 else ''} over {over}"]
+        named = [e for e in self.engines if e != "aggregated"]
+        if len(named) > 1:
+            parts.append(f"{len(named)} engines")
+        parts.append(f"{self.skipped} line{'s' if self.skipped != 1 else ''} skipped")
+        if self.untimed:
+            parts.append(f"{self.untimed} without a time (the default {self.interval_s:g} s interval assumed)")
+        return ", ".join(parts)

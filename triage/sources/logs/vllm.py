@@ -1,0 +1,179 @@
+"""vLLM server logs: the periodic stats line of every version, SpecDecoding lines and preemption warnings.
+
+Formats, read from vLLM's own logging code:
+- V0 (``llm_engine.py`` up to 0.5, ``metrics.py`` LoggingStatLogger after): "Avg prompt throughput: %.1f tokens/s,
+  Avg generation throughput: %.1f tokens/s, Running: %d reqs, Swapped: %d reqs, Pending: %d reqs, GPU KV cache
+  usage: %.1f%%, CPU KV cache usage: %.1f%%." every 5 s, plus "Prefix cache hit rate: GPU: %.2f%%, CPU: %.2f%%"
+  and the scheduler's WARNING "Sequence group X is preempted by PreemptionMode.Y mode because there is not enough
+  KV cache space ... total_num_cumulative_preemption=N"; "Speculative metrics: Draft acceptance rate: %.3f, ...".
+- V1 (``v1/metrics/loggers.py``): "[Engine %03d: ]Avg prompt throughput: %.1f tokens/s, Avg generation
+  throughput: %.1f tokens/s, Running: %d reqs, Waiting: %d reqs, [Deferred: %d reqs, ][Preemptions: %d, ]GPU KV
+  cache usage: %.1f%%, Prefix cache hit rate: %.1f%%" every 10 s ("N Engines Aggregated: " with data parallelism),
+  and "SpecDecoding metrics: [Mean acceptance length: %.2f, ...]Accepted: %d tokens, Drafted: %d tokens, ...".
+Any prefix before the message (``(APIServer pid=N)``, docker compose, Kubernetes, journald) is ignored.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+
+from triage.sources.logs.lines import Clock
+from triage.sources.logs.series import LogSeries, Sample, SpecSample
+
+STATS = re.compile(rb"(?:Engine (\d+): |(\d+) Engines Aggregated: )?Avg prompt throughput: ")
+FIELD = re.compile(rb"(Avg prompt throughput|Avg generation throughput|Running|Waiting|Pending|Swapped|Deferred|"
+                   rb"Preemptions|GPU KV cache usage|CPU KV cache usage|Prefix cache hit rate): (-?[\d.]+)")
+V0_PREFIX = re.compile(rb"Prefix cache hit rate: GPU: ([\d.]+)%")
+PREEMPTED = re.compile(rb"is preempted by PreemptionMode\.\w+ mode")
+SPEC_V1 = re.compile(rb"SpecDecoding metrics: ")
+SPEC_V0 = re.compile(rb"Speculative metrics: Draft acceptance rate: ([\d.]+)")
+SPEC_FIELD = re.compile(rb"(Accepted|Drafted): (\d+) tokens|(?:Avg )?Draft acceptance rate: ([\d.]+)%")
+MAX_NUM_SEQS = re.compile(rb"""['"]?max_num_seqs['"]?\s*[:=]\s*(\d+)""")
+# A line of vLLM's own logger: "INFO 09-07 06:35:30 [loggers.py:123]" (0.7+) or "INFO 01-25 11:26:53
+# llm_engine.py:706]" (older), with any wrapper before it.
+SIGNATURE = re.compile(rb"(?:DEBUG|INFO|WARNING|ERROR) \d\d-\d\d \d\d:\d\d:\d\d(?:\.\d+)? \[?[\w.]+\.py:\d+\]")
+STATS_TEXT = re.compile(rb"Avg prompt throughput: [\d.]+ tokens/s, ")
+
+# The last field every version prints: a stats line without it was cut (or wrapped) before its end.
+COMPLETE = re.compile(rb"(?:Prefix cache hit rate|CPU KV cache usage): [\d.]+%")
+# What starts a new record: a log level with vLLM's stamp, an ISO time, or a "(Process pid=N)" prefix.
+NEW_RECORD = re.compile(rb"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\b|\d{4}-\d\d-\d\d[T ]\d\d:|"
+                        rb"^\(\w+ pid=\d+\)|^\S+\s+\| ")
+RECORD_START = re.compile(rb"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d")
+V0_INTERVAL_S, V1_INTERVAL_S = 5.0, 10.0
+PCT_FIELDS = {b"GPU KV cache usage", b"CPU KV cache usage", b"Prefix cache hit rate"}
+
+
+def detect(head: bytes) -> bool:
+    """Whether the text's head is a vLLM server log: its stats line, or lines of vLLM's logger naming a vLLM
+    source file (a log that starts with the startup output has no stats line in its first 64 kB)."""
+    if STATS_TEXT.search(head):
+        return True
+    stamped = SIGNATURE.findall(head)
+    return len(stamped) >= 3 and b"vllm" in head.lower()
+
+
+class VllmLogParser:
+    """Feed lines one at a time (``feed``), then ``result()``; holds only the numbers, never the text."""
+
+    def __init__(self) -> None:
+        self.clock = Clock()
+        self.series = LogSeries("vllm_log", "vLLM server log", "vllm", V1_INTERVAL_S)
+        self.v0 = self.v1 = False
+        self.last_t: float | None = None
+        self.held: bytes | None = None  # a stats line that ends early: the paste may have wrapped it
+
+    def feed(self, line: bytes) -> None:
+        """One line; a stats line cut short is joined with the next line when that one starts no new record
+        (an issue paste or a terminal wraps long lines at a fixed width)."""
+        if self.held is not None:
+            held, self.held = self.held, None
+            if not NEW_RECORD.search(line[:80]):
+                self.series.lines -= 1  # the two pieces are one line of the log
+                line = held + line
+            else:
+                self._line(held, final=True)
+        if line.count(b"Avg prompt throughput") > 1:
+            for piece in _records(line):  # several records pasted on one line (newlines lost)
+                self._line(piece)
+            return
+        self._line(line)
+
+    def _time(self, line: bytes) -> float:
+        t = self.clock.stamp(line)
+        if t is None:
+            self.series.untimed += 1
+            t = (self.last_t if self.last_t is not None else 0.0) + self.series.interval_s
+        self.last_t = t
+        return t
+
+    def _line(self, line: bytes, final: bool = False) -> None:
+        s = self.series
+        s.lines += 1
+        if b"throughput" in line and (m := STATS.search(line)):
+            if not final and not COMPLETE.search(line, m.end()):
+                s.lines -= 1
+                self.held = line
+                return
+            self._stats(line, m)
+        elif b"preempted by" in line and PREEMPTED.search(line):
+            s.preemption_times.append(self._time(line))
+        elif b"Prefix cache hit rate: GPU" in line and (p := V0_PREFIX.search(line)):
+            self._v0_prefix(float(p.group(1)) / 100)
+        elif b"SpecDecoding metrics" in line and (sm := SPEC_V1.search(line)):
+            self._spec(line[sm.end():], self._time(line))
+        elif b"Speculative metrics" in line and (sv := SPEC_V0.search(line)):
+            s.spec.append(SpecSample(self._time(line), rate=float(sv.group(1))))
+        elif b"max_num_seqs" in line and (mn := MAX_NUM_SEQS.search(line)):
+            s.config["max_num_seqs"] = float(mn.group(1))
+        else:
+            s.skipped += 1
+
+    def _stats(self, line: bytes, m: re.Match[bytes]) -> None:
+        fields: dict[bytes, float] = {}
+        for name, value in FIELD.findall(line, m.start()):
+            try:
+                fields[name] = float(value) / 100 if name in PCT_FIELDS else float(value)
+            except ValueError:
+                continue  # a number cut by the end of a paste
+        if b"Avg generation throughput" not in fields and b"Running" not in fields:
+            self.series.skipped += 1  # only the start of a stats line survived
+            return
+        self.v0 |= b"Pending" in fields or b"Swapped" in fields
+        self.v1 |= b"Waiting" in fields
+        if self.v0 and not self.v1:
+            self.series.interval_s = V0_INTERVAL_S
+        engine = m.group(1).decode() if m.group(1) else ("aggregated" if m.group(2) else "000")
+        waiting = fields.get(b"Waiting", fields.get(b"Pending"))
+        sample = Sample(self._time(line), fields.get(b"Avg prompt throughput"),
+                        fields.get(b"Avg generation throughput"), fields.get(b"Running"), waiting,
+                        fields.get(b"Swapped"), fields.get(b"GPU KV cache usage"),
+                        fields.get(b"Prefix cache hit rate"), fields.get(b"Preemptions"))
+        self.series.engines.setdefault(engine, []).append(sample)
+        self.series.stats_lines += 1
+
+    def _v0_prefix(self, rate: float) -> None:
+        """V0 prints the prefix hit rate on its own line right after the stats line: attach it to that sample."""
+        group = self.series.engines.get("000")
+        if group and group[-1].prefix_hit is None:
+            group[-1] = group[-1]._replace(prefix_hit=rate)
+
+    def _spec(self, rest: bytes, t: float) -> None:
+        sample = SpecSample(t)
+        for name, count, pct in SPEC_FIELD.findall(rest):
+            if name == b"Accepted":
+                sample.accepted = float(count)
+            elif name == b"Drafted":
+                sample.drafted = float(count)
+            elif pct:
+                sample.rate = float(pct) / 100
+        self.series.spec.append(sample)
+
+    def result(self) -> LogSeries:
+        if self.held is not None:
+            held, self.held = self.held, None
+            self._line(held, final=True)
+        s = self.series
+        if self.v1:
+            s.title, s.fmt = "vLLM V1 server log", "vllm_v1_log"
+        elif self.v0:
+            s.title, s.fmt = "vLLM V0 server log", "vllm_v0_log"
+            s.preemptions_logged = True  # V0's scheduler warns on every preemption
+        if any(x.preemptions is not None for x in s.samples):
+            s.preemptions_logged = True  # newer V1 prints "Preemptions: N" whenever there was one
+        return s
+
+
+def _records(line: bytes) -> list[bytes]:
+    """A line holding several log records, split where each record's level and stamp begin."""
+    starts = [m.start() for m in RECORD_START.finditer(line)] or [0]
+    starts[0] = 0
+    return [line[a:b] for a, b in zip(starts, [*starts[1:], len(line)], strict=True)]
+
+
+def parse(lines: Iterable[bytes]) -> LogSeries:
+    parser = VllmLogParser()
+    for line in lines:
+        parser.feed(line)
+    return parser.result()
