@@ -169,12 +169,14 @@ def test_queueing_scenario_queues_beyond_max_num_seqs(server_url: str):
     """max_num_seqs is 16: of 32 simultaneous requests, the second 16 wait for the first to finish."""
     with ThreadPoolExecutor(32) as pool:
         results = list(pool.map(lambda _: stream_chat(server_url, "q " * 20, 40), range(32)))
-    ttfts = sorted(r["times"][0] for r in results)
-    e2es = sorted(r["e2e"] for r in results)
-    assert ttfts[-1] > e2es[0] * 0.9  # the last first token came after the first batch finished
+    assert len(results) == 32
+    # the server's own queue-time histogram, not the client's clock (32 client threads on a busy machine start
+    # late and read their times late): at least the second 16 waited, and none of them briefly
     values = metric_values(server_url)
-    queued = values[("vllm:request_queue_time_seconds_sum", "")]
-    assert queued / 32 > 0.2
+    count = values[("vllm:request_queue_time_seconds_count", "")]
+    waited = count - values[("vllm:request_queue_time_seconds_bucket", "0.3")]
+    assert count == 32 and waited >= 16
+    assert values[("vllm:request_queue_time_seconds_sum", "")] / 32 > 0.2
 
 
 @pytest.mark.parametrize("server_url", ["prefill_bound"], indirect=True)
