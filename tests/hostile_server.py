@@ -3,7 +3,8 @@
 Paths: /metrics (good), /trickle (body 1 byte per ``TRICKLE_S``), /trickle-headers, /endless (chunked, never
 ends), /bomb (4 MB of gzip inflating to 4.2 GB), /loop (redirects to itself), /elsewhere (redirects to
 ``redirect_to``), /redirect-endless and /redirect-bomb (a 302 whose own body is endless, or a gzip bomb),
-/huge-error (HTTP 400 with a 300 KB Prometheus JSON error full of newlines and control characters), /passwd (200
+/huge-error (HTTP 400 with a 300 KB Prometheus JSON error full of newlines and control characters), /deep-json
+(200 with JSON nested 200,000 deep), /wrong-shape (vLLM names, then query results of the wrong shape), /passwd (200
 text/plain with a passwd-like line), /html, /badle, /negative, /dup, /auth.
 Under each of PREFIXED + "/" every path misbehaves the same way (a Prometheus base URL whose API answers so).
 ``server.heads`` keeps each request's head (request line and headers), to see what a client sent.
@@ -30,7 +31,12 @@ BAD = {
     "/dup": b"# TYPE g gauge\ng{a=\"1\"} 1\ng{a=\"1\"} 2\n",
 }
 PREFIXED = ("/endless", "/bomb", "/trickle", "/trickle-headers", "/elsewhere", "/redirect-endless", "/redirect-bomb",
-            "/huge-error")
+            "/huge-error", "/deep-json", "/wrong-shape")
+# a Prometheus whose label values name vLLM metrics but whose query results have the wrong shape
+SHAPE_NAMES = (b'{"status":"success","data":["vllm:num_requests_running","vllm:num_requests_waiting",'
+               b'"vllm:time_to_first_token_seconds_bucket","vllm:request_success_total"]}')
+SHAPE_RESULT = (b'{"status":"success","data":{"resultType":"vector","result":[{"metric":{"le":"x"},'
+                b'"value":"nan-not-a-pair","values":7},{"metric":null}]}}')
 HUGE_ERROR = ('{"status":"error","errorType":"bad_data","error":"parse error\\n\\u001b[31m'
               + "A\\r\\nline " * 30_000 + '"}').encode()
 BOMB_BLOCK = 1024 * 1024
@@ -74,6 +80,7 @@ class _Handler(socketserver.BaseRequestHandler):
 
     def respond(self, sock: socket.socket, path: str) -> None:
         text = {"Content-Type": "text/plain; version=0.0.4"}
+        full = path
         for base in PREFIXED:  # /endless/api/v1/query …: a base URL that misbehaves for every API call under it
             if path.startswith(base + "/"):
                 path = base
@@ -115,6 +122,12 @@ class _Handler(socketserver.BaseRequestHandler):
             sock.sendall(_head("302 Found", {"Location": "/loop", "Content-Length": "0"}))
         elif path == "/elsewhere":
             sock.sendall(_head("302 Found", {"Location": self.server.redirect_to, "Content-Length": "0"}))
+        elif path == "/wrong-shape":
+            body = SHAPE_NAMES if "/label/" in full else SHAPE_RESULT
+            sock.sendall(_head("200 OK", {"Content-Type": "application/json", "Content-Length": str(len(body))}) + body)
+        elif path == "/deep-json":  # 200 with JSON nested 200,000 deep: the JSON decoder's recursion limit
+            deep = b"[" * 200_000 + b"]" * 200_000
+            sock.sendall(_head("200 OK", {"Content-Type": "application/json", "Content-Length": str(len(deep))}) + deep)
         elif path == "/huge-error":
             json_type = {"Content-Type": "application/json", "Content-Length": str(len(HUGE_ERROR))}
             sock.sendall(_head("400 Bad Request", json_type) + HUGE_ERROR)

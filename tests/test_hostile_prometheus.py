@@ -16,7 +16,7 @@ from triage.alerting.evaluate import _client, _query
 from triage.errors import TriageError
 from triage.sources.metrics.fetch import MAX_API_BYTES, AnswerTooLarge, BoundedSession, RedirectRefused, fetch
 from triage.sources.metrics.profiles import Profile, profile_for_url
-from triage.sources.metrics.prometheus_window import PrometheusWindow, api_error_line
+from triage.sources.metrics.prometheus_window import PrometheusWindow, api_error_line, well_formed_answer
 
 END = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 CAP = f"larger than {MAX_API_BYTES // (1024 * 1024)} MB"
@@ -191,3 +191,21 @@ def test_the_error_detail_is_bounded_and_sanitised():
     assert "\u202e" not in line and "\x07" not in line
     plain = api_error_line("HTTP Status Code 502 (b'<html>\\n' + b'<body>bad gateway</body>' * 10000)")
     assert "\n" not in plain and len(plain) <= 220
+
+
+@pytest.mark.parametrize("answer,ok", [
+    (["vllm:num_requests_running"], True),
+    ([{"metric": {"le": "+Inf"}, "value": [1.5, "NaN"]}], True),
+    ([{"metric": {}, "values": [[1, "2"], [2, "3"]]}], True),
+    ([], True),
+    ({"result": []}, False),
+    ([{"metric": None}], False),
+    ([{"metric": {"le": "x"}, "value": [1, "2"]}], False),
+    ([{"metric": {}, "value": "1"}], False),
+    ([{"metric": {}, "value": [1, "a"]}], False),
+    ([{"metric": {"a": 1}, "value": [1, "2"]}], False),
+    ([{"metric": {}, "values": [[1]]}], False),
+    ([7], False),
+])
+def test_an_answer_of_the_wrong_shape_is_refused_where_it_arrives(answer, ok):
+    assert well_formed_answer(answer) is ok

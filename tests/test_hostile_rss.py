@@ -39,7 +39,8 @@ PEAK_LIMIT_MB = 600  # issue 23's bar for every hostile case; unbounded, a redir
 @pytest.mark.timeout(300)
 def test_redirects_and_error_bodies_on_the_prometheus_path_peak_rss():
     """``diagnose --prometheus``, ``diagnose --endpoint`` and ``rules --evaluate`` against a 302 whose own body is
-    endless or a gzip bomb, a cross-origin 302 to a bomb, and a 300 KB error body: exit 2 with one line on
+    endless or a gzip bomb, a cross-origin 302 to a bomb, a 300 KB error body, JSON nested 200,000 deep and
+    answers of the wrong shape (a null metric, ``"le": "x"``, a value that is not a pair): exit 2 with one line on
     stderr (never "this is a bug"), the redirect target never asked, a bounded peak."""
     from tests.hostile_server import hostile_server
 
@@ -58,6 +59,14 @@ def test_redirects_and_error_bodies_on_the_prometheus_path_peak_rss():
             "prometheus 300 KB error": (["diagnose", "--prometheus", first.url + "/huge-error"], "bad_data"),
             "rules --evaluate 300 KB error": (["rules", "--evaluate", "--prometheus", first.url + "/huge-error"],
                                               "bad_data"),
+            "prometheus JSON 200,000 deep": (["diagnose", "--prometheus", first.url + "/deep-json"],
+                                             "did not answer with Prometheus JSON"),
+            "prometheus answers of the wrong shape": (["diagnose", "--prometheus", first.url + "/wrong-shape"],
+                                                      "did not answer with Prometheus JSON"),
+            "fleet, answers of the wrong shape": (["diagnose", "--prometheus", first.url + "/wrong-shape", "--by",
+                                                   "instance"], "did not answer with Prometheus JSON"),
+            "rules --evaluate, wrong shape": (["rules", "--evaluate", "--prometheus", first.url + "/wrong-shape"],
+                                              "did not answer with Prometheus JSON"),
         }
         for name, (argv, expected) in cases.items():
             mb, code, stderr, _ = peak_rss_mb([*argv, "--timeout", "30"])

@@ -14,7 +14,7 @@ from triage.alerting.export import RuleSet
 from triage.errors import TriageError
 from triage.sources.metrics.fetch import BoundedRefusal
 from triage.sources.metrics.profiles import Profile, profile_for_url, redact_url
-from triage.sources.metrics.prometheus_window import api_error_line, prometheus_client
+from triage.sources.metrics.prometheus_window import api_error_line, prometheus_client, well_formed_answer
 from triage.sources.metrics.scrape import connection_reason
 
 MAX_WORKERS = 4
@@ -39,14 +39,14 @@ def _client(profile: Profile, timeout: float) -> PrometheusConnect:
 
 def _query(client: PrometheusConnect, expr: str, at: float, timeout: float, shown: str) -> list[dict]:
     try:
-        return client.custom_query(expr, params={"time": at, "timeout": str(timeout)})
+        answer = client.custom_query(expr, params={"time": at, "timeout": str(timeout)})
     except requests.exceptions.Timeout:
         raise TriageError(f"Prometheus at {shown}: query timed out after {timeout:.1f} s") from None
     except requests.exceptions.ConnectionError as exc:
         raise TriageError(f"Prometheus at {shown} is unreachable ({connection_reason(exc)})") from None
     except PrometheusApiClientException as exc:
         raise TriageError(f"Prometheus at {shown} refused the query: {api_error_line(str(exc))}") from None
-    except (ValueError, KeyError, TypeError):
+    except (ValueError, KeyError, TypeError, IndexError, RecursionError):  # RecursionError: JSON nested too deep
         raise TriageError(f"{shown} did not answer with Prometheus JSON (is it the Prometheus base URL?)") from None
     except BoundedRefusal as exc:  # past the size cap, or a redirect (never followed): one line of ours
         raise TriageError(f"Prometheus at {shown}: {exc}") from None
@@ -54,6 +54,9 @@ def _query(client: PrometheusConnect, expr: str, at: float, timeout: float, show
         raise TriageError(f"request to {shown} failed ({type(exc).__name__})") from None
     except Exception as exc:  # noqa: BLE001 - whatever the server sends, the dry run ends in one line, not "a bug"
         raise TriageError(f"request to {shown} failed ({type(exc).__name__})") from None
+    if not well_formed_answer(answer):
+        raise TriageError(f"{shown} did not answer with Prometheus JSON (is it the Prometheus base URL?)")
+    return answer
 
 
 def evaluate(rules: RuleSet, target: Profile | str, at: datetime, timeout: float = 10.0) -> list[Firing]:

@@ -165,7 +165,18 @@ class PrometheusWindow:
         return prometheus_client(self.profile, self.timeout)
 
     def _call(self, fn: Callable[[], Any]) -> Any:
-        """Run one client call, turning every failure into a QueryFailed sentence."""
+        """Run one client call, turning every failure (an answer of the wrong shape included) into a QueryFailed
+        sentence."""
+        result = self._answer(fn)
+        if not well_formed_answer(result):
+            raise self._not_json()
+        return result
+
+    def _not_json(self) -> QueryFailed:
+        return QueryFailed(f"{self.shown_url} did not answer with Prometheus JSON (is it the Prometheus base URL?)",
+                           True)
+
+    def _answer(self, fn: Callable[[], Any]) -> Any:
         try:
             return fn()
         except requests.exceptions.Timeout:
@@ -177,9 +188,8 @@ class PrometheusWindow:
                               True) from None
         except PrometheusApiClientException as exc:
             raise self._http_failure(str(exc)) from None
-        except (ValueError, KeyError, TypeError):
-            raise QueryFailed(f"{self.shown_url} did not answer with Prometheus JSON (is it the Prometheus base "
-                              "URL?)", True) from None
+        except (ValueError, KeyError, TypeError, IndexError, RecursionError):  # RecursionError: JSON nested too deep
+            raise self._not_json() from None
         except BoundedRefusal as exc:  # past the size cap, or a redirect (never followed): one line of ours
             raise QueryFailed(f"Prometheus at {self.shown_url}: {exc}", True) from None
         except requests.exceptions.RequestException as exc:
@@ -403,6 +413,35 @@ def _points(result: list[dict]) -> list[SeriesPoint]:
     if not result:
         return []
     return [SeriesPoint(t=float(t), value=float(v)) for t, v in result[0]["values"] if not math.isnan(float(v))]
+
+
+def well_formed_answer(result: Any) -> bool:
+    """True for what the client returns from a Prometheus that answered: label values (strings), or samples whose
+    labels are strings, whose ``value`` / ``values`` are [time, number] pairs and whose ``le`` is a number. Checked
+    once where the answer arrives, so a server's odd JSON ends in one line instead of a failure deep in the
+    reading (a ``null`` metric, ``"le": "x"``, a value that is not a pair)."""
+    if not isinstance(result, list):
+        return False
+    try:
+        for item in result:
+            if isinstance(item, str):
+                continue
+            metric = item.get("metric") if isinstance(item, dict) else None
+            if not isinstance(metric, dict) or not all(isinstance(v, str) for v in metric.values()):
+                return False
+            if "le" in metric:
+                float(metric["le"])
+            pairs = [item["value"]] if "value" in item else item.get("values")
+            if not isinstance(pairs, list):
+                return False
+            for pair in pairs:
+                if not isinstance(pair, list) or len(pair) != 2:
+                    return False
+                float(pair[0])
+                float(pair[1])
+    except (ValueError, TypeError, OverflowError):
+        return False
+    return True
 
 
 def _error_detail(body_repr: str) -> str:
