@@ -243,3 +243,22 @@ def test_a_comparison_that_holds_but_is_blocked_names_its_unmet_requirement(kb):
     assert _evidence(row, "en")["unmet"][0]["signal"] == "prompt_tail_ratio"
     plain = next(e for e in queueing.evidence if e.signal == "waiting_mean")
     assert plain.holds and plain.unmet == []
+
+
+def test_in_flight_counts_match_a_full_sort_for_sampled_and_unsorted_arrivals():
+    """The sampled path places each end among the sorted sample points instead of sorting a million ends; the
+    counts must be those of the plain sort-and-search, with ties, missing durations and unsorted starts."""
+    rng = np.random.default_rng(3)
+
+    def plain(start, e2e, at):
+        end = start + e2e
+        return (np.searchsorted(np.sort(start), at, side="left")
+                - np.searchsorted(np.sort(end[np.isfinite(end)]), at, side="right"))
+
+    for n, m, ordered in ((2000, 150, False), (2000, 150, True), (500, 500, False)):
+        start = rng.integers(0, 300, n).astype(float)  # many ties on purpose
+        start = np.sort(start) if ordered else start
+        e2e = rng.integers(0, 40, n).astype(float)
+        e2e[::9] = np.nan
+        at = start[rng.choice(n, m, replace=False)]
+        assert in_flight_at_arrival(start, e2e, at).tolist() == plain(start, e2e, at).tolist()
