@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+import socket
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -28,6 +29,12 @@ class Handler(BaseHTTPRequestHandler):
     server: WebhookServer
     timeout = READ_TIMEOUT_S
     protocol_version = "HTTP/1.1"
+
+    def setup(self) -> None:
+        super().setup()
+        # headers and body leave in two writes: without TCP_NODELAY the second waits on the client's delayed ACK
+        # (40 ms a request on Linux)
+        self.connection.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
 
     def do_POST(self) -> None:  # noqa: N802 (http.server API)
         receiver = self.server.receiver
