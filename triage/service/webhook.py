@@ -252,6 +252,7 @@ class Receiver:
         with self._lock:
             outcome.others = list(job.others)
             job.outcome = outcome
+        self._lead(outcome)
         self.metrics.diagnosed.labels("failed" if outcome.error else "ok").inc()
         self._deliver(outcome)
         self._store([outcome.alert, *outcome.others], outcome)
@@ -279,13 +280,27 @@ class Receiver:
         except Exception as exc:  # the page must still say something
             log.exception("diagnosis failed")
             out.error = f"{COULD_NOT}: internal error ({type(exc).__name__})"
-        top = out.top
-        node = top.cause if top is not None else lead
-        profile_name = self.config.profile_name or self.profile.name or None
-        link = LiveLink(profile=profile_name, window=self.config.window, end=end,
-                        match=dict(replica), node=node)
-        out.link = live_url(link, self.base)
+        out.link = self._link(out)
         return out
+
+    def _link(self, out: Outcome) -> str:
+        """The Live view of the replica over the window diagnosed, the leading cause's node lit."""
+        top = out.top
+        node = top.cause if top is not None else out.lead
+        profile_name = self.config.profile_name or self.profile.name or None
+        return live_url(LiveLink(profile=profile_name, window=self.config.window, end=out.alert.startsAt,
+                                 match=dict(out.replica), node=node), self.base)
+
+    def _lead(self, out: Outcome) -> None:
+        """With several triage alerts on one replica, lead with the cause the diagnosis ranks first (a root cause
+        before what it explains), not whichever alert arrived first."""
+        causes = {a.labels.get("cause") for a in (out.alert, *out.others)}
+        if out.diagnosis is None or len(causes) < 2:
+            return
+        ranked = next((f.cause for f in out.diagnosis.findings if f.cause in causes), None)
+        if ranked is not None and ranked != out.lead:
+            out.lead = ranked
+            out.link = self._link(out)
 
     def _deliver(self, out: Outcome) -> None:
         sinks = [("slack", self.config.slack_url, lambda: slack_body(self.kb, out)),
