@@ -105,16 +105,22 @@ class Proc:
         stop_process(self.process)
 
 
-def start_alertmanager(folder: Path, webhook_url: str, token: str, group_wait: str = "1s") -> Proc:
-    """Alertmanager with one route to the receiver (bearer token), gossip off, state in ``folder``."""
+def start_alertmanager(folder: Path, webhook_url: str, token: str, group_wait: str = "1s",
+                       plain_url: str = "") -> Proc:
+    """Alertmanager with one route to the receiver (bearer token), gossip off, state in ``folder``; with
+    ``plain_url`` every alert also goes to a plain webhook there (the bench's reference path)."""
     port = free_port()
     config = folder / "alertmanager.yml"
+    plain_route = "\n    - {receiver: plain}" if plain_url else ""
+    plain_receiver = f"\n  - name: plain\n    webhook_configs: [{{url: {plain_url}}}]" if plain_url else ""
     config.write_text(f"""route:
   receiver: triage
   group_by: [alertname, instance, model_name, engine]
   group_wait: {group_wait}
   group_interval: 1s
   repeat_interval: 1h
+  routes:
+    - {{receiver: triage, continue: true}}{plain_route}
 receivers:
   - name: triage
     webhook_configs:
@@ -122,7 +128,7 @@ receivers:
         send_resolved: true
         http_config:
           authorization:
-            credentials: {token}
+            credentials: {token}{plain_receiver}
 """, encoding="utf-8")
     log = folder / "alertmanager.log"
     (folder / "am-data").mkdir(exist_ok=True)
