@@ -139,8 +139,8 @@ queue = 1024
             print(f"{'one alert,':<21}receiver (diagnosis + message): {_stats(single_triage)}")
             print(f"{'one alert,':<21}plain webhook:{' ' * 18}{_stats(single_plain)}")
             storm = f"{args.replicas}-replica storm,"
-            print(f"{storm:<12}receiver:{' ' * 29}{_stats([triage[n] - t0 for n in triage])}")
-            print(f"{storm:<12}plain webhook:{' ' * 24}{_stats([plain[n] - t0 for n in plain])}")
+            print(f"{storm:<21}receiver:{' ' * 23}{_stats([triage[n] - t0 for n in triage])}")
+            print(f"{storm:<21}plain webhook:{' ' * 18}{_stats([plain[n] - t0 for n in plain])}")
             print(f"messages: {len(sink.bodies('/slack'))} ({failed} 'could not diagnose'); "
                   f"receiver peak RSS {_hwm(receiver.process.pid)}")
         finally:

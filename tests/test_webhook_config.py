@@ -145,3 +145,34 @@ def test_what_the_receiver_remembers_is_bounded(tmp_path):
     done = receiver.accept(json.dumps({"version": "4", "status": "firing", "alerts": alerts}).encode())
     assert done.status == 200 and done.queued == 200
     assert len(receiver._replicas) == 5 and len(receiver._seen) == 20
+
+
+def test_resolved_before_the_diagnosis_is_stored_still_closes_the_incident(tmp_path):
+    """Alertmanager may send the resolution while the diagnosis still waits on a slow Prometheus: the incident is
+    stored resolved, and the resolution starts no diagnosis of its own."""
+    import threading as th
+
+    from tests.prom_harness import FakeBehaviour, fake_prometheus
+    from triage.alerting.receiver.config import ReceiverConfig
+    from triage.alerting.receiver.store import IncidentStore
+    from triage.service.webhook import Receiver
+
+    firing = {"status": "firing", "labels": {"alertname": "A", "instance": "x"}, "fingerprint": "aa",
+              "startsAt": "2026-12-02T00:00:00Z"}
+    resolved = dict(firing, status="resolved", endsAt="2026-12-02T00:03:00Z")
+    with fake_prometheus(FakeBehaviour(query_delay=30, delay_everything=True)) as slow:
+        receiver = Receiver(ReceiverConfig(prometheus=slow, labels=("instance",), timeout=1.0,
+                                           incident_db=str(tmp_path / "i.sqlite3")))
+        stored = th.Event()
+        receiver.sent = lambda out: stored.set()
+        receiver.start()
+        try:
+            for alert in (firing, resolved):
+                assert receiver.accept(json.dumps({"version": "4", "status": alert["status"],
+                                                   "alerts": [alert]}).encode()).status == 200
+            assert stored.wait(30)
+        finally:
+            receiver.stop()
+    row = IncidentStore(tmp_path / "i.sqlite3").recent()[0]
+    assert row.status == "resolved" and row.ends_at.startswith("2026-12-02T00:03:00") and row.error
+    assert row.error.startswith("could not diagnose: ")

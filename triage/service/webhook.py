@@ -44,6 +44,7 @@ from triage.sources.metrics.profiles import Profile, resolve_profile
 log = logging.getLogger("triage.webhook")
 WINDOW_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 STOP = None  # the queue item that ends a worker
+STORE_BACKLOG = 10_000
 
 
 @dataclass
@@ -127,6 +128,10 @@ class Receiver:
         self._seen: OrderedDict[tuple[str, str], None] = OrderedDict()
         self._replicas: OrderedDict[tuple[tuple[str, str], ...], Job] = OrderedDict()
         self._workers: list[threading.Thread] = []
+        self._ended: OrderedDict[tuple[str, str], AlertmanagerAlert] = OrderedDict()  # resolved before stored
+        # alerts folded into a replica already diagnosed are stored by a thread of their own: the HTTP thread never
+        # waits on the disk (bounded: past it, the row is counted as a failed store, the page still answered)
+        self._late: queue.Queue[tuple[AlertmanagerAlert, Outcome] | None] = queue.Queue(maxsize=STORE_BACKLOG)
         self.sent: Callable[[Outcome], None] | None = None  # a hook for tests and the bench: called per message
 
     def _slo(self) -> Slo:
@@ -139,6 +144,10 @@ class Receiver:
     # ------------------------------------------------------------------ lifecycle
 
     def start(self) -> None:
+        if self.store is not None:
+            keeper = threading.Thread(target=self._keep_late, name="webhook-store", daemon=True)
+            keeper.start()
+            self._workers.append(keeper)
         for i in range(self.config.workers):
             worker = threading.Thread(target=self._work, name=f"webhook-worker-{i}", daemon=True)
             worker.start()
@@ -146,15 +155,18 @@ class Receiver:
 
     def stop(self, timeout: float = 30.0) -> None:
         """Let the workers finish what is queued, then end them."""
-        for _ in self._workers:
-            self.queue.put(STOP)
+        for worker in self._workers:
+            if worker.name == "webhook-store":
+                self._late.put(None)
+            else:
+                self.queue.put(STOP)
         for worker in self._workers:
             worker.join(timeout)
         self._workers.clear()
 
     def idle(self) -> bool:
         """Nothing queued and nothing being diagnosed (tests and the bench wait on it)."""
-        return self.queue.unfinished_tasks == 0
+        return self.queue.unfinished_tasks == 0 and self._late.unfinished_tasks == 0
 
     # ------------------------------------------------------------------ accepting
 
@@ -179,8 +191,7 @@ class Receiver:
         for alert in message.alerts:
             self.metrics.received.labels(alert.status).inc()
             if alert.status == "resolved":
-                if self.store is not None:
-                    self.store.resolve(alert.key(), alert.startsAt, alert.endsAt)
+                self._resolve(alert)
                 done.resolved += 1
                 continue
             verdict = self._admit(alert)
@@ -189,6 +200,16 @@ class Receiver:
                 return Accepted(status=503, queued=done.queued, reason="the diagnosis queue is full; retry later")
             setattr(done, verdict, getattr(done, verdict) + 1)
         return done
+
+    def _resolve(self, alert: AlertmanagerAlert) -> None:
+        """Close the incident; one still being diagnosed is closed when it is stored."""
+        if self.store is None:
+            return
+        if not self.store.resolve(alert.key(), alert.startsAt, alert.endsAt):
+            with self._lock:
+                self._ended[(alert.key(), alert.startsAt.isoformat())] = alert
+                while len(self._ended) > self.config.max_replicas:
+                    self._ended.popitem(last=False)
 
     def replica_of(self, alert: AlertmanagerAlert) -> dict[str, str]:
         """The labels of the alert that name its replica (the rules' group-by labels, or the configured ones)."""
@@ -224,8 +245,11 @@ class Receiver:
                 while len(self._replicas) > self.config.max_replicas:
                     self._replicas.popitem(last=False)
                 return "queued"
-        if stored is not None:
-            self._store([alert], stored)
+        if stored is not None and self.store is not None:
+            try:
+                self._late.put_nowait((alert, stored))
+            except queue.Full:
+                self.metrics.failed.labels("store").inc()
         return "folded"
 
     def _remember(self, ident: tuple[str, str]) -> None:
@@ -246,6 +270,16 @@ class Receiver:
                 log.exception("webhook worker failed on one alert")
             finally:
                 self.queue.task_done()
+
+    def _keep_late(self) -> None:
+        while True:
+            item = self._late.get()
+            try:
+                if item is None:
+                    return
+                self._store([item[0]], item[1])
+            finally:
+                self._late.task_done()
 
     def _handle(self, job: Job) -> None:
         outcome = self.diagnose(job.alert, job.replica)
@@ -327,6 +361,10 @@ class Receiver:
                                   replica=out.replica, cause=top.cause if top else None, message=text,
                                   diagnosis=out.contract, error=out.error or None, link=out.link)
                 self.metrics.delivered.labels("store").inc()
+                with self._lock:
+                    ended = self._ended.pop((alert.key(), alert.startsAt.isoformat()), None)
+                if ended is not None:
+                    self.store.resolve(ended.key(), ended.startsAt, ended.endsAt)
             except Exception:  # a locked or full disk must not stop the pages
                 self.metrics.failed.labels("store").inc()
                 log.exception("the incident store did not take an incident")

@@ -54,7 +54,11 @@ class Handler(BaseHTTPRequestHandler):
             receiver.metrics.rejected.labels("too_large").inc()
             self._reply(413, {"error": f"body larger than {MAX_BODY_BYTES} bytes"}, close=True)
             return
-        body = self.rfile.read(int(length))
+        try:
+            body = self.rfile.read(int(length))
+        except OSError:  # the client stopped sending (socket timeout) or went away
+            self.close_connection = True
+            return
         done = receiver.accept(body)
         answer: dict[str, object] = {"queued": done.queued, "folded": done.folded, "duplicates": done.duplicates,
                   "resolved": done.resolved}
