@@ -105,7 +105,8 @@ def test_alert_to_slack_message_end_to_end(kb, tmp_path):
             with sqlite3.connect(db) as con:
                 rows = con.execute("SELECT alertname, cause, link FROM incidents").fetchall()
             assert rows and rows[0][1] == "ttft.queueing" and rows[0][2] == link
-            assert TOKEN not in receiver.log.read_text()
+            log = receiver.log.read_text()
+            assert TOKEN not in log and sink.url not in log and "receiving Alertmanager webhooks" in log
         finally:
             for proc in reversed(procs):
                 proc.stop()

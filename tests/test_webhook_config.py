@@ -176,3 +176,20 @@ def test_resolved_before_the_diagnosis_is_stored_still_closes_the_incident(tmp_p
     row = IncidentStore(tmp_path / "i.sqlite3").recent()[0]
     assert row.status == "resolved" and row.ends_at.startswith("2026-12-02T00:03:00") and row.error
     assert row.error.startswith("could not diagnose: ")
+
+
+@pytest.mark.parametrize("behaviour", ["erroring", "down"])
+def test_a_failing_prometheus_gives_could_not_diagnose(behaviour):
+    from tests.prom_harness import FakeBehaviour, closed_port_url, fake_prometheus
+    from triage.alerting.receiver.config import ReceiverConfig
+    from triage.alerting.receiver.payload import AlertmanagerAlert
+    from triage.service.webhook import Receiver
+
+    alert = AlertmanagerAlert(status="firing", labels={"alertname": "A", "instance": "x", "cause": "ttft.queueing"},
+                              startsAt=datetime(2026, 12, 2, tzinfo=UTC))
+    with fake_prometheus(FakeBehaviour(status=500)) as failing:
+        url = failing if behaviour == "erroring" else closed_port_url()
+        receiver = Receiver(ReceiverConfig(prometheus=url, labels=("instance",), timeout=2.0))
+        out = receiver.diagnose(alert, receiver.replica_of(alert))
+    assert out.error.startswith("could not diagnose: ") and "\n" not in out.error
+    assert out.link.endswith("match_instance=x&node=ttft.queueing")  # the link still opens the replica
