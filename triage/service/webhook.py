@@ -164,10 +164,6 @@ class Receiver:
             worker.join(timeout)
         self._workers.clear()
 
-    def idle(self) -> bool:
-        """Nothing queued and nothing being diagnosed (tests and the bench wait on it)."""
-        return self.queue.unfinished_tasks == 0 and self._late.unfinished_tasks == 0
-
     # ------------------------------------------------------------------ accepting
 
     def authorized(self, header: str | None) -> bool:
