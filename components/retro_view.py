@@ -118,8 +118,28 @@ def _export(s: RetroState, diag: Diagnosis | None) -> None:
         st.rerun()
 
 
+def _incidents() -> None:
+    """What on-call saw: the Alertmanager receiver's incidents (alert, labels, time, cause, link), newest first."""
+    from triage.service.incidents import recent_incidents
+
+    try:
+        rows = recent_incidents()
+    except TriageError as exc:
+        st.warning(t("retro_incidents_failed", reason=exc.line()))
+        return
+    if not rows:
+        return
+    with st.expander(t("retro_incidents", n=len(rows))):
+        st.dataframe([{"alert": r.alertname, "labels": ", ".join(f"{k}={v}" for k, v in r.replica.items()),
+                       "time": r.starts_at[:19].replace("T", " "), "status": r.status,
+                       "diagnosis": r.cause or (r.error or "—"), "link": r.link} for r in rows],
+                     column_config={"link": st.column_config.LinkColumn("link", display_text="Live")},
+                     hide_index=True)
+
+
 def retro_page() -> None:
     st.title(t("retro_title"))
+    _incidents()
     s = state()
     label, diag = current_diagnosis()
     s.source = s.source or label

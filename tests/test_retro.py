@@ -104,3 +104,23 @@ def test_walk_export_and_reimport_restore_the_same_state(kb):
     assert restored.notes["technique"] == "chosen in the retro"
     assert restored.checklist["technique"][0] is True
     assert "4. Technique" in texts(fresh)
+
+
+def test_retro_lists_the_receivers_incidents(tmp_path, monkeypatch):
+    """The Alertmanager receiver's incident store, listed on the Retro page: alert, replica, time, cause, link."""
+    from datetime import UTC, datetime
+
+    from triage.alerting.receiver.store import IncidentStore
+
+    store = IncidentStore(tmp_path / "incidents.sqlite3")
+    store.record(fingerprint="f1", starts_at=datetime(2026, 12, 2, 2, 5, tzinfo=UTC), alertname="TriageTtftQueueing",
+                 labels={"alertname": "TriageTtftQueueing", "instance": "gpu-7"}, replica={"instance": "gpu-7"},
+                 cause="ttft.queueing", message="m", diagnosis={"findings": []}, error=None,
+                 link="https://triage.example/live?source=prometheus&node=ttft.queueing")
+    monkeypatch.setenv("TRIAGE_WEBHOOK_INCIDENT_DB", str(tmp_path / "incidents.sqlite3"))
+    at = open_page("pages/retro.py")
+    assert not at.exception
+    assert "Incidents on-call saw (1" in at.expander[0].label
+    frame = at.dataframe[0].value
+    assert list(frame["alert"]) == ["TriageTtftQueueing"] and list(frame["diagnosis"]) == ["ttft.queueing"]
+    assert list(frame["labels"]) == ["instance=gpu-7"]

@@ -38,6 +38,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "simulate": ("triage.cli.simulate", "register",
                  "serve simulated vLLM /metrics for a scenario (or write a backfill file)"),
     "gate": ("triage.cli.gate", "register", "verify a change against its baseline; exit 1 on a regression"),
+    "webhook": ("triage.cli.webhook", "register", "Alertmanager receiver: diagnose each alerting replica"),
     "log": ("triage.cli.gate", "register_log",
             "the experiment log: list, show or export recorded gate results"),
 }
