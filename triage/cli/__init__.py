@@ -40,6 +40,10 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "gate": ("triage.cli.gate", "register", "verify a change against its baseline; exit 1 on a regression"),
     "log": ("triage.cli.gate", "register_log",
             "the experiment log: list, show or export recorded gate results"),
+    "lint-rules": ("triage.cli.lint", "register_rules",
+                   "list renamed/removed metric names in Prometheus rule files (exit 1 if any)"),
+    "lint-dashboard": ("triage.cli.lint", "register_dashboard",
+                       "list renamed/removed metric names in Grafana dashboards (exit 1 if any)"),
 }
 NO_KNOWLEDGE = {"log"}  # commands that read no knowledge (no --tree-dir)
 TREE_DIR_HELP = "read the knowledge base (every YAML file) from DIR instead of tree/"
