@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+import yaml
 
 from tests.prom_harness import PROMETHEUS, PROMTOOL, data_end, start_prometheus
 from triage.cli import main
+from triage.knowledge import DEFAULT_TREE_DIR
 from triage.lint.promql_names import label_values_query, metric_names
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -61,7 +64,7 @@ def test_vllm_classic_example_dashboard(capsys):
     found = findings(report)
     assert code == 1
     assert found["vllm:gpu_cache_usage_perc"]["replacement"] == "vllm:kv_cache_usage_perc"
-    assert found["vllm:gpu_cache_usage_perc"]["version"] == "deprecated 0.9.2, removed 0.12.0"
+    assert found["vllm:gpu_cache_usage_perc"]["version"] == "deprecated 0.9.2, removed in 0.12.0"
     tpot = found["vllm:time_per_output_token_seconds_bucket"]
     assert tpot["replacement"] == "vllm:inter_token_latency_seconds_bucket"
     assert len(found["vllm:time_per_output_token_seconds_bucket"]["where"]) == 4  # P99, P95, P90, P50
@@ -207,3 +210,66 @@ def test_unreachable_prometheus_is_exit_2(capsys):
     assert main(["lint-rules", str(RULES), "--prometheus", closed_port_url(), "--timeout", "2"]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "unreachable" in err
+
+
+# ------------------------------------------------------------------ the history is data, checked on load
+
+
+def test_dynamo_history(tmp_path, capsys):
+    rules = tmp_path / "dynamo.yaml"
+    rules.write_text("groups:\n- name: d\n  rules:\n  - alert: X\n"
+                     "    expr: rate(nv_llm_http_service_requests_total[5m]) > 1"
+                     " and dynamo_component_concurrent_requests > 3\n", encoding="utf-8")
+    code, report = lint(capsys, "lint-rules", str(rules))
+    found = findings(report)
+    assert code == 1
+    assert found["nv_llm_http_service_requests_total"]["replacement"] == "dynamo_frontend_requests_total"
+    assert found["dynamo_component_concurrent_requests"]["replacement"] == "dynamo_component_inflight_requests"
+
+
+def test_a_history_added_to_a_tree_copy_is_used(tmp_path, capsys):
+    tree = tmp_path / "tree"
+    shutil.copytree(DEFAULT_TREE_DIR, tree)
+    path = tree / "engines" / "tgi.yaml"
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    data["removed"] = [{"name": "tgi_old_thing", "removed_in": "9.9", "why": {"en": "gone", "zh": "已移除"}}]
+    path.write_text(yaml.safe_dump(data, allow_unicode=True), encoding="utf-8")
+    rules = tmp_path / "r.yaml"
+    rules.write_text("groups:\n- name: g\n  rules:\n  - alert: A\n    expr: tgi_old_thing > 1\n", encoding="utf-8")
+    assert main(["lint-rules", str(rules)]) == 0  # the shipped tree does not know it
+    capsys.readouterr()
+    code, report = lint(capsys, "lint-rules", str(rules), "--tree-dir", str(tree))
+    assert code == 1 and findings(report)["tgi_old_thing"]["version"] == "removed in 9.9"
+
+
+@pytest.mark.parametrize(("history", "message"), [
+    ({"renamed": [{"old": "a", "new": "b"}, {"old": "a", "new": "c"}]}, "'a' is listed twice"),
+    ({"renamed": [{"old": "a", "new": "b"}], "removed": [{"name": "b", "removed_in": "1", "why": {"en": "x",
+                                                                                                  "zh": "x"}}]},
+     "rename target 'b' is itself removed"),
+    ({"renamed": [{"old": "not a name", "new": "b"}]}, "is not a Prometheus metric name"),
+])
+def test_inconsistent_history_fails_the_tree(tmp_path, history, message):
+    tree = tmp_path / "tree"
+    shutil.copytree(DEFAULT_TREE_DIR, tree)
+    path = tree / "engines" / "tgi.yaml"
+    data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    data.update(history)
+    path.write_text(yaml.safe_dump(data, allow_unicode=True), encoding="utf-8")
+    out = subprocess.run([sys.executable, "-m", "triage", "tree", "--tree-dir", str(tree)], cwd=ROOT,
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 2 and "tgi.yaml" in out.stderr and message in out.stderr
+
+
+def test_router_maps_are_never_the_serving_engine():
+    from triage.alerting.promql import serving_engines
+    from triage.errors import TriageError
+    from triage.knowledge.engines import load_engines
+    from triage.sources.metrics.snapshot_window import pick_engines
+
+    engines = load_engines()
+    assert {e.id for e in serving_engines(engines)} == {"vllm", "sglang", "tgi"}
+    with pytest.raises(TriageError):
+        pick_engines({"llm_d_epp_average_queue_size", "dynamo_frontend_requests_total"}, engines)
+    serving, _ = pick_engines({"llm_d_epp_average_queue_size", "vllm:num_requests_running"}, engines)
+    assert serving.id == "vllm"

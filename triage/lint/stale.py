@@ -47,7 +47,7 @@ class Finding:
 
 
 def _version(deprecated: str, removed: str) -> str:
-    parts = ([f"deprecated {deprecated}"] if deprecated else []) + [f"removed {removed}" if removed
+    parts = ([f"deprecated {deprecated}"] if deprecated else []) + [f"removed in {removed}" if removed
                                                                     else "still emitted as an alias"]
     return ", ".join(parts)
 
@@ -74,7 +74,7 @@ def history_index(engines: Mapping[str, EngineSpec], lang: str = "en") -> dict[s
                                      also=r.also_exported_by)
         for gone in e.removed:
             for old, _ in _variants(e, gone.name, ""):
-                index[old] = History(REMOVED, e.id, "", f"removed {gone.removed_in}", gone.why.get(lang),
+                index[old] = History(REMOVED, e.id, "", f"removed in {gone.removed_in}", gone.why.get(lang),
                                      gone.also_exported_by)
     return index
 
