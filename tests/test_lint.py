@@ -45,6 +45,7 @@ def findings(report: dict) -> dict[str, dict]:
     ('a and bool_metric or vector(0) unless b # c_commented\n> 1e3 + 0x1f + Inf', ["a", "bool_metric", "b"]),
     ('count by (le) (m{label="}{not a name", other=~`x`}) > bool 2', ["m"]),
     ('topk(5, ${metric_var}) + [[old_var]] + $var', []),
+    ('{"my.metric", job="x"} + rate({"vllm:x_total", engine="0"}[5m])', ["my.metric", "vllm:x_total"]),
 ])
 def test_metric_names_skips_everything_but_names(expr, names):
     assert metric_names(expr) == names
@@ -96,6 +97,20 @@ def test_llm_d_dashboards(capsys):
     assert "vllm:time_per_output_token_seconds_bucket" in old
     assert set(current) == {"vllm:num_preemptions"}  # its llm_d_epp_* names are current
     assert current["vllm:num_preemptions"]["replacement"] == "vllm:num_preemptions_total"
+
+
+def test_targets_of_other_data_sources_are_not_promql(tmp_path, capsys):
+    board = tmp_path / "mixed.json"
+    board.write_text(json.dumps({"panels": [
+        {"title": "logs", "datasource": {"type": "loki"},
+         "targets": [{"expr": 'sum by (level) (count_over_time({app="x"} | json [5m]))'}]},
+        {"title": "kv", "datasource": {"type": "prometheus"},
+         "targets": [{"expr": "vllm:gpu_cache_usage_perc"},
+                     {"datasource": {"type": "loki"}, "expr": "rate({app=\"y\"} | logfmt [1m])"}]},
+    ]}), encoding="utf-8")
+    code, report = lint(capsys, "lint-dashboard", str(board))
+    assert code == 1 and set(findings(report)) == {"vllm:gpu_cache_usage_perc"}  # neither json nor logfmt
+    assert report["files"][0]["expressions"] == 1
 
 
 def test_clean_dashboard_exits_zero_with_a_line(capsys):
@@ -202,6 +217,16 @@ def test_prometheus_check_keeps_the_rename_and_notes_absence(escaped_prometheus,
     assert found["vllm:gpu_cache_usage_perc"]["kind"] == "renamed"
     assert "absent from this Prometheus" in found["vllm:gpu_cache_usage_perc"]["note"]
     assert "job:vllm_kv_usage:max" not in found  # recorded by the file itself
+
+
+def test_a_series_recorded_by_another_file_is_not_missing(escaped_prometheus, tmp_path, capsys):
+    user = tmp_path / "alerts.yaml"
+    user.write_text("groups:\n- name: a\n  rules:\n  - alert: Full\n    expr: job:vllm_kv_usage:max > 0.9"
+                    " unless on () ALERTS{alertname=\"Maintenance\"}\n", encoding="utf-8")
+    code, report = lint(capsys, "lint-rules", str(user), "--prometheus", escaped_prometheus.url)
+    assert code == 1 and set(findings(report)) == {"job:vllm_kv_usage:max"}  # alone, nobody records it
+    code, report = lint(capsys, "lint-rules", str(RULES), str(user), "--prometheus", escaped_prometheus.url)
+    assert "job:vllm_kv_usage:max" not in findings(report)
 
 
 def test_unreachable_prometheus_is_exit_2(capsys):

@@ -26,7 +26,8 @@ def _run(args: argparse.Namespace, read: Callable[[Path], Document]) -> int:
         from triage.sources.metrics.profiles import resolve_profile
 
         present = prometheus_names(resolve_profile(args.prometheus), args.timeout)
-    results = [(doc, check(doc, engines, present, args.lang)) for doc in docs]
+    defined = set().union(*(doc.defined for doc in docs))  # one file may use what another records
+    results = [(doc, check(doc, engines, present, args.lang, defined)) for doc in docs]
     stale = any(findings for _, findings in results)
     if args.json:
         print(json.dumps({"files": [{"path": doc.path, "expressions": doc.expressions,

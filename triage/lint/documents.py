@@ -96,8 +96,16 @@ def _panels(panels: Any) -> Iterator[dict[str, Any]]:
             yield from _panels(panel.get("panels"))
 
 
-def _target_expr(target: dict[str, Any]) -> str | None:
-    expr = target.get("expr", target.get("query"))
+def _datasource_type(source: Any) -> str:
+    return str(source.get("type") or "") if isinstance(source, dict) else ""
+
+
+def _target_expr(target: dict[str, Any], panel_source: str) -> str | None:
+    """The PromQL of a target; a target of another data source (Loki, SQL, …) is not PromQL and is skipped."""
+    kind = _datasource_type(target.get("datasource")) or panel_source
+    if kind and kind != "prometheus" and not kind.startswith("${"):
+        return None
+    expr = target.get("expr")
     return expr if isinstance(expr, str) and expr.strip() else None
 
 
@@ -119,8 +127,9 @@ def dashboard(path: Path) -> Document:
             panels += list(_panels(row.get("panels")))
     for panel in panels:
         title = str(panel.get("title") or f"panel {panel.get('id', '?')}")
+        source = _datasource_type(panel.get("datasource"))
         for target in panel.get("targets") or []:
-            expr = _target_expr(target) if isinstance(target, dict) else None
+            expr = _target_expr(target, source) if isinstance(target, dict) else None
             if expr is not None:
                 count += 1
                 ref = target.get("refId", "")

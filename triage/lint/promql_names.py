@@ -19,6 +19,8 @@ KEYWORDS = {"and", "or", "unless", "bool", "offset", "inf", "nan", "atan2",
 MATCHER_RE = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*|\"(?:[^\"\\]|\\.)*\")\s*(=~|!~|!=|=)\s*"
                         r"(\"(?:[^\"\\]|\\.)*\"|'(?:[^'\\]|\\.)*'|`[^`]*`)\s*,?")
 
+QUOTED_NAME_RE = re.compile(r"\s*(\"(?:[^\"\\]|\\.)*\")\s*(?:,|(?=\}))")
+
 
 def _skip_string(text: str, i: int) -> int:
     """The index after the string literal opening at ``i`` (an unclosed one runs to the end)."""
@@ -45,6 +47,11 @@ def _matchers(text: str, i: int, names: list[str]) -> int:
     while j < len(text):
         if text[j] == "}":
             return j + 1
+        quoted = QUOTED_NAME_RE.match(text, j)
+        if quoted is not None:  # Prometheus 3's quoted metric name: {"my.metric", job="x"}
+            names.append(_unquote(quoted.group(1)))
+            j = quoted.end()
+            continue
         found = MATCHER_RE.match(text, j)
         if found is None:  # not a matcher we understand: skip to the closing brace, strings included
             while j < len(text) and text[j] != "}":

@@ -17,6 +17,8 @@ from triage.sources.metrics.fetch import AnswerTooLarge
 from triage.sources.metrics.profiles import Profile, redact_url
 
 RENAMED, REMOVED, SUFFIX, ESCAPED, MISSING = "renamed", "removed", "counter suffix", "escaped", "missing"
+# series Prometheus makes itself only while alerts are pending or firing: their absence says nothing
+SYNTHETIC = frozenset({"ALERTS", "ALERTS_FOR_STATE"})
 
 
 @dataclass(frozen=True)
@@ -108,16 +110,18 @@ def lookup(name: str, engines: Mapping[str, EngineSpec], index: Mapping[str, His
 
 
 def check(doc: Document, engines: Mapping[str, EngineSpec], present: set[str] | None = None,
-          lang: str = "en") -> list[Finding]:
-    """Findings for ``doc``, one per name, each listing every place that uses it."""
+          lang: str = "en", defined: set[str] | None = None) -> list[Finding]:
+    """Findings for ``doc``, one per name, each listing every place that uses it. ``defined``: series that the
+    files checked together record themselves (never "missing")."""
     index = history_index(engines, lang)
+    own = doc.defined | (defined or set()) | SYNTHETIC
     found: dict[str, Finding] = {}
     for use in doc.uses:
         if use.name in found:
             found[use.name].where.append(use.where)
             continue
         finding = lookup(use.name, engines, index)
-        if present is not None and use.name not in present and use.name not in doc.defined:
+        if present is not None and use.name not in present and use.name not in own:
             escaped = use.name.replace(":", "_")
             if ":" in use.name and escaped in present:
                 note = (f"this Prometheus stores it as {escaped} (colons turned into underscores on the way in: "
