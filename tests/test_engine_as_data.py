@@ -8,10 +8,13 @@ import re
 import shutil
 import subprocess
 import sys
+from datetime import UTC, datetime
 from pathlib import Path
 
+import pytest
 import yaml
 
+from tests.prom_harness import PROMETHEUS, PROMTOOL, data_end, generate_openmetrics, start_prometheus
 from triage.knowledge import DEFAULT_TREE_DIR
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -49,11 +52,14 @@ def acme_engine() -> dict:
     return spec
 
 
-def diagnose(tree: Path | None, before: Path, after: Path) -> subprocess.CompletedProcess:
+def run(tree: Path | None, *source: str) -> subprocess.CompletedProcess:
     extra = ["--tree-dir", str(tree)] if tree else []
-    return subprocess.run([sys.executable, "-m", "triage", "diagnose", "--scrape", str(before), str(after),
-                           "--interval", "60", "--json", *extra], cwd=ROOT, capture_output=True, text=True,
-                          timeout=180)
+    return subprocess.run([sys.executable, "-m", "triage", "diagnose", *source, "--json", *extra], cwd=ROOT,
+                          capture_output=True, text=True, timeout=180)
+
+
+def diagnose(tree: Path | None, before: Path, after: Path) -> subprocess.CompletedProcess:
+    return run(tree, "--scrape", str(before), str(after), "--interval", "60")
 
 
 def verdict(out: subprocess.CompletedProcess) -> tuple[list, list]:
@@ -82,3 +88,34 @@ def test_a_new_engine_yaml_diagnoses_its_scrape(tmp_path):
     expected = verdict(diagnose(None, vllm_before, vllm_after))
     assert ("memory.kv_cache", "memory") in expected[1]  # the scrape does say something
     assert verdict(diagnose(tree, acme_before, acme_after)) == expected
+
+
+@pytest.fixture(scope="module")
+def two_prometheus(tmp_path_factory):
+    """The harness's vLLM-like data in one Prometheus, the same data in acme's names in another."""
+    if not (Path(PROMETHEUS).exists() and Path(PROMTOOL).exists()):
+        pytest.skip("prometheus / promtool are not installed")
+    end = data_end()
+    data = generate_openmetrics(end)
+    vllm = start_prometheus(tmp_path_factory.mktemp("vllm"), data, end)
+    try:
+        acme = start_prometheus(tmp_path_factory.mktemp("acme"), as_acme(data), end)
+    except BaseException:
+        vllm.stop()
+        raise
+    yield vllm, acme
+    vllm.stop()
+    acme.stop()
+
+
+def test_a_new_engine_yaml_reads_a_prometheus_in_its_names(tmp_path, two_prometheus):
+    vllm, acme = two_prometheus
+    tree = tmp_path / "tree"
+    shutil.copytree(DEFAULT_TREE_DIR, tree)
+    window = ["--window", "15m", "--end", datetime.fromtimestamp(vllm.end, UTC).isoformat()]
+    unknown = run(tree, "--prometheus", acme.url, *window)
+    assert unknown.returncode == 2 and unknown.stderr.count("\n") == 1 and "metrics in this window" in unknown.stderr
+    (tree / "engines" / "acme.yaml").write_text(yaml.safe_dump(acme_engine(), allow_unicode=True), encoding="utf-8")
+    expected = verdict(run(None, "--prometheus", vllm.url, *window))
+    assert any(present for _, present in expected[0])  # the data does show a symptom
+    assert verdict(run(tree, "--prometheus", acme.url, *window)) == expected

@@ -128,6 +128,20 @@ def load_engines(tree_dir: Path | None = None) -> dict[str, EngineSpec]:
     return load_knowledge(tree_dir).engines
 
 
+def detect_match(engines: dict[str, EngineSpec]) -> str:
+    """A Prometheus series selector for every name an engine map may read: ``<prefix>.+`` per prefix, and the map's
+    own names for an engine without a prefix (DCGM). Built from the maps, so a new engine file is found too."""
+    alternatives: list[str] = []
+    for engine in engines.values():
+        for prefix in engine.prefixes:
+            if prefix:
+                alternatives.append(re.escape(prefix) + ".+")
+            else:
+                alternatives += [re.escape(n) + "(_bucket|_sum|_count)?" for m in engine.metrics for n in m.names]
+    unique = list(dict.fromkeys(alternatives))
+    return '{__name__=~"' + "|".join(unique).replace("\\", "\\\\") + '"}'
+
+
 def detect_engines(present: set[str], engines: dict[str, EngineSpec] | None = None) -> list[EngineSpec]:
     """Engines whose detection metrics are present; DCGM is an add-on, listed after the serving engine."""
     engines = engines or load_engines()

@@ -18,7 +18,7 @@ from urllib3.util.retry import Retry
 
 from triage.diagnosis.readings import Need, Readings, SeriesPoint
 from triage.errors import TriageError
-from triage.knowledge.engines import EngineSpec
+from triage.knowledge.engines import EngineSpec, detect_match
 from triage.sources.metrics.fetch import AnswerTooLarge, BoundedSession
 from triage.sources.metrics.profiles import Profile, profile_for_url, redact_url
 from triage.sources.metrics.scrape import connection_reason
@@ -40,7 +40,6 @@ from triage.sources.metrics.snapshot_window import (
     selector,
 )
 
-DETECT_MATCH = '{__name__=~"vllm[:_].+|sglang[:_].+|tgi_.+|DCGM_FI_.+"}'
 MAX_WORKERS = 8  # below requests' default pool of 10 connections per host
 GRACE = 0.5  # seconds past the timeout before a stuck query is abandoned
 DEFAULT_TIMEOUT = 10.0
@@ -206,7 +205,7 @@ class PrometheusWindow:
     # ------------------------------------------------------------ engine detection
 
     def _names(self, in_window: bool) -> set[str]:
-        params: dict[str, Any] = {"match[]": DETECT_MATCH}
+        params: dict[str, Any] = {"match[]": detect_match(self.engines)}  # every engine map's names
         if in_window:
             params.update(start=self.start.timestamp(), end=self.end.timestamp())
         try:
