@@ -88,6 +88,10 @@ def test_a_new_engine_yaml_diagnoses_its_scrape(tmp_path):
     expected = verdict(diagnose(None, vllm_before, vllm_after))
     assert ("memory.kv_cache", "memory") in expected[1]  # the scrape does say something
     assert verdict(diagnose(tree, acme_before, acme_after)) == expected
+    nothing = tmp_path / "nothing.txt"
+    nothing.write_text("# TYPE other_metric gauge\nother_metric 1\n", encoding="utf-8")
+    out = diagnose(tree, nothing, nothing)  # the message names every serving engine the maps know
+    assert out.returncode == 2 and "no vLLM, SGLang, TGI or Acme Serve metrics" in out.stderr
 
 
 @pytest.fixture(scope="module")

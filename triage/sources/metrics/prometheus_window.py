@@ -38,6 +38,7 @@ from triage.sources.metrics.snapshot_window import (
     prepared_quantile,
     resolve_need,
     selector,
+    serving_titles,
 )
 
 MAX_WORKERS = 8  # below requests' default pool of 10 connections per host
@@ -222,8 +223,8 @@ class PrometheusWindow:
         everywhere = self._names(in_window=False)
         if _serving_found(everywhere, self.engines):
             return everywhere, True
-        raise TriageError(f"no vLLM, SGLang or TGI metrics in this window (Prometheus at {self.shown_url} has "
-                          "none at all)")
+        raise TriageError(f"no {serving_titles(self.engines)} metrics in this window (Prometheus at "
+                          f"{self.shown_url} has none at all)")
 
     # ------------------------------------------------------------ reading
 
