@@ -113,6 +113,25 @@ def test_targets_of_other_data_sources_are_not_promql(tmp_path, capsys):
     assert report["files"][0]["expressions"] == 1
 
 
+def test_nested_rows_annotations_and_the_api_wrapper_are_read(tmp_path, capsys):
+    board = tmp_path / "api.json"
+    board.write_text(json.dumps({"meta": {}, "dashboard": {
+        "panels": [{"type": "row", "title": "collapsed", "collapsed": True, "panels": [
+            {"title": "inner", "targets": [{"expr": "sglang:time_per_output_token_seconds_count"}]}]}],
+        "rows": [{"panels": [{"title": "old schema", "targets": [{"expr": "vllm:cpu_cache_usage_perc"}]}]}],
+        "annotations": {"list": [{"name": "preempt", "expr": "changes(vllm:gpu_prefix_cache_hit_rate[1m]) > 0"}]},
+        "templating": {"list": [{"type": "query", "name": "m",
+                                 "query": "label_values(vllm:gpu_cache_usage_perc{job=~\"$job\"}, model_name)"}]},
+    }}), encoding="utf-8")
+    code, report = lint(capsys, "lint-dashboard", str(board))
+    found = findings(report)
+    assert code == 1
+    assert found["sglang:time_per_output_token_seconds_count"]["where"] == ["panel 'inner'"]
+    assert found["vllm:cpu_cache_usage_perc"]["where"] == ["panel 'old schema'"]
+    assert found["vllm:gpu_prefix_cache_hit_rate"]["where"] == ["annotation 'preempt'"]
+    assert found["vllm:gpu_cache_usage_perc"]["where"] == ["variable $m"]
+
+
 def test_clean_dashboard_exits_zero_with_a_line(capsys):
     code = main(["lint-dashboard", str(DASHBOARDS / "sglang-monitoring-grafana-f32b0841.excerpt.json")])
     out = capsys.readouterr().out
@@ -298,3 +317,9 @@ def test_router_maps_are_never_the_serving_engine():
         pick_engines({"llm_d_epp_average_queue_size", "dynamo_frontend_requests_total"}, engines)
     serving, _ = pick_engines({"llm_d_epp_average_queue_size", "vllm:num_requests_running"}, engines)
     assert serving.id == "vllm"
+
+
+def test_notes_in_chinese(capsys):
+    code, report = lint(capsys, "lint-dashboard", str(DASHBOARDS / "vllm-prometheus-grafana-e88892c9.excerpt.json"),
+                        "--lang", "zh")
+    assert code == 1 and "V1 没有 CPU swap" in findings(report)["vllm:num_requests_swapped"]["note"]
