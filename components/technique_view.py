@@ -11,7 +11,6 @@ from triage.knowledge.knobs import paper_url, versions_line
 from triage.knowledge.model import ENGINES, LEVEL_ORDER, PublishedGain, Technique
 
 DIAGNOSE_PAGE = "pages/diagnose.py"
-ENGINE_LABELS = {"vllm": "vLLM", "sglang": "SGLang", "tgi": "TGI"}
 
 
 def _gain(tech: Technique) -> None:
@@ -33,9 +32,13 @@ def _cite(gain: PublishedGain) -> str:
 def _knobs(tech: Technique) -> None:
     st.markdown(f"#### {t('knobs')}")
     st.caption(t("flags_as_of", versions=versions_line(tech.verified, t("version_sep"))))
-    for tab, engine in zip(st.tabs([ENGINE_LABELS[e] for e in ENGINES]), ENGINES):
+    maps = knowledge().engines  # tab names and status lines come from tree/engines/<id>.yaml
+    for tab, engine in zip(st.tabs([maps[e].title if e in maps else e for e in ENGINES]), ENGINES):
         knobs = tech.knobs[engine]
+        status = maps[engine].status if engine in maps else None
         with tab:
+            if status is not None:
+                st.info(status.get(lang()))
             st.markdown(f"**{t('on_by_default')}** {knobs.on_by_default.get(lang())}")
             if knobs.flags:
                 rows = [{t("flag"): f.flag, t("default"): f.default, t("meaning"): f.meaning.get(lang())}

@@ -84,6 +84,13 @@ def test_technique_page_renders(tid):
     assert "Flags as of vLLM 0.33.0, SGLang 0.5.23" in body
 
 
+def test_technique_page_says_tgi_is_in_maintenance():
+    for lang, words in (("en", "Upstream TGI is in maintenance mode"),
+                        ("zh", "上游 TGI 自 2025 年 12 月起进入维护模式")):
+        at = open_page("pages/technique.py", id="chunked_prefill", lang=lang)
+        assert any(words in box.value for box in at.info)
+
+
 def test_technique_page_names_engine_versions_and_papers_in_chinese():
     at = open_page("pages/technique.py", id="chunked_prefill", lang="zh")
     body = texts(at)

@@ -60,7 +60,8 @@ KIND_TEXT = {"fifo": "is a FIFO (named pipe), not a regular file", "socket": "is
 def test_non_regular_and_huge_files_are_refused_at_once(capsys, odd_files, kind):
     path = str(odd_files[kind])
     for argv in (["diagnose", path], ["report", path], ["gate", path, str(BENCH)], ["gate", str(BENCH), path],
-                 ["memory", "--config", path], ["diagnose", "--scrape", path, str(METRICS)]):
+                 ["memory", "--config", path], ["diagnose", "--scrape", path, str(METRICS)],
+                 ["lint-rules", path], ["lint-dashboard", path]):
         code, out, err = cli(capsys, *argv)
         assert code == 2, (argv, out, err)
         assert err.count("\n") == 1 and err.startswith("error: ") and path in err

@@ -173,7 +173,7 @@ class Compiler:
 
 def serving_engines(engines: Mapping[str, EngineSpec]) -> list[EngineSpec]:
     """Serving engine maps, vLLM first (SERVING_ORDER), add-ons left out."""
-    found = [e for e in engines.values() if e.id not in ADDON_IDS]
+    found = [e for e in engines.values() if e.id not in ADDON_IDS and e.role == "serving"]
     return sorted(found, key=lambda e: SERVING_ORDER.index(e.id) if e.id in SERVING_ORDER else len(SERVING_ORDER))
 
 

@@ -41,6 +41,10 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "webhook": ("triage.cli.webhook", "register", "Alertmanager receiver: diagnose each alerting replica"),
     "log": ("triage.cli.gate", "register_log",
             "the experiment log: list, show or export recorded gate results"),
+    "lint-rules": ("triage.cli.lint", "register_rules",
+                   "list renamed/removed metric names in Prometheus rule files (exit 1 if any)"),
+    "lint-dashboard": ("triage.cli.lint", "register_dashboard",
+                       "list renamed/removed metric names in Grafana dashboards (exit 1 if any)"),
 }
 NO_KNOWLEDGE = {"log"}  # commands that read no knowledge (no --tree-dir)
 TREE_DIR_HELP = "read the knowledge base (every YAML file) from DIR instead of tree/"

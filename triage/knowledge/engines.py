@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, field_validator, model_validator
 
 from triage.knowledge.model import Strict, Text
 
 MetricType = Literal["counter", "gauge", "histogram", "info"]
+METRIC_NAME_RE = re.compile(r"[A-Za-z_:][A-Za-z0-9_:]*")
+# what a histogram or counter adds to its base name in the exposition; a renamed base renames all of these
+SERIES_SUFFIXES = ("_bucket", "_sum", "_count", "_total", "_created")
 
 
 class MetricSpec(Strict):
@@ -25,9 +29,55 @@ class MetricSpec(Strict):
     lacks_labels: list[str] = Field(default_factory=list)
 
 
+def _metric_name(value: str) -> str:
+    if not METRIC_NAME_RE.fullmatch(value):
+        raise ValueError(f"'{value}' is not a Prometheus metric name")
+    return value
+
+
+class Rename(Strict):
+    """An exposed name the engine replaced: ``old`` still works until ``removed_in`` (empty: still emitted)."""
+
+    old: str
+    new: str
+    deprecated_in: str = ""  # the version (or change) that deprecated the old name
+    removed_in: str = ""     # the version that stopped emitting it; empty while it is still emitted
+    source: str = ""         # where this was read (repo@commit:path, PR)
+    also_exported_by: str = ""  # another component still exporting the old name (then it may be alive there)
+
+    _names = field_validator("old", "new")(_metric_name)
+
+
+class PrefixRename(Strict):
+    """A whole family renamed by its prefix (``inference_extension_x`` → ``llm_d_epp_x``), after the explicit
+    renames, which win."""
+
+    old: str
+    new: str
+    deprecated_in: str = ""
+    removed_in: str = ""
+    source: str = ""
+
+
+class Removal(Strict):
+    """An exposed name that is gone without a successor."""
+
+    name: str
+    removed_in: str
+    why: Text
+    source: str = ""
+    also_exported_by: str = ""
+
+    _names = field_validator("name")(_metric_name)
+
+
 class EngineSpec(Strict):
     id: str
     title: str
+    # serving: an engine the tree diagnoses (picked by coverage); addon: read beside it (DCGM); router: a layer
+    # in front of the engines (llm-d EPP, Dynamo frontend), mapped for linting and fleet views, never picked as
+    # the serving engine
+    role: Literal["serving", "addon", "router"] = "serving"
     prefixes: list[str] = Field(min_length=1)
     detect: list[str] = Field(min_length=1)
     labels: list[str] = Field(default_factory=list)
@@ -35,6 +85,25 @@ class EngineSpec(Strict):
     # pod, namespace): Prometheus rules and fleet views group by them; per-rank labels (tp_rank) are summed
     replica_labels: list[str] = Field(default_factory=list)
     metrics: list[MetricSpec] = Field(min_length=1)
+    # names that no longer exist (full exposed names, written with the first prefix; the linter also matches
+    # them under the engine's other prefixes): dashboards and rules still asking for them show "No data"
+    renamed: list[Rename] = Field(default_factory=list)
+    renamed_prefixes: list[PrefixRename] = Field(default_factory=list)
+    removed: list[Removal] = Field(default_factory=list)
+    # a sentence shown wherever the engine is named (e.g. upstream in maintenance), in both languages
+    status: Text | None = None
+
+    @model_validator(mode="after")
+    def _history_consistent(self) -> EngineSpec:
+        olds = [r.old for r in self.renamed] + [r.name for r in self.removed]
+        dup = next((n for n in olds if olds.count(n) > 1), None)
+        if dup:
+            raise ValueError(f"'{dup}' is listed twice under renamed/removed")
+        gone = {r.name for r in self.removed}
+        bad = next((r.new for r in self.renamed if r.new in gone or r.new == r.old), None)
+        if bad:
+            raise ValueError(f"rename target '{bad}' is itself removed (or renamed to itself)")
+        return self
 
     def metric(self, key: str) -> MetricSpec | None:
         return next((m for m in self.metrics if m.key == key), None)
@@ -57,6 +126,20 @@ def load_engines(tree_dir: Path | None = None) -> dict[str, EngineSpec]:
     from triage.knowledge.loader import load_knowledge  # the loader imports this module's schema
 
     return load_knowledge(tree_dir).engines
+
+
+def detect_match(engines: dict[str, EngineSpec]) -> str:
+    """A Prometheus series selector for every name an engine map may read: ``<prefix>.+`` per prefix, and the map's
+    own names for an engine without a prefix (DCGM). Built from the maps, so a new engine file is found too."""
+    alternatives: list[str] = []
+    for engine in engines.values():
+        for prefix in engine.prefixes:
+            if prefix:
+                alternatives.append(re.escape(prefix) + ".+")
+            else:
+                alternatives += [re.escape(n) + "(_bucket|_sum|_count)?" for m in engine.metrics for n in m.names]
+    unique = list(dict.fromkeys(alternatives))
+    return '{__name__=~"' + "|".join(unique).replace("\\", "\\\\") + '"}'
 
 
 def detect_engines(present: set[str], engines: dict[str, EngineSpec] | None = None) -> list[EngineSpec]:

@@ -18,7 +18,7 @@ from urllib3.util.retry import Retry
 
 from triage.diagnosis.readings import Need, Readings, SeriesPoint
 from triage.errors import TriageError
-from triage.knowledge.engines import EngineSpec
+from triage.knowledge.engines import EngineSpec, detect_match
 from triage.safe_text import one_line
 from triage.sources.metrics.fetch import BoundedRefusal, BoundedSession
 from triage.sources.metrics.profiles import Profile, profile_for_url, redact_url
@@ -39,9 +39,9 @@ from triage.sources.metrics.snapshot_window import (
     prepared_quantile,
     resolve_need,
     selector,
+    serving_titles,
 )
 
-DETECT_MATCH = '{__name__=~"vllm[:_].+|sglang[:_].+|tgi_.+|DCGM_FI_.+"}'
 MAX_WORKERS = 8  # below requests' default pool of 10 connections per host
 GRACE = 0.5  # seconds past the timeout before a stuck query is abandoned
 DEFAULT_TIMEOUT = 10.0
@@ -218,7 +218,7 @@ class PrometheusWindow:
     # ------------------------------------------------------------ engine detection
 
     def _names(self, in_window: bool) -> set[str]:
-        params: dict[str, Any] = {"match[]": DETECT_MATCH}
+        params: dict[str, Any] = {"match[]": detect_match(self.engines)}  # every engine map's names
         if in_window:
             params.update(start=self.start.timestamp(), end=self.end.timestamp())
         try:
@@ -235,8 +235,8 @@ class PrometheusWindow:
         everywhere = self._names(in_window=False)
         if _serving_found(everywhere, self.engines):
             return everywhere, True
-        raise TriageError(f"no vLLM, SGLang or TGI metrics in this window (Prometheus at {self.shown_url} has "
-                          "none at all)")
+        raise TriageError(f"no {serving_titles(self.engines)} metrics in this window (Prometheus at "
+                          f"{self.shown_url} has none at all)")
 
     # ------------------------------------------------------------ reading
 

@@ -74,16 +74,23 @@ def pick_engines(present: set[str], engines: dict[str, EngineSpec],
                  engine: str | None = None) -> tuple[EngineSpec, list[EngineSpec]]:
     """The serving engine (forced by id, else the detected one exposing the most keys) and detected add-ons."""
     found = detect_engines(present, engines)
-    addons = [e for e in found if e.id in ADDON_IDS]
+    addons = [e for e in found if e.id in ADDON_IDS or e.role == "addon"]
     if engine:
         if engine not in engines:
             raise TriageError(f"unknown engine '{engine}' (known: {', '.join(sorted(engines))})", key="engine")
         return engines[engine], [a for a in addons if a.id != engine]
-    serving = [e for e in found if e.id not in ADDON_IDS]
+    serving = [e for e in found if e.id not in ADDON_IDS and e.role == "serving"]
     if not serving:
-        raise TriageError("no vLLM, SGLang or TGI metrics in this window")
+        raise TriageError(f"no {serving_titles(engines)} metrics in this window")
     serving.sort(key=lambda e: (-_coverage(e, present), _order(e.id)))
     return serving[0], addons
+
+
+def serving_titles(engines: dict[str, EngineSpec]) -> str:
+    """"vLLM, SGLang or TGI": the serving engines the maps know, for messages."""
+    titles = [e.title for e in sorted(engines.values(), key=lambda e: _order(e.id))
+              if e.id not in ADDON_IDS and e.role == "serving"]
+    return ", ".join(titles[:-1]) + f" or {titles[-1]}" if len(titles) > 1 else "".join(titles) or "engine"
 
 
 def _coverage(engine: EngineSpec, present: set[str]) -> int:

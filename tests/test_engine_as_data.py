@@ -1,0 +1,125 @@
+"""An engine is data: one new tree/engines/<id>.yaml in a copy of the tree diagnoses a scrape in its names,
+without any Python change."""
+
+from __future__ import annotations
+
+import json
+import re
+import shutil
+import subprocess
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.prom_harness import PROMETHEUS, PROMTOOL, data_end, generate_openmetrics, start_prometheus
+from triage.knowledge import DEFAULT_TREE_DIR
+
+ROOT = Path(__file__).resolve().parent.parent
+SCRAPE = ROOT / "tests" / "fixtures" / "metrics" / "vllm.txt"
+RENAMES = {"kv_cache_usage_perc": "kv_blocks_used_ratio", "num_requests_waiting": "queue_depth"}
+
+
+def grown(text: str) -> str:
+    """The same server a minute later: every counter and histogram series doubled (rates equal the first values)."""
+    out = []
+    for line in text.splitlines():
+        found = re.match(r"^([^#\s{]+)(\{[^}]*\})?\s+(\S+)$", line)
+        if found and found.group(1).endswith(("_total", "_bucket", "_sum", "_count")):
+            line = f"{found.group(1)}{found.group(2) or ''} {float(found.group(3)) * 2}"
+        out.append(line)
+    return "\n".join(out) + "\n"
+
+
+def as_acme(text: str) -> str:
+    """The scrape as a made-up engine would expose it: its own prefix, two metrics under names of its own."""
+    for old, new in RENAMES.items():
+        text = re.sub(rf"vllm:{old}\b", f"acme:{new}", text)
+    return text.replace("vllm:", "acme:")
+
+
+def acme_engine() -> dict:
+    """tree/engines/acme.yaml: vLLM's map re-labelled (prefix acme:, its own names), no launcher flags."""
+    spec = yaml.safe_load((DEFAULT_TREE_DIR / "engines" / "vllm.yaml").read_text(encoding="utf-8"))
+    spec.update(id="acme", title="Acme Serve", prefixes=["acme:"])
+    for key in ("renamed", "removed", "renamed_prefixes"):
+        spec.pop(key, None)
+    spec["detect"] = [RENAMES.get(n, n) for n in spec["detect"] if n != "gpu_cache_usage_perc"]
+    for metric in spec["metrics"]:
+        metric["names"] = [RENAMES.get(n, n) for n in metric["names"]]
+    return spec
+
+
+def run(tree: Path | None, *source: str) -> subprocess.CompletedProcess:
+    extra = ["--tree-dir", str(tree)] if tree else []
+    return subprocess.run([sys.executable, "-m", "triage", "diagnose", *source, "--json", *extra], cwd=ROOT,
+                          capture_output=True, text=True, timeout=180)
+
+
+def diagnose(tree: Path | None, before: Path, after: Path) -> subprocess.CompletedProcess:
+    return run(tree, "--scrape", str(before), str(after), "--interval", "60")
+
+
+def verdict(out: subprocess.CompletedProcess) -> tuple[list, list]:
+    assert out.returncode == 0, out.stderr
+    data = json.loads(out.stdout)
+    return ([(s["symptom"], s["present"]) for s in data["symptoms"]],
+            sorted((f["cause"], f["symptom"]) for f in data["findings"]))
+
+
+def test_a_new_engine_yaml_diagnoses_its_scrape(tmp_path):
+    tree = tmp_path / "tree"
+    shutil.copytree(DEFAULT_TREE_DIR, tree)
+    text = SCRAPE.read_text(encoding="utf-8")
+    vllm_before, vllm_after = tmp_path / "v1.txt", tmp_path / "v2.txt"
+    vllm_before.write_text(text, encoding="utf-8")
+    vllm_after.write_text(grown(text), encoding="utf-8")
+    acme_before, acme_after = tmp_path / "a1.txt", tmp_path / "a2.txt"
+    acme_before.write_text(as_acme(text), encoding="utf-8")
+    acme_after.write_text(as_acme(grown(text)), encoding="utf-8")
+    assert "vllm:" not in acme_before.read_text(encoding="utf-8")
+
+    unknown = diagnose(tree, acme_before, acme_after)  # the tree does not know acme yet
+    assert unknown.returncode == 2 and unknown.stderr.count("\n") == 1
+
+    (tree / "engines" / "acme.yaml").write_text(yaml.safe_dump(acme_engine(), allow_unicode=True), encoding="utf-8")
+    expected = verdict(diagnose(None, vllm_before, vllm_after))
+    assert ("memory.kv_cache", "memory") in expected[1]  # the scrape does say something
+    assert verdict(diagnose(tree, acme_before, acme_after)) == expected
+    nothing = tmp_path / "nothing.txt"
+    nothing.write_text("# TYPE other_metric gauge\nother_metric 1\n", encoding="utf-8")
+    out = diagnose(tree, nothing, nothing)  # the message names every serving engine the maps know
+    assert out.returncode == 2 and "no vLLM, SGLang, TGI or Acme Serve metrics" in out.stderr
+
+
+@pytest.fixture(scope="module")
+def two_prometheus(tmp_path_factory):
+    """The harness's vLLM-like data in one Prometheus, the same data in acme's names in another."""
+    if not (Path(PROMETHEUS).exists() and Path(PROMTOOL).exists()):
+        pytest.skip("prometheus / promtool are not installed")
+    end = data_end()
+    data = generate_openmetrics(end)
+    vllm = start_prometheus(tmp_path_factory.mktemp("vllm"), data, end)
+    try:
+        acme = start_prometheus(tmp_path_factory.mktemp("acme"), as_acme(data), end)
+    except BaseException:
+        vllm.stop()
+        raise
+    yield vllm, acme
+    vllm.stop()
+    acme.stop()
+
+
+def test_a_new_engine_yaml_reads_a_prometheus_in_its_names(tmp_path, two_prometheus):
+    vllm, acme = two_prometheus
+    tree = tmp_path / "tree"
+    shutil.copytree(DEFAULT_TREE_DIR, tree)
+    window = ["--window", "15m", "--end", datetime.fromtimestamp(vllm.end, UTC).isoformat()]
+    unknown = run(tree, "--prometheus", acme.url, *window)
+    assert unknown.returncode == 2 and unknown.stderr.count("\n") == 1 and "metrics in this window" in unknown.stderr
+    (tree / "engines" / "acme.yaml").write_text(yaml.safe_dump(acme_engine(), allow_unicode=True), encoding="utf-8")
+    expected = verdict(run(None, "--prometheus", vllm.url, *window))
+    assert any(present for _, present in expected[0])  # the data does show a symptom
+    assert verdict(run(tree, "--prometheus", acme.url, *window)) == expected

@@ -1,0 +1,1 @@
+"""Stale metric names in a user's Prometheus rules and Grafana dashboards (``lint-rules``, ``lint-dashboard``)."""
