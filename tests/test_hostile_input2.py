@@ -5,7 +5,9 @@ crash), CSV cells are cleaned then escaped, Markdown from files is inert, secret
 from __future__ import annotations
 
 import base64
+import json
 import os
+import re
 import subprocess
 import sys
 import threading
@@ -206,3 +208,43 @@ def test_csv_export_cleans_before_escaping(tmp_path):
     for value in row:  # nothing a spreadsheet would run, whatever sat in front of it
         assert not value.startswith(("=", "+", "-", "@", "|", "%", " ", "\t")), value
         assert not any(c in value for c in "\x1b\u202e\u200b\u2066\ufeff"), value
+
+
+# ---------------------------------------------------------------- 5. Markdown from files and imported walks
+
+EVIL = "evil.invalid"
+INJECT = (f"![l](http://{EVIL}/pixel) <img src=http://{EVIL}/i.png> [click](javascript:alert(1)) "
+          f"[x](http://{EVIL}/) www.{EVIL} a@{EVIL} `code` | # heading\n## two")
+
+
+def no_markup(markdown: str) -> None:
+    """The crafted text is there only as literal text: once every backslash escape is taken out, no image, link,
+    HTML or autolink syntax is left on any line that carries it (the check tests/test_hostile_pages.py uses)."""
+    lines = [line for line in markdown.splitlines() if EVIL in line or "javascript" in line]
+    assert lines, "the crafted text is missing altogether"
+    for line in lines:
+        bare = re.sub(r"\\.", "", line)
+        assert "](" not in bare and "<img" not in bare and f"www.{EVIL}" not in bare, line
+        assert f"://{EVIL}" not in bare and f"@{EVIL}" not in bare and not line.startswith("## two"), line
+
+
+def test_report_of_a_file_neutralises_its_label(tmp_path):
+    data = json.loads(VLLM.read_text(encoding="utf-8"))
+    data["label"] = INJECT
+    path = tmp_path / "label.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    proc = run_cli("report", str(path))
+    assert proc.returncode == 0, proc.stderr
+    no_markup(proc.stdout)
+
+
+def test_an_imported_walk_is_re_exported_inert(kb):
+    from triage.report.markdown import report_markdown, restore_walk
+
+    crafted = {"title": INJECT, "source": INJECT, "change": INJECT, "verification": INJECT[:100],
+               "notes": {"symptom": INJECT}, "timeline": [{"at": INJECT[:40], "step": INJECT[:80], "text": INJECT}]}
+    imported = f"# r\n<!-- triage-retro:{base64.b64encode(json.dumps(crafted).encode()).decode()} -->\n"
+    state = restore_walk(imported, kb)
+    exported = report_markdown(kb, None, state)
+    no_markup(exported.split("<!-- triage-retro:")[0])
+    assert restore_walk(exported, kb).to_dict() == state.to_dict()  # the walk itself still round-trips
