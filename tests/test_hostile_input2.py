@@ -248,3 +248,81 @@ def test_an_imported_walk_is_re_exported_inert(kb):
     exported = report_markdown(kb, None, state)
     no_markup(exported.split("<!-- triage-retro:")[0])
     assert restore_walk(exported, kb).to_dict() == state.to_dict()  # the walk itself still round-trips
+
+
+# ---------------------------------------------------------------- 6. secrets in malformed URLs, quoted file heads
+
+MALFORMED = ["user:s3cret@127.0.0.1:9/metrics", "http://user:s3c/ret@127.0.0.1:9/metrics",
+             "http://user:s3c@ret@127.0.0.1:9/metrics", " user:s3cret@127.0.0.1:9/metrics?access_token=s3ctok",
+             "https://s3ctoken@127.0.0.1:9/m", "http://127.0.0.1:9/m;token=s3ctok", "http://[::1/m?api_key=s3ctok"]
+
+
+@pytest.mark.parametrize("url", MALFORMED)
+def test_redaction_does_not_depend_on_the_url_parsing(url):
+    from triage.safe_text import redact_text, redact_url
+
+    shown = redact_url(url)
+    assert "s3c" not in shown and ("127.0.0.1" in shown or "[::1" in shown), shown  # the host stays readable
+    assert "s3c" not in redact_text(f"cannot reach {url}: refused") and "s3c" not in redact_text(f"'{url}'")
+
+
+def test_redaction_leaves_what_holds_no_secret():
+    from triage.safe_text import redact_text, redact_url
+
+    for url in ("http://host/@name", "http://127.0.0.1:9090/api/v1/query?q=up", "ops@example.com"):
+        assert redact_url(url) == url
+    assert redact_text("at 12:30 mail ops@example.com") == "at 12:30 mail ops@example.com"
+
+
+@pytest.mark.parametrize("url", MALFORMED[:3])
+def test_cli_never_prints_a_malformed_urls_secret(url):
+    for flag in ("--endpoint", "--prometheus"):
+        proc = run_cli("diagnose", flag, url, "--timeout", "2")
+        assert proc.returncode == 2 and "s3c" not in proc.stdout + proc.stderr, proc.stderr
+
+
+def test_live_page_never_shows_a_malformed_urls_secret():
+    from tests.apptest_tools import open_page, texts
+
+    at = open_page("pages/live.py", source="scrape")
+    for url in MALFORMED[:3]:
+        at.text_input(key="live_url").input(url).run()
+        assert not at.exception, at.exception
+        shown = texts(at)
+        assert "127.0.0.1" in shown and "s3c" not in shown, shown  # the refusal names the place, not the secret
+
+
+SECRET_HEAD = "root:$6$s3cretsalt$hash:19000:0:99999:7:::"
+
+
+def test_unknown_format_quotes_nothing_of_a_symlink_or_proc_file(tmp_path):
+    secret = tmp_path / "shadow"
+    secret.write_text(SECRET_HEAD + "\n", encoding="utf-8")
+    link = tmp_path / "bench.csv"
+    link.symlink_to(secret)
+    err = one_line_refusal(run_cli("diagnose", str(link)), "unknown format", "not quoted")
+    assert "s3c" not in err and "root" not in err
+    if os.path.exists("/etc/shadow"):
+        system = tmp_path / "system.csv"
+        system.symlink_to("/etc/shadow")
+        err = one_line_refusal(run_cli("diagnose", str(system)))
+        assert "root" not in err and "$" not in err, err
+    env = {**os.environ, "TRIAGE_TEST_SECRET": "s3cret-in-environ"}
+    proc = subprocess.run([sys.executable, "-m", "triage", "diagnose", "/proc/self/environ"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120, env=env)
+    err = one_line_refusal(proc)
+    assert "s3c" not in err and "TRIAGE" not in err and "PATH" not in err, err
+    proc = run_cli("gate", str(link), str(VLLM))
+    assert proc.returncode == 2 and "s3c" not in proc.stderr, proc.stderr
+
+
+def test_unknown_format_quotes_a_short_printable_head_of_a_plain_file(tmp_path):
+    plain = tmp_path / "notes.txt"
+    plain.write_text("hello\x1b[31m red\u202e " + "x" * 200 + "\n", encoding="utf-8")
+    err = one_line_refusal(run_cli("diagnose", str(plain)), "first line 'hello red")
+    quoted = err.split("first line ", 1)[1].split("' is not", 1)[0]
+    assert len(quoted) <= 42 and "[31m" not in quoted and "\u202e" not in quoted, quoted
+    header = tmp_path / "h.csv"
+    header.write_text("a,b," + "c" * 200 + "\n1,2,3\n", encoding="utf-8")
+    err = one_line_refusal(run_cli("diagnose", str(header)), "CSV header 'a,b,ccc")
+    assert "c" * 60 not in err
