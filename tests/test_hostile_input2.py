@@ -8,6 +8,7 @@ import base64
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import threading
@@ -326,3 +327,88 @@ def test_unknown_format_quotes_a_short_printable_head_of_a_plain_file(tmp_path):
     header.write_text("a,b," + "c" * 200 + "\n1,2,3\n", encoding="utf-8")
     err = one_line_refusal(run_cli("diagnose", str(header)), "CSV header 'a,b,ccc")
     assert "c" * 60 not in err
+
+
+# ---------------------------------------------------------------- 7. rules: arguments that land in the rule file
+
+PROMTOOL = shutil.which("promtool") or "/usr/bin/promtool"
+BAD_DASHBOARDS = {"javascript:alert(document.domain)": "must start with http",
+                  "data:text/html,<script>alert(1)</script>": "must start with http",
+                  "file:///etc/passwd": "must start with http", "ftp://h.example/": "must start with http",
+                  "https://h.example/\nx: y": "control character", "https://h.example/\r\n- alert: X": "control",
+                  "https://h.example/\u202etxt.exe": "control character", "https://h.example/ x": "whitespace",
+                  "https://user:pw@h.example/": "credentials", "https://h.example/#top": "fragment",
+                  "https://h.example:99999/": "not a valid URL", "https:///nohost": "names no host", "": "give"}
+
+
+def rules_cli(capsys, *argv: str) -> tuple[int, str, str]:
+    from triage.cli import main
+
+    try:
+        code = main(["rules", *argv])
+    except SystemExit as exc:
+        code = int(exc.code or 0)
+    out, err = capsys.readouterr()
+    assert "Traceback" not in out + err
+    return code, out, err
+
+
+def promtool_check(tmp_path: Path, text: str) -> None:
+    path = tmp_path / "rules.yml"
+    path.write_text(text, encoding="utf-8")
+    done = subprocess.run([PROMTOOL, "check", "rules", str(path)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("url", list(BAD_DASHBOARDS), ids=range(len(BAD_DASHBOARDS)))
+def test_rules_refuse_a_dashboard_url_that_is_not_plain_http(capsys, url):
+    code, out, err = rules_cli(capsys, "--dashboard-url", url)
+    assert code == 2 and not out and len(err.strip().splitlines()) == 1, err
+    assert err.startswith("error: --dashboard-url: ") and BAD_DASHBOARDS[url] in err, err
+    assert "passwd" not in err and "script" not in err and "pw@" not in err  # the refusal does not echo the input
+
+
+def test_rules_refuse_a_bad_dashboard_url_from_the_environment(capsys, monkeypatch):
+    monkeypatch.setenv("TRIAGE_DASHBOARD_URL", "javascript:alert(1)")
+    code, _, err = rules_cli(capsys)
+    assert code == 2 and "TRIAGE_DASHBOARD_URL" in err and "must start with http" in err
+
+
+@pytest.mark.parametrize("profile", ["{{ .Labels }}", "prod\nx", "a b", "p&source=evil", "", "x" * 65])
+def test_rules_refuse_a_profile_outside_the_safe_alphabet(capsys, profile):
+    code, out, err = rules_cli(capsys, "--profile", profile)
+    assert code == 2 and not out and err.startswith("error: --profile: ") and err.count("\n") == 1, err
+
+
+def test_rules_with_a_queried_or_braced_dashboard_url_pass_promtool(capsys, tmp_path):
+    code, out, _ = rules_cli(capsys, "--dashboard-url", "https://proxy.example/triage/?tenant=a&x={{y}}",
+                             "--profile", "prod-eu.1")
+    assert code == 0
+    promtool_check(tmp_path, out)
+    import yaml
+
+    alerts = [r for r in yaml.safe_load(out)["groups"][0]["rules"] if "alert" in r]
+    link = alerts[0]["annotations"]["runbook_url"]
+    assert link.startswith("https://proxy.example/triage/live?tenant=a&x=%7B%7By%7D%7D&source=prometheus"
+                           "&profile=prod-eu.1&window=15m&end="), link
+
+
+def test_template_syntax_in_tree_text_stays_literal(capsys, tmp_path):
+    """A title holding ``{{ … }}`` (a tree edited by someone else) is printed, not evaluated: promtool passes
+    and the annotation carries it as the literal-printing action."""
+    import yaml
+
+    from triage.alerting.export import template_literal
+
+    tree = tmp_path / "tree"
+    shutil.copytree(ROOT / "tree", tree)
+    data = yaml.safe_load((tree / "tree.yaml").read_text(encoding="utf-8"))
+    for symptom in data["symptoms"]:
+        for cause in symptom["causes"]:
+            cause["title"]["en"] = "Queue {{ .Labels }} {{ x }}"
+    (tree / "tree.yaml").write_text(yaml.safe_dump(data, allow_unicode=True), encoding="utf-8")
+    code, out, err = rules_cli(capsys, "--tree-dir", str(tree))
+    assert code == 0, err
+    promtool_check(tmp_path, out)
+    assert template_literal("a {{ b }}") == 'a {{ "{{" }} b }}'
+    assert '{{ "{{" }} .Labels }}' in out
