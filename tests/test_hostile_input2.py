@@ -412,3 +412,30 @@ def test_template_syntax_in_tree_text_stays_literal(capsys, tmp_path):
     promtool_check(tmp_path, out)
     assert template_literal("a {{ b }}") == 'a {{ "{{" }} b }}'
     assert '{{ "{{" }} .Labels }}' in out
+
+
+# ---------------------------------------------------------------- /memory: numbers from the URL
+
+
+@pytest.mark.parametrize("query", [{"params": "nan"}, {"params": "inf"}, {"params": "-inf"}, {"params": "1e400"},
+                                   {"params": "-5"}, {"layers": "0"}, {"head_dim": "nan"}, {"len": "1e9"},
+                                   {"conc": "99999999999999999999"}, {"util": "nan"}, {"gpu": "no-such-gpu"}])
+def test_memory_page_refuses_non_finite_or_out_of_range_url_numbers(query):
+    from tests.apptest_tools import open_page, texts
+
+    at = open_page("pages/memory.py", model="__custom__", **query)
+    shown = texts(at)
+    (param, raw), = query.items()
+    warned = " ".join(w.value for w in at.warning).replace("\\", "")
+    assert f"{param}={raw}" in warned and "default is used instead" in warned, warned
+    assert "nan" not in shown.lower().replace(raw.lower(), "") and "inf GiB" not in shown, shown
+    assert "It fits" in shown or "It does not fit" in shown  # the page still computes, from the defaults
+
+
+def test_memory_page_keeps_valid_url_numbers_silently():
+    from tests.apptest_tools import open_page
+
+    at = open_page("pages/memory.py", model="__custom__", params="70", layers="80", kv_heads="8")
+    assert not at.warning and at.number_input(key="mem_params").value == 70.0
+    zh = open_page("pages/memory.py", model="__custom__", params="nan", lang="zh")
+    assert any("不是" in w.value for w in zh.warning)
