@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -40,20 +41,43 @@ URL_FIELDS: dict[str, tuple[session.Widget[Any], Callable[[str], Any]]] = {
 }
 
 
+# the numeric inputs' ranges, as their widgets have them: a URL value outside (or nan, inf) is refused
+URL_RANGES: dict[str, tuple[float, float]] = {
+    "util": (0.5, 0.98), "len": (256, 1_048_576), "conc": (1, 4096), "layers": (1, 256), "kv_heads": (1, 256),
+    "head_dim": (16, 512), "params": (0.1, 2000.0)}
+URL_VALUE_SHOWN = 40  # the most of a refused URL value a message repeats
+
+
+def _from_url(param: str, raw: str, allowed: Iterable[Any] | None) -> Any:
+    """The URL's value for ``param``, or None when it is not a valid value of that input (a message says so)."""
+    try:
+        value = URL_FIELDS[param][1](raw)
+    except (ValueError, OverflowError):
+        value = None
+    if param in URL_RANGES:
+        lo, hi = URL_RANGES[param]
+        if not isinstance(value, (int, float)) or not math.isfinite(value) or not lo <= value <= hi:
+            st.warning(t("mem_url_number", param=param, value=raw[:URL_VALUE_SHOWN], lo=f"{lo:g}", hi=f"{hi:g}"))
+            return None
+        return value
+    if value is None or (allowed is not None and value not in allowed):
+        st.warning(t("mem_url_choice", param=param, value=raw[:URL_VALUE_SHOWN]))
+        return None
+    return value
+
+
 def _seed(widget: session.Widget[Any], default: Any, allowed: Iterable[Any] | None = None) -> None:
-    """Give ``widget`` its first value: from the URL when valid, else ``default`` (once per session)."""
+    """Give ``widget`` its first value: from the URL when valid, else ``default`` with a message saying the link's
+    value was not used (once per session). ``nan``, ``inf`` and numbers outside the input's range are refused:
+    ``params=nan`` showed "nan GiB"."""
     if widget.present():
         return
     param = next(p for p, (w, _) in URL_FIELDS.items() if w == widget)
     raw = st.query_params.get(param)
     value = default
     if raw is not None:
-        try:
-            value = URL_FIELDS[param][1](raw)
-        except ValueError:
-            value = default
-        if allowed is not None and value not in allowed:
-            value = default
+        got = _from_url(param, raw, list(allowed) if allowed is not None else None)
+        value = default if got is None else got
     widget.seed(value)
 
 

@@ -136,7 +136,8 @@ def test_csv_export_escapes_formulas_in_text_only(tmp_path):
     rows = list(csv.DictReader(io.StringIO(log.export_csv(), newline="")))
     assert rows[0]["note"] == "'=HYPERLINK(\"http://evil\",\"x\")"
     assert rows[0]["who"] == "'+1" and rows[0]["technique"] == "'-2"
-    assert rows[1]["technique"] == "'@SUM(A1:A2)" and rows[1]["note"] == "'\tcmd" and rows[1]["who"] == "'\rx"
+    # leading whitespace and control characters are cleaned away first: what remains is plain text
+    assert rows[1]["technique"] == "'@SUM(A1:A2)" and rows[1]["note"] == "cmd" and rows[1]["who"] == "x"
     assert rows[2]["note"] == "plain - note" and rows[2]["who"] == "ana"
     assert rows[0]["ttft_p50_change"] == "-42.0" and rows[1]["ttft_p50_change"] == "3.5"
     assert rows[0]["ttft_p50_verdict"] == "gain" and rows[0]["model"] == "llama"

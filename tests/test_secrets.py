@@ -100,7 +100,7 @@ def test_every_endpoint_output_is_clean(capsys, caplog, simulator):
         code, text = run(capsys, caplog, argv)
         assert code == 0, text
         assert_clean(text)
-        assert "***@127.0.0.1" in text
+        assert "***@127.0.0.1" in text.replace("\\", "").replace("\u200b", "")  # the report's Markdown is escaped
     for argv in (["diagnose", "--endpoint", url.replace("/metrics", "/nothing"), "--interval", "1"],
                  ["report", "--endpoint", "http://u:" + PLANTED + "@127.0.0.1:9/metrics", "--interval", "1"]):
         code, text = run(capsys, caplog, argv)

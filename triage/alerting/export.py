@@ -9,11 +9,13 @@ finds them not measurable; a cause left with nothing to decide on is reported as
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 import yaml
 
@@ -35,6 +37,10 @@ NEGATE = {">": "<=", ">=": "<", "<": ">=", "<=": ">", "==": "!="}
 DASHBOARD_ENV = "TRIAGE_DASHBOARD_URL"
 LIVE_PATH = "live"
 EVIDENCE_LABEL = "triage_evidence"
+PROFILE_RE = re.compile(r"[A-Za-z0-9_.\-]{1,64}")
+MAX_URL_CHARS = 2000
+# C0/C1 controls, DEL, whitespace of any kind and the bidi/zero-width characters that disguise a link
+_URL_BAD_CHAR = re.compile(r"[\x00-\x20\x7f-\xa0\u1680\u180e\u2000-\u200f\u2028-\u202f\u205f-\u206f\u3000\ufeff]")
 
 
 def load_config(tree_dir: Path = DEFAULT_TREE_DIR) -> AlertingConfig:
@@ -51,6 +57,51 @@ def target_labels() -> tuple[str, ...]:
 
 def default_dashboard_url(config: AlertingConfig) -> str:
     return os.environ.get(DASHBOARD_ENV) or config.dashboard_url
+
+
+def checked_dashboard_url(url: str, key: str = "--dashboard-url") -> str:
+    """The dashboard's base URL for runbook links, or a TriageError: http(s) with a host, no control character or
+    whitespace (a newline would start a new YAML key or annotation line), no credentials (everyone who sees an
+    alert reads its annotations), no fragment (the link's own query follows the base). ``javascript:``,
+    ``data:`` and ``file:`` links are refused. Braces are percent-encoded, so the base cannot hold a Prometheus
+    template (``{{ … }}``) that the rule file would evaluate."""
+    if not isinstance(url, str) or not url.strip():
+        raise TriageError("give the dashboard's base URL, http:// or https://", key=key)
+    if len(url) > MAX_URL_CHARS:
+        raise TriageError(f"is longer than {MAX_URL_CHARS} characters; give the dashboard's base URL", key=key)
+    if _URL_BAD_CHAR.search(url):
+        raise TriageError("holds a control character or whitespace; give a plain http(s) URL", key=key)
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises ValueError on a port that is not a number
+    except ValueError:
+        raise TriageError("is not a valid URL; give the dashboard's base URL, http:// or https://", key=key) from None
+    if parts.scheme.lower() not in ("http", "https"):
+        raise TriageError("must start with http:// or https:// (a runbook link opens in the browser of whoever "
+                          "reads the alert)", key=key)
+    if not parts.hostname:
+        raise TriageError("names no host; give e.g. https://triage.example.internal", key=key)
+    if "@" in parts.netloc:
+        raise TriageError("must not carry credentials (user:password@): every reader of an alert sees its links",
+                          key=key)
+    if parts.fragment or url.endswith("#"):
+        raise TriageError("must not end in a #fragment: the runbook link adds its own query after the base", key=key)
+    return url.replace("{", "%7B").replace("}", "%7D")
+
+
+def checked_profile(profile: str | None, key: str = "--profile") -> str | None:
+    """A profile name for runbook links: letters, digits, ``_ . -`` only, so it is safe in a URL, a YAML string
+    and a Prometheus template alike."""
+    if profile is None:
+        return None
+    if not PROFILE_RE.fullmatch(profile):
+        raise TriageError("a profile name is 1 to 64 letters, digits, '_', '.' or '-'", key=key)
+    return profile
+
+
+def template_literal(text: str) -> str:
+    """``text`` as literal output of a Prometheus (Go) template: each ``{{`` becomes an action printing ``{{``."""
+    return text.replace("{{", '{{ "{{" }}')
 
 
 @dataclass(frozen=True)
@@ -185,7 +236,13 @@ def build(kb: KnowledgeBase, slo: Slo, *, window: str | None = None, for_: str |
     b = _Builder(kb, slo, compiler, window)
     alerts: list[Alert] = []
     skipped: list[Skipped] = []
-    url = (dashboard_url or default_dashboard_url(config)).rstrip("/")
+    if dashboard_url is not None:
+        url = checked_dashboard_url(dashboard_url)
+    elif os.environ.get(DASHBOARD_ENV):
+        url = checked_dashboard_url(os.environ[DASHBOARD_ENV], key=DASHBOARD_ENV)
+    else:
+        url = checked_dashboard_url(config.dashboard_url, key="alerting.yaml: dashboard_url")
+    profile = checked_profile(profile)
     for sym in kb.symptoms:
         triggers = b.active(sym.trigger)
         sym_parts = [e for _, e in triggers if e is not None]
@@ -270,7 +327,11 @@ def runbook_url(base: str, cause: str, group: tuple[str, ...], window: str, prof
     labels = "".join(f"{{{{ if $labels.{g} }}}}&match_{g}={{{{ $labels.{g} | urlquery }}}}{{{{ end }}}}"
                       for g in group)
     prof = f"&profile={profile}" if profile else ""
-    return f"{base}/{LIVE_PATH}?source=prometheus{prof}&window={window}{ALERT_TIME if alert_time else ''}{labels}" \
+    # a base with a query (a proxy's ?tenant=a) keeps it: the Live path goes on its path, its query first
+    parts = urlsplit(base)
+    page = urlunsplit((parts.scheme, parts.netloc, f"{parts.path.rstrip('/')}/{LIVE_PATH}", "", ""))
+    first = f"{parts.query}&" if parts.query else ""
+    return f"{page}?{first}source=prometheus{prof}&window={window}{ALERT_TIME if alert_time else ''}{labels}" \
            f"&node={cause}"
 
 
@@ -282,16 +343,18 @@ def _alert_rule(kb: KnowledgeBase, symptom: str, cause: str, expr: str, for_: st
     who = "".join(f"{{{{ with $labels.{g} }}}}{g}={{{{ . }}}} {{{{ end }}}}" for g in group)
     min_agree = c.rule.min_agree if c.rule else 1
     agree = f"at least {min_agree} of: " if min_agree > 1 else "any of: "
-    description = (f"{sym.title.en}, because: {c.title.en}. Evidence over the last {window}, {agree}"
-                   f"{_describe(kb, evidence, b)}. The first of these that holds reads {{{{ $value | humanize }}}}. "
-                   f"Symptom: {_describe(kb, triggers, b)}. SLO preset '{b.slo.name}'.")
+    lit = template_literal  # tree text and names are data, never template actions
+    description = (f"{lit(sym.title.en)}, because: {lit(c.title.en)}. Evidence over the last {window}, {agree}"
+                   f"{lit(_describe(kb, evidence, b))}. The first of these that holds reads "
+                   f"{{{{ $value | humanize }}}}. Symptom: {lit(_describe(kb, triggers, b))}. "
+                   f"SLO preset '{lit(b.slo.name)}'.")
     return {
         "alert": alert_name(cause),
         "expr": expr,
         "for": for_,
         "labels": {"cause": cause, "symptom": symptom, "severity": severity},
         "annotations": {
-            "summary": f"{c.title.en} ({sym.short.en}) on {who}: {{{{ $value | humanize }}}}",
+            "summary": f"{lit(c.title.en)} ({lit(sym.short.en)}) on {who}: {{{{ $value | humanize }}}}",
             "description": description,
             "runbook_url": link,
         },

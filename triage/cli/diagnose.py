@@ -22,9 +22,10 @@ from triage.run import Benchmark
 
 def read_benchmark(path: Path) -> Benchmark:
     from triage.service.uploads import open_benchmark
-    from triage.sources.bounded import read_bounded
+    from triage.sources.bounded import quotable, read_bounded
 
-    return open_benchmark(read_bounded(path), path.name)
+    data = read_bounded(path)
+    return open_benchmark(data, path.name, quote=quotable(path, data))
 
 
 def runs_json(bench: Benchmark, chosen: int) -> list[dict]:

@@ -36,10 +36,10 @@ class Loaded:
 
 def read_side(path: Path, run_number: int | None, key: str) -> Loaded:
     from triage.service.uploads import open_benchmark
-    from triage.sources.bounded import read_bounded
+    from triage.sources.bounded import quotable, read_bounded
 
     data = read_bounded(path)
-    bench = open_benchmark(data, path.name)
+    bench = open_benchmark(data, path.name, quote=quotable(path, data))
     if run_number is None:
         number = len(bench.runs)
     elif 1 <= run_number <= len(bench.runs):

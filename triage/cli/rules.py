@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 
 from triage.alerting.export import RuleSet, Skipped, build, dump_yaml, load_config
@@ -11,6 +12,18 @@ from triage.cli.diagnose import preset_names, slo_from_args
 from triage.cli.live import parse_end, parse_match
 from triage.errors import TriageError
 from triage.knowledge.loader import active_tree_dir, load_knowledge
+
+# Kubernetes object names: a DNS subdomain (name) and a DNS label (namespace)
+K8S_NAME_RE = re.compile(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?")
+K8S_NAMESPACE_RE = re.compile(r"[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?")
+
+
+def _check_resource(args: argparse.Namespace) -> None:
+    if not K8S_NAME_RE.fullmatch(args.name):
+        raise TriageError("a PrometheusRule name is lower-case letters, digits, '-' and '.' (at most 253)",
+                          key="--name")
+    if args.namespace is not None and not K8S_NAMESPACE_RE.fullmatch(args.namespace):
+        raise TriageError("a namespace is lower-case letters, digits and '-' (at most 63)", key="--namespace")
 
 
 def _skipped_json(skipped: list[Skipped]) -> list[dict[str, str]]:
@@ -59,6 +72,8 @@ def cmd_rules(args: argparse.Namespace) -> int:
         return _evaluate(kb, args)
     if args.prometheus or args.match or args.end:
         raise TriageError("--prometheus, --match and --end go with --evaluate", key="--evaluate")
+    if args.format == "prometheus-rule":
+        _check_resource(args)
     rules = _rules(kb, args)
     rules.recording_only = args.recording_only
     document = (rules.prometheus_rule(args.name, args.namespace) if args.format == "prometheus-rule"

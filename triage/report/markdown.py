@@ -12,9 +12,11 @@ from triage.errors import TriageError
 from triage.knowledge.loader import KnowledgeBase
 from triage.report.retro import RetroState, load_steps, wrong_usages
 from triage.report.text import fmt_threshold, fmt_value
+from triage.safe_text import md_escape
 
 STATE_MARK = "triage-retro"
 MAX_REPORT_CHARS = 2_000_000
+ID_RE = re.compile(r"[A-Za-z0-9_.\-]{1,100}")
 STATE_RE = re.compile(r"<!--\s*" + STATE_MARK + r":([A-Za-z0-9+/=\s]+?)\s*-->")
 WRONG_TEXT = {
     "heavy_without_evidence": "A heavy, architecture-level technique ({t}) was chosen without evidence for its cause.",
@@ -26,8 +28,20 @@ WRONG_TEXT = {
 
 
 def _cell(text: object) -> str:
-    """A Markdown table cell: pipes escaped, newlines folded."""
+    """A Markdown table cell of the tree's own text: pipes escaped, newlines folded."""
     return str(text).replace("|", "\\|").replace("\n", " ")
+
+
+def _user(text: object) -> str:
+    """Text from a file, a server or an imported walk (a run label, a title, notes, a provenance sentence quoting a
+    label): made literal as the pages do it (``md_escape``: no image, link, HTML, heading or autolink; pipes and
+    newlines table-safe), so ``![l](http://host/pixel)`` in a benchmark label cannot load a pixel in a viewer."""
+    return md_escape(text)
+
+
+def _code(ident: object) -> str:
+    """An id in backticks when it is one (letters, digits, ``_.-``), else the text made literal."""
+    return f"`{ident}`" if isinstance(ident, str) and ID_RE.fullmatch(ident) else _user(ident)
 
 
 def _evidence_table(evidence: list[Evidence], lang: str) -> list[str]:
@@ -37,7 +51,7 @@ def _evidence_table(evidence: list[Evidence], lang: str) -> list[str]:
             continue
         rule, met = ("—", "context") if e.context else (f"{e.op} {fmt_threshold(e)}", "yes" if e.holds else "no")
         rows.append(f"| `{e.signal}` | {fmt_value(e.value, e.unit)} | {rule} | {met} | {_cell(e.meaning.get(lang))} | "
-                    f"{_cell(e.source)} |")
+                    f"{_user(e.source)} |")
     return rows
 
 
@@ -75,10 +89,10 @@ def findings_markdown(kb: KnowledgeBase, diag: Diagnosis, lang: str = "en") -> l
 def _walk(kb: KnowledgeBase, state: RetroState, diag: Diagnosis | None, lang: str) -> list[str]:
     steps = load_steps()
     out = ["## Decision", ""]
-    out.append(f"- Symptom: `{state.symptom or '—'}`; cause: `{state.cause or '—'}`")
+    out.append(f"- Symptom: {_code(state.symptom or '—')}; cause: {_code(state.cause or '—')}")
     names = ", ".join(kb.techniques[t].title.get(lang) for t in state.techniques if t in kb.techniques) or "—"
-    out += [f"- Technique: {names}", f"- Minimal change: {_cell(state.change) or '—'}",
-            f"- Verification: {state.verification or 'not verified yet'}", ""]
+    out += [f"- Technique: {names}", f"- Minimal change: {_user(state.change) or '—'}",
+            f"- Verification: {_user(state.verification or 'not verified yet')}", ""]
     warnings = wrong_usages(kb, state, diag)
     if warnings:
         out += ["## Warnings", ""] + [f"- ⚠ {WRONG_TEXT[w.code].format(t=w.technique)}" for w in warnings] + [""]
@@ -88,9 +102,9 @@ def _walk(kb: KnowledgeBase, state: RetroState, diag: Diagnosis | None, lang: st
         for j, item in enumerate(step.checklist):
             out.append(f"- [{'x' if j < len(ticks) and ticks[j] else ' '}] {step.title.get(lang)}: {item.get(lang)}")
     out += ["", "## Notes", ""]
-    out += [f"- **{s.title.get(lang)}**: {_cell(state.notes[s.id])}" for s in steps if state.notes.get(s.id)] or ["—"]
+    out += [f"- **{s.title.get(lang)}**: {_user(state.notes[s.id])}" for s in steps if state.notes.get(s.id)] or ["—"]
     out += ["", "## Timeline", "", "| time (UTC) | step | event |", "| --- | --- | --- |"]
-    out += [f"| {e.at} | {e.step} | {_cell(e.text)} |" for e in state.timeline]
+    out += [f"| {_user(e.at)} | {_user(e.step)} | {_user(e.text)} |" for e in state.timeline]
     return out + [""]
 
 
@@ -98,7 +112,7 @@ def report_markdown(kb: KnowledgeBase, diag: Diagnosis | None, state: RetroState
                     source: str = "", lang: str = "en") -> str:
     """The incident report. With a walk, its state is embedded (an HTML comment GitHub does not show)."""
     title = state.title if state else "Inference Triage report"
-    out = [f"# {_cell(title)}", "", f"Source: {_cell(state.source if state else source) or '—'}", ""]
+    out = [f"# {_user(title)}", "", f"Source: {_user(state.source if state else source) or '—'}", ""]
     if state is not None:
         out += _walk(kb, state, diag, lang)
     if diag is not None:

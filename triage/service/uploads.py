@@ -45,11 +45,12 @@ class Upload(Protocol):
     def getvalue(self) -> bytes: ...
 
 
-def open_benchmark(data: bytes, name: str) -> Benchmark:
-    """Detect and parse one benchmark file (TriageError only); ``parse_seconds`` says how long it took."""
+def open_benchmark(data: bytes, name: str, quote: bool = True) -> Benchmark:
+    """Detect and parse one benchmark file (TriageError only); ``parse_seconds`` says how long it took.
+    ``quote=False``: messages quote nothing of the bytes (see ``bounded.quotable``)."""
     from triage.sources.files import load_benchmark
 
-    return load_benchmark(data, name)
+    return load_benchmark(data, name, quote)
 
 
 def sample_benchmark() -> Benchmark:

@@ -77,6 +77,27 @@ def read_bounded(path: Path | str, max_bytes: int = MAX_BENCHMARK_BYTES, timeout
         os.close(fd)
 
 
+PSEUDO_ROOTS = ("/proc", "/sys", "/dev")  # kernel-made files: environ, keys, registers; never quoted
+
+
+def quotable(path: Path | str, data: bytes) -> bool:
+    """Whether a message may quote a short head of ``data`` read from ``path``: only when the path names a plain
+    regular file (not a symlink, not under /proc, /sys or /dev, the size on disk being what was read) that the
+    real user may read. A symlink to /etc/shadow or /proc/self/environ is then refused without echoing a byte,
+    even when the process runs with more rights than the user who named it."""
+    path = Path(path)
+    try:
+        info = os.lstat(path)
+        real = os.path.realpath(path)
+    except (OSError, ValueError):
+        return False
+    if not stat.S_ISREG(info.st_mode) or info.st_size != len(data):
+        return False
+    if any(real == root or real.startswith(root + "/") for root in PSEUDO_ROOTS):
+        return False
+    return os.access(path, os.R_OK)  # real uid and gid, not the effective ones of a setuid or sudo run
+
+
 def read_text_bounded(path: Path | str, max_bytes: int, timeout: float = READ_TIMEOUT_S) -> str:
     """As ``read_bounded``, decoded as UTF-8 (a clear error otherwise)."""
     data = read_bounded(path, max_bytes, timeout)

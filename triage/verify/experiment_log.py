@@ -17,14 +17,11 @@ from pathlib import Path
 from typing import Any
 
 from triage.errors import TriageError
+from triage.safe_text import csv_cell
 
 APP_DIR = "inference-triage"
 DB_NAME = "experiments.sqlite3"
 BUSY_TIMEOUT_MS = 30_000
-# OWASP's = + - @ tab CR, plus what spreadsheets also act on: a leading space or newline, a pipe (DDE), and the
-# full-width and small forms of = + - @ that some spreadsheet apps fold to ASCII
-FORMULA_START = ("=", "+", "-", "@", "\t", "\r", "\n", " ", "|", "%", "\uff1d", "\uff0b", "\uff0d", "\uff20",
-                 "\ufe66", "\ufe62", "\ufe63", "\ufe6b", "\u3000")
 
 # Ordered; version N is MIGRATIONS[N - 1]. Never edit a shipped step: append a new one.
 MIGRATIONS: tuple[tuple[str, ...], ...] = (
@@ -266,13 +263,8 @@ class ExperimentLog:
 
 
 def escape_cell(value: Any) -> Any:
-    """OWASP CSV-injection guard: a TEXT cell starting with = + - @ tab or CR gets a leading '.
-
-    Numbers stay numbers (a −42.0 % change is data, not a formula, and stays summable); only text is escaped.
-    """
-    if isinstance(value, str) and value.startswith(FORMULA_START):
-        return "'" + value
-    return value
+    """OWASP CSV-injection guard, cleaning first: ``safe_text.csv_cell`` (the one function for every CSV cell)."""
+    return csv_cell(value)
 
 
 def _metric_columns(entries: list[Entry]) -> list[str]:

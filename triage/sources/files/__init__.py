@@ -48,21 +48,22 @@ def _wrap(exc: BaseException, name: str, fmt: str | None) -> TriageError:
     return TriageError(f"could not read {what}: {type(exc).__name__}{': ' + detail if detail else ''}", where=name)
 
 
-def detect_format(data: bytes, name: str) -> str:
+def detect_format(data: bytes, name: str, quote: bool = True) -> str:
     """The format id of a benchmark file (see FORMATS); TriageError if it is not one we read."""
     try:
-        return sniff(data, name).fmt
+        return sniff(data, name, quote).fmt
     except Exception as exc:  # noqa: BLE001 - everything becomes a TriageError
         raise _wrap(exc, name, None) from exc
 
 
-def load_benchmark(data: bytes, name: str) -> Benchmark:
-    """Detect and parse a benchmark file into runs in canonical units; raises TriageError only."""
+def load_benchmark(data: bytes, name: str, quote: bool = True) -> Benchmark:
+    """Detect and parse a benchmark file into runs in canonical units; raises TriageError only. ``quote=False``
+    when the bytes came from a path that is not a plain regular file of the user's: no message quotes them."""
     started = time.perf_counter()
     fmt: str | None = None
-    ctx = Ctx(name)
+    ctx = Ctx(name, quote=quote)
     try:
-        sniffed = sniff(data, name)
+        sniffed = sniff(data, name, quote)
         fmt = sniffed.fmt
         runs = PARSERS[fmt](sniffed.payload, ctx)
         if not runs:

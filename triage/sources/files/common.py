@@ -18,6 +18,7 @@ import pandas as pd
 
 from triage.errors import TriageError
 from triage.run import REQUEST_COLUMNS, Run
+from triage.safe_text import strip_control
 
 TPOT_RECOMPUTED = "recomputed per request: (e2e − ttft)/(out − 1)"
 NON_NEGATIVE = ("start_s", "prompt_tokens", "output_tokens", "ttft_s", "e2e_s", "itl_s", "queue_s", "client_wait_s",
@@ -30,6 +31,7 @@ TOOL_WINS = ("duration_s", "req_per_s", "out_tok_per_s", "total_tok_per_s", "off
 STATS = (("ttft_s", "ttft"), ("tpot_s", "tpot"), ("e2e_s", "e2e"))
 ITL_KEYS = ("itl_mean_s", "itl_p50_s", "itl_p90_s", "itl_p99_s")
 MAX_META = 80
+QUOTE_CHARS = 40  # the most of a file a message quotes
 _NA_STRINGS = {"", "n/a", "na", "nan", "none", "null"}
 _NUMBER_RE = re.compile(r"^[+-]?(\d[\d,]*(\.\d*)?|\.\d+)([eE][+-]?\d+)?$|^[+-]?(inf|infinity|nan)$", re.IGNORECASE)
 FORMULA_CHARS = "=+-@"
@@ -44,9 +46,22 @@ class Ctx:
 
     where: str
     notes: list[str] = field(default_factory=list)
+    quote: bool = True  # False: the file is not one the user could plainly read; messages quote none of it
 
     def fail(self, reason: str, key: str = "") -> TriageError:
         return TriageError(reason, where=self.where, key=key)
+
+    def head(self, what: str, text: str) -> str:
+        """``what`` with a short, printable quote of the file's ``text`` ("first line 'x,y'"), or without any
+        when the file may not be quoted."""
+        return f"{what} {quote_head(text)}" if self.quote else f"{what} (not quoted: not a plain regular file)"
+
+
+def quote_head(text: str, limit: int = QUOTE_CHARS) -> str:
+    """At most ``limit`` printable characters of ``text`` in quotes: escape sequences, control, bidi and other
+    non-printable characters dropped, so a quote can neither restyle a terminal nor show more than a glimpse."""
+    shown = "".join(ch for ch in strip_control(text[: limit * 4]) if ch.isprintable())
+    return "'" + (shown if len(shown) <= limit else shown[:limit] + "…") + "'"
 
 
 # ---------------------------------------------------------------- text

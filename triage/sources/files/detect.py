@@ -9,7 +9,7 @@ from typing import Any
 
 from triage import safe_load
 from triage.sources.files import generic, inference_perf
-from triage.sources.files.common import Ctx, decode_text, not_utf8_reason, type_name
+from triage.sources.files.common import Ctx, decode_text, not_utf8_reason, quote_head, type_name
 
 FORMATS: dict[str, str] = {
     "vllm_bench": "vLLM bench serve JSON",
@@ -71,9 +71,10 @@ def _check_binary(data: bytes, ctx: Ctx) -> None:
         raise ctx.fail("text is UTF-16; save the file as UTF-8")
 
 
-def sniff(data: bytes, name: str) -> Sniffed:
-    """Detect the format of `data` (section 0.2 of the format notes, in that order)."""
-    ctx = Ctx(name)
+def sniff(data: bytes, name: str, quote: bool = True) -> Sniffed:
+    """Detect the format of `data` (section 0.2 of the format notes, in that order). ``quote=False``: the bytes
+    came from a path that is not a plain regular file of the user's (a symlink, /proc): no message quotes them."""
+    ctx = Ctx(name, quote=quote)
     if not isinstance(data, (bytes, bytearray, memoryview)):
         raise ctx.fail(f"expected the file's bytes, got {type(data).__name__}")
     data = bytes(data) if not isinstance(data, bytes) else data
@@ -93,14 +94,13 @@ def sniff(data: bytes, name: str) -> Sniffed:
         doc = load_yaml(decode_text(data, ctx), ctx)
         if is_guidellm(doc):
             return Sniffed("guidellm_yaml", doc)
-        raise ctx.fail(f"unknown format: YAML that is not a GuideLLM report ({describe(doc)})")
+        raise ctx.fail(f"unknown format: YAML that is not a GuideLLM report ({describe(doc, ctx.quote)})")
     csv_fmt = detect_csv_header(first_line, ctx)
     if csv_fmt == "generic_csv":
         return Sniffed(csv_fmt, data)
     if csv_fmt:
         return Sniffed(csv_fmt, decode_text(data, ctx))
-    shown = first_line[:60] + ("..." if len(first_line) > 60 else "")
-    raise ctx.fail(f"unknown format: first line {shown!r} is not JSON, YAML or a CSV header")
+    raise ctx.fail(f"unknown format: {ctx.head('first line', first_line)} is not JSON, YAML or a CSV header")
 
 
 # ---------------------------------------------------------------- JSON
@@ -112,13 +112,17 @@ def parse_json_values(text: str, ctx: Ctx) -> list[Any]:
     return safe_load.load_json_values(text, where=ctx.where)
 
 
-def describe(doc: Any) -> str:
+def describe(doc: Any, quote: bool = True) -> str:
+    """What a document holds, for an 'unknown format' message: its first keys (short, printable) only when the
+    file may be quoted."""
     if isinstance(doc, dict):
-        keys = [str(k) for k in list(doc)[:6]]
+        if not quote:
+            return f"an object with {len(doc)} keys" if doc else "an empty object"
+        keys = [quote_head(str(k), 24)[1:-1] for k in list(doc)[:6]]
         more = ", ..." if len(doc) > 6 else ""
         return f"an object with keys {', '.join(keys)}{more}" if keys else "an empty object"
     if isinstance(doc, list):
-        return f"a list of {len(doc)} items" + (f", the first {describe(doc[0])}" if doc else "")
+        return f"a list of {len(doc)} items" + (f", the first {describe(doc[0], quote)}" if doc else "")
     return type_name(doc)
 
 
@@ -211,13 +215,13 @@ def detect_json(values: list[Any], ctx: Ctx) -> str:
         fmt = _detect_single(values[0], ctx)
         if fmt:
             return fmt
-        raise ctx.fail(f"unknown format: JSON holding {describe(values[0])}; expected one of "
+        raise ctx.fail(f"unknown format: JSON holding {describe(values[0], ctx.quote)}; expected one of "
                        f"{', '.join(FORMATS.values())}")
     first = values[0]
     for check, fmt in ((is_vllm, "vllm_bench"), (is_sglang, "sglang_bench"), (is_aiperf_record, "aiperf_jsonl")):
         if check(first):
             return fmt
-    raise ctx.fail(f"unknown format: {len(values)} JSON values, the first {describe(first)}")
+    raise ctx.fail(f"unknown format: {len(values)} JSON values, the first {describe(first, ctx.quote)}")
 
 
 # ---------------------------------------------------------------- YAML
@@ -247,6 +251,5 @@ def detect_csv_header(line: str, ctx: Ctx) -> str | None:
         return None
     if generic.known_columns(line, delimiter):
         return "generic_csv"
-    shown = line[:80] + ("..." if len(line) > 80 else "")
-    raise ctx.fail(f"unknown format: CSV header {shown!r} matches no benchmark tool and has none of the "
+    raise ctx.fail(f"unknown format: {ctx.head('CSV header', line)} matches no benchmark tool and has none of the "
                    "per-request column names (ttft, e2e_latency, output_tokens, ... see docs/bench_columns.md)")
