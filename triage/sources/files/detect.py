@@ -300,5 +300,6 @@ def detect_csv_header(line: str, ctx: Ctx) -> str | None:
     if generic.known_columns(line, delimiter):
         return "generic_csv"
     shown = line[:80] + ("..." if len(line) > 80 else "")
-    raise ctx.fail(f"unknown format: CSV header {shown!r} matches no benchmark tool and has none of the "
-                   "per-request column names (ttft, e2e_latency, output_tokens, ... see docs/bench_columns.md)")
+    raise ctx.fail(f"not a load-test result we read: its first line {shown!r} is neither a load-test tool's "
+                   "table nor a per-request table (columns such as ttft, e2e_latency, output_tokens; the accepted "
+                   "names are in the README, 'Benchmark files')")
