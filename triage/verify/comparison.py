@@ -209,6 +209,8 @@ def _pace(side: _Side, rng: np.random.Generator, n_boot: int) -> np.ndarray | No
 
 
 def _request_sample(spec: MetricSpec, side: _Side, slo: Slo, rng: np.random.Generator, n_boot: int) -> Sample:
+    if spec.column == "itl_s":  # ITL pools every gap of every request (the run's summary); the per-request
+        return side.run.summary.get(spec.summary_key), None  # itl_s column is each request's mean gap (≈ TPOT)
     if spec.column is not None:
         x = _finite(side.cols.get(spec.column))
         if x is None:
