@@ -82,7 +82,8 @@ def _seed(widget: session.Widget[Any], default: Any, refused: list[str],
     if value is None:
         shown = raw if raw is not None and len(raw) <= MAX_SHOWN else f"{(raw or '')[:MAX_SHOWN]}…"
         refused.append(t("mem_url_refused", param=param, value=md_escape(shown),
-                         accepted=md_escape(_accepted(param, choices)), used=md_escape(str(default))))
+                         accepted=md_escape(_accepted(param, choices)),
+                         used=md_escape(number(default) if isinstance(default, (int, float)) else str(default))))
         value = default
     widget.seed(value)
 
