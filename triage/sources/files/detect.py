@@ -102,7 +102,8 @@ def sniff(data: bytes, name: str) -> Sniffed:
     if csv_fmt:
         return Sniffed(csv_fmt, decode_text(data, ctx))
     shown = first_line[:60] + ("..." if len(first_line) > 60 else "")
-    raise ctx.fail(f"unknown format: first line {shown!r} is not JSON, YAML or a CSV header")
+    raise ctx.fail(f"not a load-test result we read: its first line {shown!r} is not JSON, YAML or a table's "
+                   "column names")
 
 
 # ---------------------------------------------------------------- JSON
