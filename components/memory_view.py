@@ -26,6 +26,7 @@ from triage.memory.calculator import (
     estimate,
 )
 from triage.memory.presets import from_cache_config, load_gpus, load_models, parse_hf_config
+from triage.report.units import fmt_value, number
 from triage.safe_text import md_escape
 
 CUSTOM, PASTED = "__custom__", "__config__"
@@ -41,43 +42,50 @@ URL_FIELDS: dict[str, tuple[session.Widget[Any], Callable[[str], Any]]] = {
 }
 
 
-# the numeric inputs' ranges, as their widgets have them: a URL value outside (or nan, inf) is refused
-URL_RANGES: dict[str, tuple[float, float]] = {
+# URL parameter → (lowest, highest) accepted, the same bounds as the inputs' own
+BOUNDS: dict[str, tuple[float, float]] = {
     "util": (0.5, 0.98), "len": (256, 1_048_576), "conc": (1, 4096), "layers": (1, 256), "kv_heads": (1, 256),
-    "head_dim": (16, 512), "params": (0.1, 2000.0)}
-URL_VALUE_SHOWN = 40  # the most of a refused URL value a message repeats
+    "head_dim": (16, 512), "params": (0.1, 2000.0),
+}
+MAX_SHOWN = 40  # a refused value is quoted up to this many characters
 
 
-def _from_url(param: str, raw: str, allowed: Iterable[Any] | None) -> Any:
-    """The URL's value for ``param``, or None when it is not a valid value of that input (a message says so)."""
+def _accepted(param: str, allowed: list[Any] | None) -> str:
+    """The values a parameter takes, in words: the choices, or the range."""
+    if allowed is not None:
+        return ", ".join(str(a) for a in allowed)
+    lo, hi = BOUNDS[param]
+    return t("mem_url_range", lo=number(lo), hi=number(hi))
+
+
+def _from_url(param: str, raw: str, allowed: list[Any] | None) -> Any:
+    """The URL's value when it is one the input accepts (a choice matched without case), else None."""
     try:
-        value = URL_FIELDS[param][1](raw)
-    except (ValueError, OverflowError):
-        value = None
-    if param in URL_RANGES:
-        lo, hi = URL_RANGES[param]
-        if not isinstance(value, (int, float)) or not math.isfinite(value) or not lo <= value <= hi:
-            st.warning(t("mem_url_number", param=param, value=raw[:URL_VALUE_SHOWN], lo=f"{lo:g}", hi=f"{hi:g}"))
-            return None
-        return value
-    if value is None or (allowed is not None and value not in allowed):
-        st.warning(t("mem_url_choice", param=param, value=raw[:URL_VALUE_SHOWN]))
+        value = URL_FIELDS[param][1](raw.strip())
+    except ValueError:
         return None
-    return value
+    if allowed is not None:
+        return next((a for a in allowed if str(a).lower() == str(value).lower()), None)
+    lo, hi = BOUNDS.get(param, (-math.inf, math.inf))
+    return value if math.isfinite(value) and lo <= value <= hi else None
 
 
-def _seed(widget: session.Widget[Any], default: Any, allowed: Iterable[Any] | None = None) -> None:
-    """Give ``widget`` its first value: from the URL when valid, else ``default`` with a message saying the link's
-    value was not used (once per session). ``nan``, ``inf`` and numbers outside the input's range are refused:
-    ``params=nan`` showed "nan GiB"."""
+def _seed(widget: session.Widget[Any], default: Any, refused: list[str],
+          allowed: Iterable[Any] | None = None) -> None:
+    """Give ``widget`` its first value: from the URL when valid, else ``default`` (once per session). A URL
+    value the input does not take is said in ``refused`` with the accepted values, never silently replaced."""
     if widget.present():
         return
     param = next(p for p, (w, _) in URL_FIELDS.items() if w == widget)
     raw = st.query_params.get(param)
-    value = default
-    if raw is not None:
-        got = _from_url(param, raw, list(allowed) if allowed is not None else None)
-        value = default if got is None else got
+    choices = list(allowed) if allowed is not None else None
+    value = default if raw is None else _from_url(param, raw, choices)
+    if value is None:
+        shown = raw if raw is not None and len(raw) <= MAX_SHOWN else f"{(raw or '')[:MAX_SHOWN]}…"
+        refused.append(t("mem_url_refused", param=param, value=md_escape(shown),
+                         accepted=md_escape(_accepted(param, choices)),
+                         used=md_escape(number(default) if isinstance(default, (int, float)) else str(default))))
+        value = default
     widget.seed(value)
 
 
@@ -94,11 +102,11 @@ def _to_url(widgets: Iterable[session.Widget[Any]]) -> None:
             del st.query_params[param]
 
 
-def _custom_model() -> ModelSpec:
+def _custom_model(refused: list[str]) -> ModelSpec:
     c = st.columns(4)
     for widget, default in ((session.MEM_LAYERS, 32), (session.MEM_KV_HEADS, 8), (session.MEM_HEAD_DIM, 128),
                             (session.MEM_PARAMS, 8.0)):
-        _seed(widget, default)
+        _seed(widget, default, refused)
     layers = c[0].number_input(t("mem_layers"), 1, 256, key=session.MEM_LAYERS.name)
     kv_heads = c[1].number_input(t("mem_kv_heads"), 1, 256, key=session.MEM_KV_HEADS.name)
     head_dim = c[2].number_input(t("mem_head_dim"), 16, 512, key=session.MEM_HEAD_DIM.name)
@@ -120,14 +128,14 @@ def _pasted_model() -> ModelSpec | None:
         return None
 
 
-def model_input() -> ModelSpec | None:
+def model_input(refused: list[str]) -> ModelSpec | None:
     models = load_models()
     options = [*models, CUSTOM, PASTED]
     names = {**{k: m.title for k, m in models.items()}, CUSTOM: t("mem_custom"), PASTED: t("mem_pasted")}
-    _seed(session.MEM_MODEL, options[0], options)
+    _seed(session.MEM_MODEL, options[0], refused, options)
     choice = st.selectbox(t("mem_model"), options, format_func=names.__getitem__, key=session.MEM_MODEL.name)
     if choice == CUSTOM:
-        return _custom_model()
+        return _custom_model(refused)
     if choice == PASTED:
         return _pasted_model()
     return models[choice]
@@ -136,7 +144,7 @@ def model_input() -> ModelSpec | None:
 TP_CHOICES, PP_CHOICES = [1, 2, 4, 8, 16], [1, 2, 4, 8]
 
 
-def deployment(model: ModelSpec) -> MemoryInput:
+def deployment(model: ModelSpec, refused: list[str]) -> MemoryInput:
     gpus = load_gpus()
     live = _live_cache_config()
     util_live = float(live.get("gpu_memory_utilization", MemoryInput.gpu_memory_utilization))
@@ -146,28 +154,31 @@ def deployment(model: ModelSpec) -> MemoryInput:
         if session.MEMORY_MODEL_SEEN.present():
             session.MEM_WEIGHTS_DTYPE.seed(default_weights)
         session.MEMORY_MODEL_SEEN.set(model.id)
-    _seed(session.MEM_GPU, next(iter(gpus)), list(gpus))
-    _seed(session.MEM_WEIGHTS_DTYPE, default_weights, WEIGHT_DTYPES)
-    _seed(session.MEM_KV_DTYPE, KV_DTYPES[0], KV_DTYPES)
-    _seed(session.MEM_UTIL, util_default)
-    _seed(session.MEM_TP, 1, TP_CHOICES)
-    _seed(session.MEM_PP, 1, PP_CHOICES)
-    _seed(session.MEM_MAX_LEN, 8192)
-    _seed(session.MEM_CONCURRENCY, 32)
+    _seed(session.MEM_GPU, next(iter(gpus)), refused, list(gpus))
+    _seed(session.MEM_WEIGHTS_DTYPE, default_weights, refused, WEIGHT_DTYPES)
+    _seed(session.MEM_KV_DTYPE, KV_DTYPES[0], refused, KV_DTYPES)
+    _seed(session.MEM_UTIL, util_default, refused)
+    _seed(session.MEM_TP, 1, refused, TP_CHOICES)
+    _seed(session.MEM_PP, 1, refused, PP_CHOICES)
+    _seed(session.MEM_MAX_LEN, 8192, refused)
+    _seed(session.MEM_CONCURRENCY, 32, refused)
     util_now = session.MEM_UTIL.value()
     if util_now is None or not 0.5 <= util_now <= 0.98:
         session.MEM_UTIL.seed(util_default)
-    c = st.columns(4)
+    # three rows, the GPU and the slider wide: four to a row cut "Instinct MI300X 192GB" and broke
+    # "gpu_memory_utilization" mid-word beside the sidebar at 1024 px
+    c = st.columns([2, 1, 1])
     gpu = c[0].selectbox(t("mem_gpu"), list(gpus), format_func=lambda g: gpus[g].title, key=session.MEM_GPU.name)
     weights = c[1].selectbox(t("mem_weights"), WEIGHT_DTYPES, key=session.MEM_WEIGHTS_DTYPE.name)
     kv = c[2].selectbox(t("mem_kv_dtype"), KV_DTYPES, key=session.MEM_KV_DTYPE.name)
-    util = c[3].slider("gpu_memory_utilization", 0.5, 0.98, step=0.01, key=session.MEM_UTIL.name,
+    c = st.columns([2, 1, 1])
+    util = c[0].slider("gpu_memory_utilization", 0.5, 0.98, step=0.01, key=session.MEM_UTIL.name,
                        help=t("mem_prefilled") if live else None)
-    c = st.columns(4)
-    tp = c[0].selectbox("TP", TP_CHOICES, key=session.MEM_TP.name)
-    pp = c[1].selectbox("PP", PP_CHOICES, key=session.MEM_PP.name)
-    max_len = c[2].number_input("max_model_len", 256, 1_048_576, step=1024, key=session.MEM_MAX_LEN.name)
-    conc = c[3].number_input(t("mem_concurrency"), 1, 4096, key=session.MEM_CONCURRENCY.name)
+    tp = c[1].selectbox("TP", TP_CHOICES, key=session.MEM_TP.name)
+    pp = c[2].selectbox("PP", PP_CHOICES, key=session.MEM_PP.name)
+    left, right = st.columns(2)
+    max_len = left.number_input("max_model_len", 256, 1_048_576, step=1024, key=session.MEM_MAX_LEN.name)
+    conc = right.number_input(t("mem_concurrency"), 1, 4096, key=session.MEM_CONCURRENCY.name)
     block = int(live.get("block_size", 16)) if str(live.get("block_size", "16")).isdigit() else 16
     return MemoryInput(model, gpus[gpu], weights, kv, int(tp), int(pp), int(max_len), int(conc), float(util),
                        block_size=block)
@@ -202,14 +213,15 @@ def breakdown_chart(b: MemoryBreakdown) -> go.Figure:
 
 
 def _verdict(b: MemoryBreakdown) -> None:
-    c = st.columns(4)
+    # two by two: four in a row left each value ~100 px beside the sidebar at 1024 px ("459,…", "22.7…")
+    top, bottom = st.columns(2), st.columns(2)
     # per GPU like every other number here: the capacity beside it is the KV budget ÷ this figure
-    c[0].metric(t("mem_n_kv_per_token_gpu"), f"{b.kv_bytes_per_token_per_gpu / 1024:,.0f} KiB", border=True)
-    c[1].metric(t("mem_kv_capacity"), f"{b.kv_capacity_tokens:,}", border=True)
-    c[2].metric(t("mem_max_concurrency"), f"{b.max_concurrency:,}", border=True)
-    c[3].metric(t("mem_decode_floor"), f"{b.decode_floor_ms:.1f} ms", border=True,
-                help=t("mem_decode_floor_help", lo=f"{b.decode_realistic_ms[0]:.1f}",
-                       hi=f"{b.decode_realistic_ms[1]:.1f}"))
+    top[0].metric(t("mem_n_kv_per_token_gpu"), f"{number(b.kv_bytes_per_token_per_gpu / 1024)} KiB", border=True)
+    top[1].metric(t("mem_kv_capacity"), number(b.kv_capacity_tokens), border=True)
+    bottom[0].metric(t("mem_max_concurrency"), number(b.max_concurrency), border=True)
+    bottom[1].metric(t("mem_decode_floor"), fmt_value(b.decode_floor_ms / 1e3, "s"), border=True,
+                     help=t("mem_decode_floor_help", lo=f"{b.decode_realistic_ms[0]:.1f}",
+                            hi=f"{b.decode_realistic_ms[1]:.1f}"))
     if b.fits:
         part = b.largest_part
         st.success(t("mem_fits_detail", part=t(PART_KEYS[part]), gib=f"{_part_gib(b, part):.1f}",
@@ -231,10 +243,10 @@ def _not_fits(b: MemoryBreakdown) -> str:
 def _steps_table(steps: list[WhatIf]) -> None:
     """What-if steps as a wrapping table: the step, the exact flag, what it frees and whether it then fits."""
     rows = [{t("mem_col_step"): w.label.get(lang(), w.label["en"]), t("mem_col_flag"): w.flags,
-             t("mem_col_frees"): f"{w.freed_gib:.1f} GiB", t("mem_col_max_conc"): f"{w.max_concurrency:,}",
+             t("mem_col_frees"): f"{number(w.freed_gib)} GiB", t("mem_col_max_conc"): number(w.max_concurrency),
              t("mem_col_change"): f"{w.delta_concurrency:+,}", t("mem_col_gpus"): str(w.gpus),
              t("mem_col_fits"): t("word_yes") if w.fits else t("word_no")} for w in steps]
-    static_table(pd.DataFrame(rows).set_index(t("mem_col_step")))
+    static_table(pd.DataFrame(rows).set_index(t("mem_col_step")), whole_words=True)
 
 
 def _branch(b: MemoryBreakdown) -> None:
@@ -292,14 +304,23 @@ def _measured(inp: MemoryInput, b: MemoryBreakdown) -> None:
               est=f"{b.kv_capacity_tokens:,}", source=measured.source))
 
 
+def _refusals(where: Any, refused: list[str]) -> None:
+    for line in refused:
+        where.warning(line, icon=":material/link_off:")
+
+
 def memory_page() -> None:
     st.title(t("mem_title"))
     st.caption(t("mem_hint"))
-    model = model_input()
+    notices = st.container()  # above the inputs: what the link asked for that could not be used
+    refused: list[str] = []
+    model = model_input(refused)
     if model is None:
+        _refusals(notices, refused)
         _to_url([session.MEM_MODEL])
         return
-    inp = deployment(model)
+    inp = deployment(model, refused)
+    _refusals(notices, refused)
     _to_url([w for w, _ in URL_FIELDS.values()] if model.id == "custom" else
             [w for p, (w, _) in URL_FIELDS.items() if p not in ("layers", "kv_heads", "head_dim", "params")])
     try:

@@ -14,6 +14,7 @@ from triage.errors import TriageError
 from triage.params import int_param
 from triage.report.markdown import WRONG_TEXT, report_markdown, restore_walk
 from triage.report.retro import RetroState, RetroStep, load_steps, suggested, wrong_usages
+from triage.safe_text import md_escape
 
 STEP_PARAM = "step"
 
@@ -26,9 +27,16 @@ def current_step(s: RetroState) -> int:
     """The step in the URL wins (a shared link opens the same step), clamped to the walk.
 
     The URL counts from 1, as the text does (``?step=3`` is "3. …"); the state counts from 0."""
-    wanted = int_param(st.query_params.get(STEP_PARAM), 1, len(load_steps()))
+    raw, last = st.query_params.get(STEP_PARAM), len(load_steps())
+    wanted = int_param(raw, 1, last)
     if wanted is not None:
         s.step = wanted - 1
+    elif raw is not None:  # said, not silently replaced by the step in progress
+        shown = raw if len(raw) <= 20 else f"{raw[:20]}…"
+        s.step = max(0, min(int(s.step), last - 1))
+        st.warning(t("retro_step_refused", value=md_escape(shown), last=last, step=s.step + 1),
+                   icon=":material/link_off:")
+        st.query_params[STEP_PARAM] = str(s.step + 1)  # the link now names the step shown
     s.step = max(0, min(int(s.step), len(load_steps()) - 1))
     return s.step
 

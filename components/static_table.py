@@ -14,23 +14,28 @@ CLASS = "triage-table"
 # Like Streamlit's Markdown tables (content width, cell borders), in the theme's colour and font, light or
 # dark. Words break where a reader would: at spaces, and after the underscores and slashes of a signal name
 # or a formula (<wbr>); only a word still wider than its column breaks inside, so the table never needs a
-# sideways scroll, even in half of a 1024 px window.
+# sideways scroll, even in half of a 1024 px window. A column header breaks only between words ("Change" never
+# reads "Chang|e"): its longest word sets the column's least width, so a short value ("no") stays whole too.
 _STYLE = (f"<style>.{CLASS}-wrap{{overflow-x:auto;margin:0 0 1rem}}"
           f".{CLASS}{{border-collapse:collapse;font-size:0.875rem}}"
           f".{CLASS} th,.{CLASS} td{{border:1px solid rgba(128,128,128,0.3);padding:0.25rem 0.5rem;"
           f"text-align:left;vertical-align:top;overflow-wrap:anywhere}}"
-          f".{CLASS} th[scope=col]{{font-weight:600}}"
-          f".{CLASS} th[scope=row]{{font-weight:400;overflow-wrap:break-word}}</style>")
+          f".{CLASS} th[scope=col]{{font-weight:600;overflow-wrap:break-word}}"
+          f".{CLASS} th[scope=row]{{font-weight:400;overflow-wrap:break-word}}"
+          f".{CLASS}-words td{{overflow-wrap:break-word}}</style>")
 
 
-def html_table(df: pd.DataFrame) -> str:
-    """``df`` as an HTML table, its index as the first column (a row header); every cell escaped."""
+def html_table(df: pd.DataFrame, whole_words: bool = False) -> str:
+    """``df`` as an HTML table, its index as the first column (a row header); every cell escaped. With
+    ``whole_words`` a cell breaks only between words and after hyphens ("--max-|model-len", never
+    "--quantizatio|n"): for a full-width table whose columns can afford their longest word."""
     head = [df.index.name or "", *map(str, df.columns)]
     rows = ["<tr>" + "".join(f'<th scope="col">{escape(h)}</th>' for h in head) + "</tr>"]
     for index, row in zip(df.index, df.itertuples(index=False)):
         rows.append(f'<tr><th scope="row">{_breakable(index)}</th>'
                     + "".join(f"<td>{_breakable(v)}</td>" for v in row) + "</tr>")
-    return f'{_STYLE}<div class="{CLASS}-wrap"><table class="{CLASS}"><tbody>{"".join(rows)}</tbody></table></div>'
+    wrap = f"{CLASS}-wrap {CLASS}-words" if whole_words else f"{CLASS}-wrap"
+    return f'{_STYLE}<div class="{wrap}"><table class="{CLASS}"><tbody>{"".join(rows)}</tbody></table></div>'
 
 
 def _breakable(value: object) -> str:
@@ -39,6 +44,6 @@ def _breakable(value: object) -> str:
     return escape(str(value)).replace("_", "_<wbr>").replace("/", "/<wbr>").replace("\n", "<br>")
 
 
-def static_table(df: pd.DataFrame) -> None:
-    """Draw ``df`` (indexed by its first column) as a static, wrapping table."""
-    st.html(html_table(df))
+def static_table(df: pd.DataFrame, whole_words: bool = False) -> None:
+    """Draw ``df`` (indexed by its first column) as a static, wrapping table (see html_table)."""
+    st.html(html_table(df, whole_words))

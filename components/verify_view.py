@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import os
+from dataclasses import fields
+from datetime import datetime
+from typing import Any
 
 import pandas as pd
 import plotly.graph_objects as go
@@ -12,18 +15,61 @@ from components import session, upload_store
 from components.bench_source import parse_cache
 from components.chart_style import LEGEND_ABOVE, show
 from components.shell import knowledge, labels_now, lang, t
+from components.static_table import static_table
 from triage.diagnosis.rules import Slo
 from triage.errors import TriageError
 from triage.params import SQLITE_MAX_ID, int_param, shown_param
-from triage.report.units import fmt_value
+from triage.report.units import fmt_value, number
 from triage.run import Run
 from triage.safe_text import md_escape
 from triage.service.uploads import Refused
 from triage.service.windows import prometheus_run
-from triage.verify.comparison import Comparison, MetricDelta, compare, comparison_json
+from triage.verify.comparison import (
+    GAIN,
+    NOISE_FLOOR_PCT,
+    REGRESSION,
+    SPECS,
+    SUMMARY_TOLERANCE_PCT,
+    Comparison,
+    MetricDelta,
+    Note,
+    compare,
+    comparison_json,
+)
 from triage.verify.experiment_log import ExperimentLog, entry_from, sha256
 
 VERDICT_ICON = {"gain": "🟢", "regression": "🔴", "no effect": "⚪"}
+# the core's verdict words → tree/ui.yaml keys (the log and JSON keep the English words)
+VERDICT_KEYS = {"gain": "verdict_gain", "regression": "verdict_regression", "no effect": "verdict_no_effect",
+                "not comparable": "verdict_not_comparable", "gain confirmed": "verdict_gain_confirmed",
+                "unsound": "verdict_unsound"}
+WORDS = ("baseline", "candidate", "prompt", "output", "offered rate", "max concurrency")  # words inside notes
+WORKLOAD_ROWS = ("model", "prompt_tokens_median", "output_tokens_median", "offered_rate", "max_concurrency",
+                 "requests")
+
+
+def verdict_text(verdict: str) -> str:
+    """A verdict in the reader's language (an unknown word, e.g. from an older log, as recorded)."""
+    key = VERDICT_KEYS.get(verdict)
+    return t(key) if key else verdict
+
+
+def when_text(stamp: str | None) -> str:
+    """A stored UTC timestamp as the reader writes dates: 'Dec 2, 2026 01:46 UTC', '2026年12月2日 01:46 UTC'."""
+    try:
+        when = datetime.fromisoformat(stamp or "")
+    except ValueError:
+        return stamp or "—"
+    return t("date_time", y=when.year, m=when.month, mon=when.strftime("%b"), d=when.day, hm=when.strftime("%H:%M"))
+
+
+def note_text(note: Note) -> str:
+    """A warning or refusal in the reader's language; the words it quotes from the files stay as written."""
+    params: dict[str, Any] = {k: t(f"verify_word_{v.replace(' ', '_')}") if v in WORDS else v
+                              for k, v in note.params.items()}
+    if note.code == "one_side" and note.params.get("id") in SPECS:
+        params["metric"] = _label_of(note.params["id"], note.params["metric"])
+    return t(f"verify_note_{note.code}", **params)
 
 
 def log() -> ExperimentLog:
@@ -77,23 +123,45 @@ def _pick_windows() -> tuple[Picked, Picked] | None:
     return tuple((r.label, sha256(r.label.encode()), r) for r in runs)  # type: ignore[return-value]
 
 
+def _label_of(metric: str, fallback: str) -> str:
+    """A compared metric's label in the page's language, from the metric catalogue."""
+    spec = knowledge().compare.get(metric)
+    return knowledge().signals[spec.signal].label.get(lang()) if spec else (fallback or metric)
+
+
 def _label(m: MetricDelta) -> str:
-    """The metric's label in the page's language, from the metric catalogue."""
-    spec = knowledge().compare.get(m.metric)
-    return knowledge().signals[spec.signal].label.get(lang()) if spec else (m.label or m.metric)
+    return _label_of(m.metric, m.label)
 
 
-def _table(c: Comparison) -> pd.DataFrame:
-    def interval(m) -> str:
+def comparison_table(metrics: list[MetricDelta]) -> pd.DataFrame:
+    """One row per metric: both values in their units, the change, its interval and the verdict, in words."""
+    def interval(m: MetricDelta) -> str:
         unit = "pp" if m.scale == "pp" else "%"
         return f"[{m.interval[0]:+.1f}, {m.interval[1]:+.1f}] {unit}" if m.interval else t("verify_no_interval")
 
-    return pd.DataFrame([{
-        t("verify_metric"): _label(m), t("verify_baseline"): fmt_value(m.baseline, m.unit),
-        t("verify_candidate"): fmt_value(m.candidate, m.unit),
-        t("verify_change"): f"{m.delta:+.1f} {m.scale}" if m.delta is not None else "—",
-        t("verify_interval"): interval(m), t("verify_verdict"): f"{VERDICT_ICON.get(m.verdict, '')} {m.verdict}",
-    } for m in c.metrics])
+    columns = [t(k) for k in ("verify_metric", "verify_baseline", "verify_candidate", "verify_change",
+                              "verify_interval", "verify_verdict")]
+    return pd.DataFrame([[
+        _label(m), fmt_value(m.baseline, m.unit), fmt_value(m.candidate, m.unit),
+        f"{m.delta:+.1f} {m.scale}" if m.delta is not None else "—", interval(m),
+        f"{VERDICT_ICON.get(m.verdict, '')} {verdict_text(m.verdict)}".strip(),
+    ] for m in metrics], columns=columns).set_index(columns[0])
+
+
+def stored_deltas(rows: list[dict[str, Any]]) -> list[MetricDelta]:
+    """The per-metric rows of a logged comparison (comparison_json) back as MetricDelta; a row that does not
+    read as one (an older log) is left out."""
+    names = {f.name for f in fields(MetricDelta)}
+    out = []
+    for row in rows:
+        try:
+            kept = {k: v for k, v in row.items() if k in names}
+            interval = kept.get("interval")
+            kept["interval"] = (float(interval[0]), float(interval[1])) if interval else None
+            out.append(MetricDelta(**kept))
+        except (TypeError, ValueError, IndexError):
+            continue
+    return out
 
 
 def _delta_chart(c: Comparison) -> go.Figure:
@@ -126,16 +194,34 @@ def _distributions(base: Run, cand: Run) -> None:
         show(fig, col, width="stretch", key=session.VERIFY_DIST.key(metric))
 
 
-def _verdict(c: Comparison) -> None:
+def _change_text(m: MetricDelta) -> str:
+    unit = " pp" if m.scale == "pp" else "%"
+    text = f"{_label(m)} {m.delta:+.1f}{unit}"
+    if m.interval:
+        text += f" [{m.interval[0]:+.1f}{unit}, {m.interval[1]:+.1f}{unit}]"
+    return text.replace("-", "−")
+
+
+def _headline(c: Comparison) -> str:
+    """The core's headline (comparison._headline) in the reader's language."""
+    shown = [m for m in c.metrics if m.verdict in (GAIN, REGRESSION) and SPECS[m.metric].counts and m.delta is not None]
+    shown.sort(key=lambda m: (m.verdict != REGRESSION, not SPECS[m.metric].primary))
+    measured = "; ".join(_change_text(m) for m in shown[:4]) or t("verify_nothing_changed")
+    return t("verify_measured", overall=verdict_text(c.overall), measured=measured)
+
+
+def _verdict(c: Comparison, per_request: bool) -> None:
     box = {"gain confirmed": st.success, "regression": st.error, "unsound": st.error}.get(c.overall, st.info)
-    box(f"**{t('verify_overall')}: {c.overall}** — {md_escape(c.headline)}" if c.headline else f"**{c.overall}**")
-    if c.expected_gain_text:
-        st.caption(t("verify_expected", text=c.expected_gain_text))
-    for reason in c.refused:  # these sentences quote model names and labels from the files
-        st.error(md_escape(reason), icon=":material/block:")
-    for warning in c.warnings:
-        st.warning(md_escape(warning))
-    st.caption(c.basis)
+    box(f"**{t('verify_overall')}: {verdict_text(c.overall)}** — {md_escape(_headline(c))}")
+    if c.technique and c.technique in knowledge().techniques:
+        expected = " ".join(knowledge().techniques[c.technique].expected_gain.seed.get(lang()).split())
+        st.caption(t("verify_expected", text=expected))
+    for note in c.refused_notes:  # these sentences quote model names and labels from the files
+        st.error(md_escape(note_text(note)), icon=":material/block:")
+    for note in c.warning_notes:
+        st.warning(md_escape(note_text(note)))
+    st.caption(t("verify_basis_requests", floor=number(NOISE_FLOOR_PCT)) if per_request else
+               t("verify_basis_summary", tol=number(SUMMARY_TOLERANCE_PCT)))
 
 
 def _save(c: Comparison, base: Picked, cand: Picked) -> None:
@@ -162,15 +248,33 @@ def stored_experiment(raw_id: str) -> None:
         st.error(t("verify_no_experiment", id=shown_param(raw_id), reason=exc.line()))
         return
     box = {"gain confirmed": st.success, "regression": st.error, "unsound": st.error}.get(entry.overall, st.info)
-    box(f"**#{entry.id} · {t('verify_overall')}: {md_escape(entry.overall)}** · {md_escape(entry.technique or '—')}"
-        f" · {md_escape(entry.created_at)}")
+    technique = knowledge().techniques.get(entry.technique or "")
+    box(f"**#{entry.id} · {t('verify_overall')}: {md_escape(verdict_text(entry.overall))}** · "
+        f"{md_escape(technique.title.get(lang()) if technique else entry.technique or '—')} · "
+        f"{md_escape(when_text(entry.created_at))}")
     st.caption(t("verify_stored", base=entry.baseline_name, bd=entry.baseline_sha256[:12], cand=entry.candidate_name,
                  cd=entry.candidate_sha256[:12]))
-    st.dataframe(pd.DataFrame(entry.metrics), hide_index=True, width="stretch")
+    static_table(comparison_table(stored_deltas(entry.metrics)))
     if entry.note:
         st.markdown(f"**{t('verify_note')}:** {md_escape(entry.note)}")
-    st.json(entry.workload, expanded=False)
+    static_table(workload_table(entry.workload))
     st.divider()
+
+
+def workload_table(work: dict[str, Any]) -> pd.DataFrame:
+    """What was held fixed, baseline beside candidate, named in the reader's language."""
+    def shown(value: Any) -> str:
+        if value is None:
+            return "—"
+        return number(float(value)) if isinstance(value, (int, float)) and not isinstance(value, bool) else str(value)
+
+    sides: list[dict[str, Any]] = []
+    for side in ("baseline", "candidate"):
+        found = work.get(side)
+        sides.append(found if isinstance(found, dict) else {})
+    return pd.DataFrame({t("verify_baseline"): [shown(sides[0].get(k)) for k in WORKLOAD_ROWS],
+                         t("verify_candidate"): [shown(sides[1].get(k)) for k in WORKLOAD_ROWS]},
+                        index=pd.Index([t(f"verify_wl_{k}") for k in WORKLOAD_ROWS], name=t("verify_workload")))
 
 
 def verify_page(slo: Slo) -> None:
@@ -198,10 +302,11 @@ def verify_page(slo: Slo) -> None:
     if base is None or cand is None:
         st.info(t("verify_need_two"))
         return
-    c = compare(base[2], cand[2], slo, technique=technique, kb=kb)
+    # few requests are compared with their wide intervals, never refused for that alone (the CI gate refuses)
+    c = compare(base[2], cand[2], slo, technique=technique, kb=kb, refuse_few=False)
     session.VERIFY_VERDICT.set(c.overall)
-    _verdict(c)
-    st.dataframe(_table(c), hide_index=True, width="stretch")
+    _verdict(c, base[2].has_requests and cand[2].has_requests)
+    static_table(comparison_table(c.metrics))  # every row shown: no inner scroll hides the last one
     if c.overall == "unsound":  # bars coloured as gains would contradict the verdict above
         st.info(t("verify_no_bars_unsound"), icon=":material/block:")
     else:

@@ -307,9 +307,11 @@ def test_empty_file():
 
 
 def test_unknown_format():
-    assert "unknown format" in reject(b"hello world\n", "notes.txt")
+    assert "not a load-test result we read" in reject(b"hello world\n", "notes.txt")
     assert "unknown format" in reject(b'{"foo": 1, "bar": [1, 2]}', "x.json")
-    assert "unknown format" in reject(b"a,b,c\n1,2,3\n", "x.csv")
+    said = reject(b"a,b,c\n1,2,3\n", "x.csv")  # in the user's terms: no parser word, no repository path
+    assert "not a load-test result we read" in said and "'a,b,c'" in said
+    assert "CSV header" not in said and "docs/" not in said
     with pytest.raises(TriageError, match="unknown format"):
         detect_format(b"[1, 2, 3]", "list.json")
 

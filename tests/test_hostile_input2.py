@@ -301,7 +301,7 @@ def test_unknown_format_quotes_nothing_of_a_symlink_or_proc_file(tmp_path):
     secret.write_text(SECRET_HEAD + "\n", encoding="utf-8")
     link = tmp_path / "bench.csv"
     link.symlink_to(secret)
-    err = one_line_refusal(run_cli("diagnose", str(link)), "unknown format", "not quoted")
+    err = one_line_refusal(run_cli("diagnose", str(link)), "not a load-test result", "not quoted")
     assert "s3c" not in err and "root" not in err
     if os.path.exists("/etc/shadow"):
         system = tmp_path / "system.csv"
@@ -325,7 +325,7 @@ def test_unknown_format_quotes_a_short_printable_head_of_a_plain_file(tmp_path):
     assert len(quoted) <= 42 and "[31m" not in quoted and "\u202e" not in quoted, quoted
     header = tmp_path / "h.csv"
     header.write_text("a,b," + "c" * 200 + "\n1,2,3\n", encoding="utf-8")
-    err = one_line_refusal(run_cli("diagnose", str(header)), "CSV header 'a,b,ccc")
+    err = one_line_refusal(run_cli("diagnose", str(header)), "first line 'a,b,ccc")
     assert "c" * 60 not in err
 
 
@@ -427,7 +427,7 @@ def test_memory_page_refuses_non_finite_or_out_of_range_url_numbers(query):
     shown = texts(at)
     (param, raw), = query.items()
     warned = " ".join(w.value for w in at.warning).replace("\\", "")
-    assert f"{param}={raw}" in warned and "default is used instead" in warned, warned
+    assert f"{param}={raw}" in warned and "is not accepted" in warned, warned
     assert "nan" not in shown.lower().replace(raw.lower(), "") and "inf GiB" not in shown, shown
     assert "It fits" in shown or "It does not fit" in shown  # the page still computes, from the defaults
 
@@ -438,4 +438,4 @@ def test_memory_page_keeps_valid_url_numbers_silently():
     at = open_page("pages/memory.py", model="__custom__", params="70", layers="80", kv_heads="8")
     assert not at.warning and at.number_input(key="mem_params").value == 70.0
     zh = open_page("pages/memory.py", model="__custom__", params="nan", lang="zh")
-    assert any("不是" in w.value for w in zh.warning)
+    assert any("不被接受" in w.value for w in zh.warning)

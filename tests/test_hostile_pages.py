@@ -61,10 +61,17 @@ def test_stored_experiment_note_is_escaped(tmp_path, monkeypatch):
     monkeypatch.setenv("TRIAGE_LOG_DB", str(db))
     ExperimentLog(db).save(Entry("chunked_prefill", {}, INJECT, "0" * 64, "b.csv", "1" * 64, [], "no effect",
                                  note=INJECT, who=INJECT))
-    at = page("pages/verify.py", experiment="1")
-    no_link(no_trace(at))
-    at = page("pages/log.py")
-    no_link(no_trace(at))
+    for at in (page("pages/verify.py", experiment="1"), page("pages/log.py")):
+        no_trace(at)
+        no_link(markdown_only(at))
+        for body in (str(el.proto.body) for el in at.get("html")):  # static tables: HTML-escaped literal text
+            assert "<img src=x" not in body and ("evil" not in body or "&lt;img src=x" in body)
+
+
+def markdown_only(at) -> str:
+    """The page's Markdown text (not its HTML tables, where Markdown syntax is literal text)."""
+    kinds = ("markdown", "caption", "title", "header", "subheader", "info", "warning", "error", "success")
+    return "\n".join(str(e.value) for kind in kinds for e in at.get(kind))
 
 
 @pytest.mark.parametrize(("path", "param"), [("pages/technique.py", "id"), ("pages/diagnose.py", "node")])

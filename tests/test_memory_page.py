@@ -87,3 +87,44 @@ def test_kv_per_token_is_per_gpu_like_the_capacity_beside_it():
     at = open_page("pages/memory.py", model="llama-3.1-70b", weights="fp8", tp="4", gpu="h100")
     card = next(m for m in at.metric if m.label == "KV per token per GPU")
     assert card.value == "80 KiB"
+
+
+def test_a_gpu_from_the_link_is_used():
+    """/memory?gpu=l4 sizes the deployment on an L4 (24 GB), not silently on the default H100."""
+    at = open_page("pages/memory.py", gpu="l4")
+    assert not at.exception, at.exception
+    assert at.selectbox(key="mem_gpu").value == "l4" and not at.warning
+    values = " ".join(str(v) for v in numbers(at))
+    assert "22.03 GiB" in values  # the L4's CUDA total, not the H100's 79.19
+    assert at.query_params["gpu"] == "l4"
+
+
+def test_an_unknown_gpu_from_the_link_is_refused_out_loud():
+    at = open_page("pages/memory.py", gpu="nope")
+    assert not at.exception, at.exception
+    said = " ".join(w.value for w in at.warning)
+    assert "gpu=nope" in said and "not accepted" in said and "l4" in said and "mi300x" in said and "h100" in said
+    assert at.selectbox(key="mem_gpu").value == "h100"
+
+
+def test_out_of_range_numbers_are_refused_and_the_valid_ones_kept():
+    at = open_page("pages/memory.py", len="-5", tp="999", util="7", conc="48", model="qwen3-32b")
+    assert not at.exception, at.exception
+    said = [w.value for w in at.warning]
+    assert len(said) == 3, said
+    text = " ".join(said)
+    assert "len=-5" in text and "256 to 1,048,576" in text and "tp=999" in text and "1, 2, 4, 8, 16" in text
+    assert "util=7" in text and "0.5 to 0.98" in text
+    assert at.number_input(key="mem_concurrency").value == 48 and at.selectbox(key="mem_model").value == "qwen3-32b"
+    assert at.number_input(key="mem_max_len").value == 8192 and at.selectbox(key="mem_tp").value == 1
+
+
+def test_refusals_are_in_chinese_too():
+    at = open_page("pages/memory.py", gpu="nope", lang="zh")
+    assert any("gpu=nope" in w.value and "不被接受" in w.value for w in at.warning)
+
+
+def numbers(at) -> list[str]:
+    at.session_state["mem_details"] = True  # the user opens "All numbers"
+    at.run()
+    return [v for tb in at.table for v in tb.value.iloc[:, 0]]

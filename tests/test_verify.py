@@ -68,8 +68,10 @@ def test_every_metric_has_direction_and_itl_only_when_present(kb, slo):
                    "req_per_s", "out_tok_per_s", "goodput", "error_rate"]
     assert {m.metric: m.direction for m in c.metrics}["goodput"] == "higher"
     base, cand = shifted(1), shifted(2)
-    base["itl_s"], cand["itl_s"] = base["tpot_s"], cand["tpot_s"]
-    assert cmp(kb, slo, base, cand).get("itl_p50") is not None
+    base["itl_s"], cand["itl_s"] = base["tpot_s"], cand["tpot_s"]  # each request's mean gap: not ITL
+    assert cmp(kb, slo, base, cand).get("itl_p50") is None
+    pooled = cmp(kb, slo, base, cand, b={"itl_p50_s": 0.020}, c={"itl_p50_s": 0.021}).get("itl_p50")
+    assert pooled is not None and pooled.baseline == 0.020 and pooled.interval is None  # one number per run
     assert "preemptions_per_s" not in ids and "kv_usage_max" not in ids
 
 

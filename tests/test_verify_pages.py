@@ -7,7 +7,7 @@ import json
 import pytest
 import streamlit as st
 
-from tests.apptest_tools import new_app, open_page
+from tests.apptest_tools import new_app, open_page, static_tables
 from tests.synthetic import requests
 
 COLUMNS = ["start_s", "prompt_tokens", "output_tokens", "ttft_s", "e2e_s", "ok"]
@@ -43,7 +43,7 @@ def test_real_gain_is_confirmed_and_saved_then_listed():
     at.button(key="verify_save").click().run()
     assert "Saved as experiment #1" in " ".join(s.value for s in at.success)
     log = page("pages/log.py")
-    assert "gain confirmed" in log.dataframe[0].value.to_csv()
+    assert "gain confirmed" in static_tables(log)[0].to_csv()
     assert not log.exception
     link = next(x for x in log.get("page_link") if x.proto.page == "verify")
     assert link.proto.query_string == "experiment=1"
@@ -60,7 +60,7 @@ def test_different_workload_is_refused():
     assert "prompt" in " ".join(e.value for e in at.error).lower()
     assert not any(c.key == "verify_deltas" for c in at.get("plotly_chart"))  # no gain bars under "unsound"
     assert any("No change bars" in i.value for i in at.info)
-    table = at.dataframe[0].value
+    table = static_tables(at)[0]
     assert all(v.endswith(("ms", " s", "%", "req/s", "tok/s", "/s")) or v == "—"
                for v in table["Baseline"].astype(str)), table["Baseline"].tolist()
 

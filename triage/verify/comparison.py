@@ -19,12 +19,46 @@ NOISE_FLOOR_PCT = 2.0  # relative change an interval must clear to count as a ga
 NOISE_FLOOR_PP = 0.1  # the same for error rate, in percentage points
 SUMMARY_TOLERANCE_PCT = 5.0  # summary-only comparisons: no interval, so a wider margin
 SUMMARY_TOLERANCE_PP = 0.5
-MIN_REQUESTS = 100
+MIN_REQUESTS = 100  # below this per side the intervals are wide: the gate refuses, the page shows them and says so
+MIN_FOR_INTERVAL = 2  # successful requests a side needs for any bootstrap interval at all
 MIN_BOOT = 1000
 MAX_LENGTH_DIFF = 0.10  # median prompt / output tokens
 MAX_LOAD_DIFF = 0.05  # offered rate, max concurrency
 SUMMARY_ONLY = "summary statistics only: no confidence interval can be given"
 GAIN, REGRESSION, NO_EFFECT, NOT_COMPARABLE = "gain", "regression", "no effect", "not comparable"
+
+
+# Every warning and refusal as a code with its numbers, so a page can say it in the reader's language
+# (tree/ui.yaml verify_note_<code>); the English sentence is kept for the CLI, JSON and the log.
+NOTES_EN: dict[str, str] = {
+    "techniques": "{n} techniques declared ({names}): one change at a time",
+    "models": "different models: baseline {base}, candidate {cand}",
+    "model_unknown": "the model is not recorded in both runs; cannot check it is the same",
+    "lengths": "{what} lengths differ: median {base} vs {cand} tokens (more than {limit}); hold the dataset and "
+               "ISL/OSL fixed",
+    "load": "{what} differs: {base} vs {cand} (more than {limit}); hold the load fixed",
+    "load_one_side": "{what} is recorded in only one run; cannot check that the load was the same",
+    "arrival": "requests arrived at different rates: {base} vs {cand} req/s; if the test was open-loop at one "
+               "rate, the load was not the same",
+    "too_few": "too few requests: the {side} has {n} (need at least {need} per side)",
+    "no_interval": "too few requests: the {side} has {n} successful (at least {need} are needed for any interval)",
+    "few": "few requests (baseline {base}, candidate {cand}): the intervals are wide; about {more} more per side "
+           "({target} each) would halve them",
+    "definitions": "{metric} is defined differently: baseline '{base}', candidate '{cand}'",
+    "one_side": "{metric}: only the {side} has it; not compared",
+    "unknown_technique": "unknown technique '{id}': no expected gain to set the result against",
+}
+
+
+@dataclass(frozen=True)
+class Note:
+    """One warning or refusal: ``code`` (a key of NOTES_EN) and the values its sentence names."""
+
+    code: str
+    params: dict[str, Any]
+
+    def text(self) -> str:
+        return NOTES_EN[self.code].format(**self.params)
 
 
 @dataclass(frozen=True)
@@ -87,6 +121,8 @@ class Comparison:
     basis: str
     headline: str = ""
     workload: dict[str, dict[str, Any]] = field(default_factory=dict)
+    warning_notes: list[Note] = field(default_factory=list)  # ``warnings`` as codes, in the same order
+    refused_notes: list[Note] = field(default_factory=list)  # ``refused`` as codes, in the same order
 
     def get(self, metric: str) -> MetricDelta | None:
         return next((m for m in self.metrics if m.metric == metric), None)
@@ -173,6 +209,8 @@ def _pace(side: _Side, rng: np.random.Generator, n_boot: int) -> np.ndarray | No
 
 
 def _request_sample(spec: MetricSpec, side: _Side, slo: Slo, rng: np.random.Generator, n_boot: int) -> Sample:
+    if spec.column == "itl_s":  # ITL pools every gap of every request (the run's summary); the per-request
+        return side.run.summary.get(spec.summary_key), None  # itl_s column is each request's mean gap (≈ TPOT)
     if spec.column is not None:
         x = _finite(side.cols.get(spec.column))
         if x is None:
@@ -299,23 +337,24 @@ def _differs(a: float | None, b: float | None, limit: float) -> bool:
     return a is not None and b is not None and max(abs(a), abs(b)) > 0 and abs(a - b) / max(abs(a), abs(b)) > limit
 
 
-def _length_checks(bw: dict, cw: dict, refused: list[str]) -> None:
+def _length_checks(bw: dict, cw: dict, refused: list[Note]) -> None:
     for key, what in (("prompt_tokens_median", "prompt"), ("output_tokens_median", "output")):
         if _differs(bw[key], cw[key], MAX_LENGTH_DIFF):
-            refused.append(f"{what} lengths differ: median {bw[key]:g} vs {cw[key]:g} tokens (more than "
-                           f"{MAX_LENGTH_DIFF:.0%}); hold the dataset and ISL/OSL fixed")
+            refused.append(Note("lengths", {"what": what, "base": f"{bw[key]:g}", "cand": f"{cw[key]:g}",
+                                            "limit": f"{MAX_LENGTH_DIFF:.0%}"}))
 
 
-def _load_checks(bw: dict, cw: dict, refused: list[str], warnings: list[str]) -> None:
+def _load_checks(bw: dict, cw: dict, refused: list[Note], warnings: list[Note]) -> None:
     for key, what in (("offered_rate", "offered rate"), ("max_concurrency", "max concurrency")):
         a, b = bw[key], cw[key]
         if _differs(a, b, MAX_LOAD_DIFF):
-            refused.append(f"{what} differs: {a:g} vs {b:g} (more than {MAX_LOAD_DIFF:.0%}); hold the load fixed")
+            refused.append(Note("load", {"what": what, "base": f"{a:g}", "cand": f"{b:g}",
+                                         "limit": f"{MAX_LOAD_DIFF:.0%}"}))
         elif (a is None) != (b is None):
-            warnings.append(f"{what} is recorded in only one run; cannot check that the load was the same")
+            warnings.append(Note("load_one_side", {"what": what}))
 
 
-def _arrival_check(base: _Side, cand: _Side, warnings: list[str]) -> None:
+def _arrival_check(base: _Side, cand: _Side, warnings: list[Note]) -> None:
     """Without a recorded rate, compare arrival rates: a warning only (closed-loop, a faster server arrives faster)."""
     rates = []
     for side in (base, cand):
@@ -324,34 +363,48 @@ def _arrival_check(base: _Side, cand: _Side, warnings: list[str]) -> None:
         rates.append(start.size / span if start is not None and span > 0 else None)
     limit = MAX_LOAD_DIFF + 3 / math.sqrt(max(1, min(base.n_total, cand.n_total)))
     if _differs(rates[0], rates[1], limit):
-        warnings.append(f"requests arrived at different rates: {rates[0]:.2f} vs {rates[1]:.2f} req/s; "
-                        "if the test was open-loop at one rate, the load was not the same")
+        warnings.append(Note("arrival", {"base": f"{rates[0]:.2f}", "cand": f"{rates[1]:.2f}"}))
 
 
-def _definition_checks(base: Run, cand: Run, warnings: list[str]) -> None:
+def _definition_checks(base: Run, cand: Run, warnings: list[Note]) -> None:
     for key in sorted(set(base.definitions) & set(cand.definitions)):
         if base.definitions[key] != cand.definitions[key]:
-            warnings.append(f"{key.upper()} is defined differently: baseline '{base.definitions[key]}', "
-                            f"candidate '{cand.definitions[key]}'")
+            warnings.append(Note("definitions", {"metric": key.upper(), "base": base.definitions[key],
+                                                 "cand": cand.definitions[key]}))
 
 
-def _soundness(base: _Side, cand: _Side, techniques: list[str]) -> tuple[list[str], list[str], dict]:
-    refused: list[str] = []
-    warnings: list[str] = []
+def _size_checks(base: _Side, cand: _Side, refuse_few: bool, refused: list[Note], warnings: list[Note]) -> None:
+    """Too few requests: the gate refuses below MIN_REQUESTS per side; the page shows the wide intervals and says
+    how many more requests would halve them (four times as many), refusing only where no interval exists."""
+    if not base.per_request:
+        return
+    for name, side in (("baseline", base), ("candidate", cand)):
+        if refuse_few and side.n_total < MIN_REQUESTS:
+            refused.append(Note("too_few", {"side": name, "n": side.n_total, "need": MIN_REQUESTS}))
+        elif side.n_ok < MIN_FOR_INTERVAL:
+            refused.append(Note("no_interval", {"side": name, "n": side.n_ok, "need": MIN_FOR_INTERVAL}))
+    fewest = min(base.n_total, cand.n_total)
+    if not refuse_few and fewest < MIN_REQUESTS and min(base.n_ok, cand.n_ok) >= MIN_FOR_INTERVAL:
+        warnings.append(Note("few", {"base": base.n_total, "cand": cand.n_total, "more": 3 * fewest,
+                                     "target": 4 * fewest}))
+
+
+def _soundness(base: _Side, cand: _Side, techniques: list[str], refuse_few: bool = True
+               ) -> tuple[list[Note], list[Note], dict]:
+    refused: list[Note] = []
+    warnings: list[Note] = []
     bw, cw = workload(base.run, base.per_request), workload(cand.run, cand.per_request)
     if len(techniques) > 1:
-        refused.append(f"{len(techniques)} techniques declared ({', '.join(techniques)}): one change at a time")
+        refused.append(Note("techniques", {"n": len(techniques), "names": ", ".join(techniques)}))
     if bw["model"] and cw["model"] and bw["model"] != cw["model"]:
-        refused.append(f"different models: baseline {bw['model']}, candidate {cw['model']}")
+        refused.append(Note("models", {"base": bw["model"], "cand": cw["model"]}))
     elif not (bw["model"] and cw["model"]):
-        warnings.append("the model is not recorded in both runs; cannot check it is the same")
+        warnings.append(Note("model_unknown", {}))
     _length_checks(bw, cw, refused)
     _load_checks(bw, cw, refused, warnings)
     if base.per_request and bw["offered_rate"] is None and cw["offered_rate"] is None:
         _arrival_check(base, cand, warnings)
-    for name, side in (("baseline", base), ("candidate", cand)):
-        if side.per_request and side.n_total < MIN_REQUESTS:
-            refused.append(f"too few requests: the {name} has {side.n_total} (need at least {MIN_REQUESTS} per side)")
+    _size_checks(base, cand, refuse_few, refused, warnings)
     _definition_checks(base.run, cand.run, warnings)
     return refused, warnings, {"baseline": bw, "candidate": cw}
 
@@ -359,7 +412,7 @@ def _soundness(base: _Side, cand: _Side, techniques: list[str]) -> tuple[list[st
 # ---------------------------------------------------------------- overall
 
 
-def _overall(metrics: list[MetricDelta], refused: list[str]) -> str:
+def _overall(metrics: list[MetricDelta], refused: list[Any]) -> str:
     if refused:
         return "unsound"
     counted = [m for m in metrics if SPECS[m.metric].counts]
@@ -389,7 +442,7 @@ def _headline(metrics: list[MetricDelta], overall: str, expected: str | None) ->
     return f"{lead}measured ({overall}): {measured}"
 
 
-def _technique(technique: str | Sequence[str] | None, kb: Any) -> tuple[list[str], str | None, list[str]]:
+def _technique(technique: str | Sequence[str] | None, kb: Any) -> tuple[list[str], str | None, list[Note]]:
     techniques = [technique] if isinstance(technique, str) else list(technique or [])
     if len(techniques) != 1:
         return techniques, None, []
@@ -397,7 +450,7 @@ def _technique(technique: str | Sequence[str] | None, kb: Any) -> tuple[list[str
         kb = load_knowledge()
     tech = kb.techniques.get(techniques[0])
     if tech is None:
-        return techniques, None, [f"unknown technique '{techniques[0]}': no expected gain to set the result against"]
+        return techniques, None, [Note("unknown_technique", {"id": techniques[0]})]
     return techniques, " ".join(tech.expected_gain.seed.en.split()), []
 
 
@@ -406,8 +459,10 @@ def _technique(technique: str | Sequence[str] | None, kb: Any) -> tuple[list[str
 
 def compare(baseline: Run, candidate: Run, slo: Slo, technique: str | Sequence[str] | None = None, kb: Any = None,
             seed: int = 0, n_boot: int = 2000, noise_floor_pct: float = NOISE_FLOOR_PCT,
-            summary_tolerance_pct: float = SUMMARY_TOLERANCE_PCT) -> Comparison:
-    """Every metric both runs have, baseline → candidate, with an interval when both have per-request data."""
+            summary_tolerance_pct: float = SUMMARY_TOLERANCE_PCT, refuse_few: bool = True) -> Comparison:
+    """Every metric both runs have, baseline → candidate, with an interval when both have per-request data.
+    ``refuse_few`` (the gate) refuses fewer than MIN_REQUESTS per side; without it (the page) the comparison is
+    shown with its wide intervals and a warning saying how many more requests would halve them."""
     if n_boot < MIN_BOOT:
         raise ValueError(f"n_boot must be at least {MIN_BOOT}")
     per_request = baseline.has_requests and candidate.has_requests
@@ -415,7 +470,7 @@ def compare(baseline: Run, candidate: Run, slo: Slo, technique: str | Sequence[s
     for j, side in enumerate((base, cand)):
         side.pace = _pace(side, np.random.default_rng([seed, len(METRICS), j]), n_boot) if per_request else None
     techniques, expected, tech_warnings = _technique(technique, kb)
-    refused, warnings, work = _soundness(base, cand, techniques)
+    refused, warnings, work = _soundness(base, cand, techniques, refuse_few)
     metrics: list[MetricDelta] = []
     for i, spec in enumerate(METRICS):
         samples = [_sample(spec, side, slo, np.random.default_rng([seed, i, j]), n_boot, per_request)
@@ -423,7 +478,7 @@ def compare(baseline: Run, candidate: Run, slo: Slo, technique: str | Sequence[s
         if samples[0][0] is None or samples[1][0] is None:
             if (samples[0][0] is None) != (samples[1][0] is None) and spec.column != "itl_s":
                 which = "baseline" if samples[0][0] is not None else "candidate"
-                warnings.append(f"{spec.label}: only the {which} has it; not compared")
+                warnings.append(Note("one_side", {"metric": spec.label, "side": which, "id": spec.id}))
             continue
         metrics.append(_metric_delta(spec, samples[0], samples[1], not per_request, noise_floor_pct,
                                      summary_tolerance_pct))
@@ -433,8 +488,10 @@ def compare(baseline: Run, candidate: Run, slo: Slo, technique: str | Sequence[s
                  f"intervals, ±{noise_floor_pct:g}% noise floor")
     else:
         basis = f"{SUMMARY_ONLY}; verdicts compare the change against a ±{summary_tolerance_pct:g}% tolerance"
-    return Comparison(metrics, overall, tech_warnings + warnings, refused, techniques[0] if techniques else None,
-                      expected, basis, _headline(metrics, overall, expected), work)
+    notes = tech_warnings + warnings
+    return Comparison(metrics, overall, [n.text() for n in notes], [n.text() for n in refused],
+                      techniques[0] if techniques else None, expected, basis, _headline(metrics, overall, expected),
+                      work, notes, refused)
 
 
 def _sample(spec: MetricSpec, side: _Side, slo: Slo, rng: np.random.Generator, n_boot: int, per_request: bool

@@ -100,7 +100,8 @@ def sniff(data: bytes, name: str, quote: bool = True) -> Sniffed:
         return Sniffed(csv_fmt, data)
     if csv_fmt:
         return Sniffed(csv_fmt, decode_text(data, ctx))
-    raise ctx.fail(f"unknown format: {ctx.head('first line', first_line)} is not JSON, YAML or a CSV header")
+    raise ctx.fail(f"not a load-test result we read: its {ctx.head('first line', first_line)} is not JSON, YAML or "
+                   "a table's column names")
 
 
 # ---------------------------------------------------------------- JSON
@@ -251,5 +252,6 @@ def detect_csv_header(line: str, ctx: Ctx) -> str | None:
         return None
     if generic.known_columns(line, delimiter):
         return "generic_csv"
-    raise ctx.fail(f"unknown format: {ctx.head('CSV header', line)} matches no benchmark tool and has none of the "
-                   "per-request column names (ttft, e2e_latency, output_tokens, ... see docs/bench_columns.md)")
+    raise ctx.fail(f"not a load-test result we read: its {ctx.head('first line', line)} is neither a load-test "
+                   "tool's table nor a per-request table (columns such as ttft, e2e_latency, output_tokens; the "
+                   "accepted names are in the README, 'Benchmark files')")

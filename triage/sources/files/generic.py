@@ -101,7 +101,7 @@ def map_columns(names: list[str], ctx: Ctx) -> dict[str, tuple[str, float]]:
     missing = [desc for canon, desc in REQUIRED.items() if canon not in mapping]
     if missing:
         raise ctx.fail(f"missing columns: {'; '.join(missing)}. Found: {', '.join(names[:12])}"
-                       f"{', ...' if len(names) > 12 else ''}. Accepted names: docs/bench_columns.md")
+                       f"{', ...' if len(names) > 12 else ''}. The accepted names are in the README, 'Benchmark files'")
     return mapping
 
 
