@@ -8,7 +8,17 @@ from typing import Any
 
 from triage.errors import TriageError
 from triage.run import Benchmark, Run
-from triage.sources.files import aiperf, genai_perf, generic, guidellm, inference_perf, llmperf, sglang, vllm
+from triage.sources.files import (
+    aiperf,
+    console,
+    genai_perf,
+    generic,
+    guidellm,
+    inference_perf,
+    llmperf,
+    sglang,
+    vllm,
+)
 from triage.sources.files.common import Ctx, dedupe_labels
 from triage.sources.files.detect import FORMATS, sniff
 
@@ -32,6 +42,7 @@ PARSERS: dict[str, Callable[[Any, Ctx], list[Run]]] = {
     "inference_perf_requests": inference_perf.parse_requests,
     "generic_csv": generic.parse_csv,
     "generic_parquet": generic.parse_parquet,
+    "serving_console": console.parse,
 }
 
 

@@ -10,7 +10,7 @@ from typing import Any
 
 import yaml
 
-from triage.sources.files import generic, inference_perf
+from triage.sources.files import console, generic, inference_perf
 from triage.sources.files.common import Ctx, decode_text, not_utf8_reason, type_name
 
 FORMATS: dict[str, str] = {
@@ -31,6 +31,7 @@ FORMATS: dict[str, str] = {
     "inference_perf_requests": "inference-perf per-request lifecycle metrics JSON",
     "generic_csv": "per-request CSV",
     "generic_parquet": "per-request Parquet",
+    "serving_console": "vLLM / SGLang 'Serving Benchmark Result' console summary",
 }
 
 HEAD_BYTES = 65536
@@ -85,6 +86,8 @@ def sniff(data: bytes, name: str) -> Sniffed:
         return Sniffed("generic_parquet", data)
     _check_binary(data, ctx)
     head = _head_text(data, ctx)
+    if console.detect(data):  # a pasted terminal: the block may follow pages of progress output
+        return Sniffed("serving_console", decode_text(data, ctx))
     stripped = head.lstrip()
     if stripped[:1] in ("{", "["):
         values = parse_json_values(decode_text(data, ctx), ctx)
