@@ -27,7 +27,9 @@ def _figure(frame: pd.DataFrame, columns: list[tuple[str, str]], title: str, per
             values = frame[column] * (100 if percent else 1)
             fig.add_trace(go.Scatter(x=frame.index, y=values, mode="lines", name=name))
     fig.update_layout(title=title, height=CHART_HEIGHT, margin=dict(l=10, r=10, t=60, b=10), legend=LEGEND_ABOVE,
-                      yaxis=dict(ticksuffix=" %" if percent else "", rangemode="tozero"))
+                      yaxis=dict(ticksuffix=" %" if percent else "", rangemode="tozero"),
+                      # vLLM's stamps carry no year (a placeholder one is used): the axis shows day and time only
+                      xaxis=dict(tickformat="%H:%M:%S<br>%b %d", hoverformat="%b %d %H:%M:%S"))
     return fig
 
 

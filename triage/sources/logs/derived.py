@@ -88,7 +88,7 @@ def prefill_stalls(log: LogSeries) -> list[LogReading]:
     if ratio >= STALL_RATIO:
         return []
     peak = max(s.prompt_tps or 0.0 for s in busy)
-    return [LogReading("decode_during_prefill_ratio", ratio, "ratio",
+    return [LogReading("decode_during_prefill_ratio", ratio, "fraction",
                        f"per-request generation speed falls to {ratio:.0%} in the {len(with_prefill)} intervals "
                        f"that also prefilled prompts (up to {peak:,.0f} prompt tokens/s) against the {len(without)} "
                        "that did not: prefills stall decode (chunked prefill bounds each step)")]
@@ -100,7 +100,7 @@ def kv_full_share(log: LogSeries) -> list[LogReading]:
     if not full:
         return []
     share = len(full) / len(kv)
-    return [LogReading("kv_full_share", share, "ratio",
+    return [LogReading("kv_full_share", share, "fraction",
                        f"KV cache usage ≥ 95 % in {len(full)} of {len(kv)} stats lines ({share:.0%}), peak "
                        f"{max(kv):.1%}")]
 
