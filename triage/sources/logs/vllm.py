@@ -17,6 +17,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from itertools import repeat
+
+import numpy as np
 
 from triage.sources.logs.lines import K8S_PARTIAL, Clock, iter_lines
 from triage.sources.logs.series import LogSeries, Sample, SpecSample
@@ -134,25 +137,60 @@ class VllmLogParser:
         rows = V1_LINE.findall(block)
         if len(rows) != block.count(STATS_KEY):
             return False
-        s, clock, engines = self.series, self.clock, self.series.engines
-        for month, day, hh, mm, ss, engine, agg, p, g, r, w, pre, kv, hit in rows:
-            t = clock.yearless_time(int(month), int(day), int(hh), int(mm), int(ss))
-            if t is None:
-                t = (self.last_t if self.last_t is not None else 0.0) + s.interval_s
-                s.untimed += 1
-            self.last_t = t
-            key = engine.decode() if engine else ("aggregated" if agg else "000")
-            group = engines.get(key)
-            if group is None:
-                group = engines[key] = []
-            group.append(Sample(t, float(p), float(g), float(r), float(w), None, float(kv) / 100, float(hit) / 100,
-                                float(pre) if pre else None))
+        s = self.series
         if rows:
+            self._add_rows(rows)
             self.v1 = True
         s.stats_lines += len(rows)
         s.lines += physical
         s.skipped += physical - len(rows)
         return True
+
+    def _add_rows(self, rows: list[tuple[bytes, ...]]) -> None:
+        """Samples of whole V1 lines (V1_LINE's groups), converted by column: numbers parsed by numpy, times from
+        one midnight per day, each Sample built without a Python call of its own (10⁵ lines a second matter)."""
+        table = np.array(rows)
+        day = table[:, 0:2]
+        changes = np.flatnonzero(np.any(day[1:] != day[:-1], axis=1)) + 1
+        starts = [0, *changes.tolist()]
+        midnights = np.empty(len(rows))
+        for a, b in zip(starts, [*starts[1:], len(rows)], strict=True):  # one stamp per day: year rollover kept
+            midnight = self.clock.yearless_time(int(day[a, 0]), int(day[a, 1]), 0, 0, 0)
+            midnights[a:b] = np.nan if midnight is None else midnight
+        clock = table[:, 2:5].astype(np.int64)
+        bad = (clock[:, 0] > 23) | (clock[:, 1] > 59) | (clock[:, 2] > 60) | np.isnan(midnights)
+        if bad.any():  # a stamp that is no time: the careful path assigns it an interval
+            for row in rows:
+                self._add_row(row)
+            return
+        times = midnights + clock[:, 0] * 3600 + clock[:, 1] * 60 + clock[:, 2]
+        cols = [times.tolist()] + [table[:, k].astype(float).tolist() for k in (7, 8, 9, 10)]
+        cols += [[None] * len(rows), (table[:, 12].astype(float) / 100).tolist(),
+                 (table[:, 13].astype(float) / 100).tolist()]
+        pre = table[:, 11]
+        cols.append([float(x) if x else None for x in pre.tolist()] if (pre != b"").any() else [None] * len(rows))
+        samples = list(map(tuple.__new__, repeat(Sample), zip(*cols, strict=True)))
+        keys = table[:, 5]
+        if not (table[:, 6] != b"").any() and (keys == keys[0]).all():
+            key = keys[0].decode() if keys[0] else "000"
+            self.series.engines.setdefault(key, []).extend(samples)
+        else:
+            for (engine, agg), sample in zip(table[:, 5:7].tolist(), samples, strict=True):
+                key = engine.decode() if engine else ("aggregated" if agg else "000")
+                self.series.engines.setdefault(key, []).append(sample)
+        self.last_t = float(times[-1])
+
+    def _add_row(self, row: tuple[bytes, ...]) -> None:
+        month, day, hh, mm, ss, engine, agg, p, g, r, w, pre, kv, hit = row
+        s = self.series
+        t = self.clock.yearless_time(int(month), int(day), int(hh), int(mm), int(ss))
+        if t is None:
+            t = (self.last_t if self.last_t is not None else 0.0) + s.interval_s
+            s.untimed += 1
+        self.last_t = t
+        key = engine.decode() if engine else ("aggregated" if agg else "000")
+        s.engines.setdefault(key, []).append(Sample(t, float(p), float(g), float(r), float(w), None, float(kv) / 100,
+                                                    float(hit) / 100, float(pre) if pre else None))
 
     @staticmethod
     def _hits(block: bytes) -> list[int]:
