@@ -60,6 +60,7 @@ RARE_KEYS = (b"preempted by", b"Prefix cache hit rate: GPU", b"SpecDecoding metr
 V1_LINE = re.compile(rb"INFO (\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)(?:\.\d+)? \[?[\w.]+\.py:\d+\] "
                      rb"(?:Engine (\d+): |(\d+) Engines Aggregated: )?" + V1_FAST.pattern)
 ENGINE_AT = re.compile(rb"(?:Engine (\d+): |(\d+) Engines Aggregated: )$")
+SPARSE = 20  # fewer stats lines than one in SPARSE lines: look them up one by one rather than scan the block
 V0_INTERVAL_S, V1_INTERVAL_S = 5.0, 10.0
 PCT_FIELDS = {b"GPU KV cache usage", b"CPU KV cache usage", b"Prefix cache hit rate"}
 
@@ -134,8 +135,9 @@ class VllmLogParser:
         no other keyword occurs. False (nothing read) otherwise, and the block goes line by line."""
         if any(k in block for k in RARE_KEYS):
             return False
-        rows = V1_LINE.findall(block)
-        if len(rows) != block.count(STATS_KEY):
+        expected = block.count(STATS_KEY)
+        rows = V1_LINE.findall(block) if expected * SPARSE > physical else self._rows_at_hits(block)
+        if len(rows) != expected:
             return False
         s = self.series
         if rows:
@@ -145,6 +147,20 @@ class VllmLogParser:
         s.lines += physical
         s.skipped += physical - len(rows)
         return True
+
+    @staticmethod
+    def _rows_at_hits(block: bytes) -> list[tuple[bytes, ...]]:
+        """V1_LINE's rows for a sparse block: the regex runs only on the lines holding the stats keyword, found
+        by bytes.find, instead of scanning every "INFO " of the access lines between them."""
+        rows = []
+        at = block.find(STATS_KEY)
+        while at >= 0:
+            start, end = block.rfind(b"\n", 0, at) + 1, block.find(b"\n", at)
+            m = V1_LINE.search(block, start, end)
+            if m is not None:
+                rows.append(m.groups())
+            at = block.find(STATS_KEY, end)
+        return rows
 
     def _add_rows(self, rows: list[tuple[bytes, ...]]) -> None:
         """Samples of whole V1 lines (V1_LINE's groups), converted by column: numbers parsed by numpy, times from
