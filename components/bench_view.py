@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import pandas as pd
 import streamlit as st
 
@@ -21,6 +23,8 @@ from triage.run import Run
 from triage.safe_text import md_escape
 from triage.service.uploads import format_title
 from triage.service.verdict import run_engine
+
+PasteArea = Callable[[Slo, Hardware | None], bool]
 
 
 def upload_area() -> list[tuple[str, str]]:
@@ -133,10 +137,12 @@ def panels(loaded: bench_source.Loaded, run: Run, slo: Slo) -> None:
             st.markdown("\n".join(f"- **{md_escape(k)}**: {md_escape(v)}" for k, v in run.definitions.items()))
 
 
-def benchmark_page(slo: Slo, hardware: Hardware | None = None) -> None:
+def benchmark_page(slo: Slo, hardware: Hardware | None = None, paste: PasteArea | None = None) -> None:
     st.title(t("bench_title"))
     st.caption(t("bench_hint"))
     answer = st.container()  # the verdict goes first, above the uploader, once the file viewed is diagnosed
+    if paste is not None and paste(slo, hardware):  # pasted text replaces the files below while it is there
+        return
     loaded = file_picker(upload_area())
     if loaded is None:
         findings.forget()

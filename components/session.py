@@ -233,6 +233,8 @@ FLEET_END = _end_picker("fleet", "the Fleet window's end")
 BENCH_UPLOAD: Widget[Any] = Widget("bench_upload", _BENCH, "the benchmark files uploaded (UploadedFiles)")
 BENCH_RUN: WidgetFamily[int] = WidgetFamily("run:", _BENCH, "the run picked in a file, per file digest")
 BENCH_TAB: Widget[str] = Widget("bench_tab", _BENCH, "the chart tab open (only its charts are drawn)")
+BENCH_PASTE: Widget[str] = Widget("bench_paste", "components.paste_view",
+                                  "text pasted instead of a file (a server log, a console summary, a /metrics scrape)")
 
 # the Verify page
 VERIFY_MODE: Widget[str] = Widget("verify_mode", _VERIFY, "compare two files or two Prometheus windows")

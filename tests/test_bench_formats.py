@@ -41,6 +41,7 @@ EXPECTED: dict[str, tuple[str, list[str]]] = {
     "per_request_lifecycle_metrics.json": ("inference_perf_requests", ["per-request lifecycle (6 requests)"]),
     "generic_requests.csv": ("generic_csv", ["generic_requests (5 requests)"]),
     "generic_requests.parquet": ("generic_parquet", ["generic_requests (4 requests)"]),
+    "vllm_console.txt": ("serving_console", ["rate 15 req/s, concurrency 100"]),
 }
 
 

@@ -282,15 +282,25 @@ def test_cli_never_prints_a_malformed_urls_secret(url):
         assert proc.returncode == 2 and "s3c" not in proc.stdout + proc.stderr, proc.stderr
 
 
-def test_live_page_never_shows_a_malformed_urls_secret():
+def test_live_page_never_shows_a_malformed_urls_secret(monkeypatch):
+    from streamlit import config as st_config
+
     from tests.apptest_tools import open_page, texts
 
-    at = open_page("pages/live.py", source="scrape")
-    for url in MALFORMED[:3]:
-        at.text_input(key="live_url").input(url).run()
-        assert not at.exception, at.exception
-        shown = texts(at)
-        assert "127.0.0.1" in shown and "s3c" not in shown, shown  # the refusal names the place, not the secret
+    monkeypatch.delenv("TRIAGE_LIVE_TYPED_URLS", raising=False)
+    before = st_config.get_option("server.address")
+    st_config.set_option("server.address", "127.0.0.1", "test")  # typed URLs are offered on a loopback listener
+    try:
+        at = open_page("pages/live.py", source="scrape")
+        for url in MALFORMED[:3]:
+            at.text_input(key="live_url").input(url).run()
+            assert not at.exception, at.exception
+            shown = texts(at)
+            assert "s3c" not in shown, shown
+            # a refusal: the scheme is missing, or the place (never the secret) could not be read
+            assert "http://" in shown or "127.0.0.1" in shown or "could not read metrics" in shown, shown
+    finally:
+        st_config.set_option("server.address", before, "test")
 
 
 SECRET_HEAD = "root:$6$s3cretsalt$hash:19000:0:99999:7:::"

@@ -233,3 +233,25 @@ def test_unrecognised_or_empty_input_exits_2_with_one_line(stdin: str) -> None:
     assert len(out.stderr.strip().splitlines()) == 1
     if stdin:
         assert "also tried server logs (vLLM server log, SGLang server log)" in out.stderr
+
+
+def test_the_block_fast_path_reads_what_the_line_path_reads() -> None:
+    """parse_chunks (bulk regex over blocks, numpy conversion) against parse (every line through feed)."""
+    from triage.sources.logs import vllm
+    from triage.sources.logs.lines import iter_lines
+
+    lines = [v1(s % 60, 8 + s % 3, s % 5, 40.0 + s % 50, p=float(s % 7) * 100, g=500.0 + s, hit=12.5)
+             for s in range(0, 600, 10)]
+    lines[5] = lines[5].replace("Engine 000", "Engine 001")
+    lines[9] = lines[9].replace("Waiting: 3 reqs, ", "Waiting: 3 reqs, Preemptions: 2, ")
+    lines.insert(20, 'INFO:     127.0.0.1:1 - "GET /metrics HTTP/1.1" 200 OK')
+    access = 'INFO:     10.0.0.1:2 - "POST /v1/chat/completions HTTP/1.1" 200 OK'
+    sparse = "".join(f"{line}\n" + f"{access}\n" * 30 for line in lines)  # the one-by-one lookup (SPARSE)
+    texts = ["\n".join(lines) + "\n", sparse, *(p.read_text() for p in sorted(REAL.glob("vllm_*.txt")))]
+    for text in texts:
+        data = text.encode()
+        slow = vllm.parse(iter_lines([data]))
+        fast = vllm.parse_chunks([data[i:i + 3000] for i in range(0, len(data), 3000)])
+        assert fast.engines == slow.engines
+        assert (fast.lines, fast.stats_lines, fast.skipped, fast.untimed) == (slow.lines, slow.stats_lines,
+                                                                           slow.skipped, slow.untimed)

@@ -22,3 +22,8 @@ class TriageError(Exception):
     def line(self) -> str:
         parts = [p for p in (self.where, self.key, self.reason) if p]
         return ": ".join(parts)
+
+
+class UnknownFormat(TriageError):
+    """Input read whole that matches none of the formats tried: a caller with more formats to try (server logs,
+    a scrape) catches this type and tries them, any other TriageError stands."""

@@ -8,7 +8,13 @@ from pathlib import Path
 
 from triage.cli import numbers
 from triage.cli.live import add_live_arguments
-from triage.cli.log_output import log_diagnosis, print_log_diagnosis, source_name
+from triage.cli.log_output import (
+    log_diagnosis,
+    print_log_diagnosis,
+    print_scrape_diagnosis,
+    scrape_diagnosis,
+    source_name,
+)
 from triage.cli.text_input import read_source
 from triage.diagnosis.benchmark import diagnose_run, pick_run
 from triage.diagnosis.roofline import Hardware
@@ -18,6 +24,8 @@ from triage.knowledge.loader import DEFAULT_TREE_DIR, load_knowledge
 from triage.report.json_contract import diagnosis_json
 from triage.report.text import diagnosis_text
 from triage.run import Benchmark
+from triage.sources.metrics.exposition import Snapshot
+from triage.sources.metrics.since_start import SINCE_START
 
 
 def read_benchmark(path: Path) -> Benchmark:
@@ -98,6 +106,9 @@ def any_diagnosis(kb, args: argparse.Namespace):
         live, label = live_diagnosis(kb, args)
         return live.diagnosis, f"{label} (engine {live.engine})"
     source = read_source(args.file)
+    if isinstance(source, Snapshot):
+        _, live = scrape_diagnosis(kb, args, source)
+        return live.diagnosis, f"{source_name(args.file)} (one /metrics scrape: {SINCE_START})"
     if not isinstance(source, Benchmark):
         found = log_diagnosis(kb, args, source)
         return found.live.diagnosis, f"{source_name(args.file)} ({found.log.summary()})"
@@ -155,6 +166,8 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
     if not args.file:
         return _diagnose_live(kb, args)
     source = read_source(args.file)
+    if isinstance(source, Snapshot):
+        return print_scrape_diagnosis(kb, args, *scrape_diagnosis(kb, args, source))
     if not isinstance(source, Benchmark):
         return print_log_diagnosis(kb, args, log_diagnosis(kb, args, source))
     bench, run, diag = _file_diagnosis(kb, args, source)

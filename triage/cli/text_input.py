@@ -7,11 +7,13 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
 
-from triage.errors import TriageError
+from triage.errors import TriageError, UnknownFormat
 from triage.run import Benchmark
 from triage.sources import logs
 from triage.sources.bounded import CHUNK, MAX_BENCHMARK_BYTES, check_regular
 from triage.sources.logs.series import LogSeries
+from triage.sources.metrics.exposition import Snapshot
+from triage.sources.metrics.since_start import looks_like_metrics
 
 STDIN = "-"
 MAX_LOG_BYTES = 64 * 1024 * 1024 * 1024  # a log is streamed, never held whole: only absurd sizes are refused
@@ -30,16 +32,15 @@ def _head(stream: BinaryIO) -> bytes:
     return head
 
 
-def _benchmark(data: bytes, name: str) -> Benchmark:
+def _benchmark(data: bytes, name: str, quote: bool = False) -> Benchmark:
+    """The benchmark in ``data``; ``quote``: messages may quote a short head of it (a plain file of the user's)."""
     from triage.service.uploads import open_benchmark
 
     try:
-        return open_benchmark(data, name)
-    except TriageError as exc:
-        if not exc.reason.startswith("unknown format"):
-            raise
-        raise TriageError(f"{exc.reason}; also tried server logs ({logs.tried()})", where=exc.where,
-                          key=exc.key) from None
+        return open_benchmark(data, name, quote=quote)
+    except UnknownFormat as exc:
+        tried = f"also tried server logs ({logs.tried()}) and a /metrics scrape"
+        raise TriageError(f"{exc.reason}; {tried}", where=exc.where, key=exc.key) from None
 
 
 def _rest(stream: BinaryIO, head: bytes, name: str) -> bytes:
@@ -53,11 +54,23 @@ def _rest(stream: BinaryIO, head: bytes, name: str) -> bytes:
     return b"".join(parts)
 
 
-def read_source(path: Path) -> LogSeries | Benchmark:
-    """The log (streamed) or the benchmark file that ``path`` names; ``-`` reads standard input."""
+Source = LogSeries | Benchmark | Snapshot
+
+
+def _scrape(data: bytes, name: str, taken_at: float) -> Snapshot:
+    from dataclasses import replace
+
+    from triage.service.windows import parse_snapshot
+
+    return replace(parse_snapshot(data, name), taken_at=taken_at)
+
+
+def read_source(path: Path) -> Source:
+    """The log (streamed), the single /metrics scrape or the benchmark file that ``path`` names; ``-`` reads
+    standard input. A scrape's time is the file's modification time (now for standard input)."""
     if str(path) == STDIN:
         return _read_stream(sys.stdin.buffer, "stdin")
-    check_regular(path, MAX_LOG_BYTES)
+    info = check_regular(path, MAX_LOG_BYTES)
     try:
         stream = open(path, "rb")  # noqa: SIM115 - closed below, after the streamed parse
     except OSError as exc:
@@ -67,17 +80,25 @@ def read_source(path: Path) -> LogSeries | Benchmark:
         fmt = logs.detect_log(head)
         if fmt is not None:
             return logs.read_log(_chunks(head, stream), fmt, path.name)
+    from triage.sources.bounded import MAX_METRICS_BYTES, quotable, read_bounded
+
+    if looks_like_metrics(head):
+        return _scrape(read_bounded(path, MAX_METRICS_BYTES), path.name, info.st_mtime)
     check_regular(path, MAX_BENCHMARK_BYTES)
-    from triage.sources.bounded import read_bounded
+    data = read_bounded(path)
+    return _benchmark(data, path.name, quotable(path, data))
 
-    return _benchmark(read_bounded(path), path.name)
 
+def _read_stream(stream: BinaryIO, name: str) -> Source:
+    import time
 
-def _read_stream(stream: BinaryIO, name: str) -> LogSeries | Benchmark:
     head = _head(stream)
     if not head.strip():
         raise TriageError("empty input: nothing arrived on standard input", where=name)
     fmt = logs.detect_log(head)
     if fmt is not None:
         return logs.read_log(_chunks(head, stream), fmt, name)
-    return _benchmark(_rest(stream, head, name), name)
+    data = _rest(stream, head, name)
+    if looks_like_metrics(head):
+        return _scrape(data, name, time.time())
+    return _benchmark(data, name, quote=True)  # the shell opened it with the reader's own rights

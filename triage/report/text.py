@@ -49,6 +49,10 @@ def _findings(kb: KnowledgeBase, diag: Diagnosis, lang: str, blind: str) -> list
                     "causes need is not measurable here (see the Symptoms above; try the live metrics)."]
         if all(c.present is None for c in diag.symptoms):
             return [f"No symptom is measurable from {blind}: this is not a sign of health."]
+        blind_to = [c.symptom for c in diag.symptoms if c.present is None]
+        if blind_to:
+            return [f"No symptom among those measurable here (numbers above); not measurable from {blind}: "
+                    f"{', '.join(blind_to)}."]
         return ["No symptom: every measurable symptom is within the SLO (numbers above)."]
     lines = ["Findings, most important first:"]
     for i, f in enumerate(diag.findings, start=1):

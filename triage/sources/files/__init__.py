@@ -8,7 +8,17 @@ from typing import Any
 
 from triage.errors import TriageError
 from triage.run import Benchmark, Run
-from triage.sources.files import aiperf, genai_perf, generic, guidellm, inference_perf, llmperf, sglang, vllm
+from triage.sources.files import (
+    aiperf,
+    console,
+    genai_perf,
+    generic,
+    guidellm,
+    inference_perf,
+    llmperf,
+    sglang,
+    vllm,
+)
 from triage.sources.files.common import Ctx, dedupe_labels
 from triage.sources.files.detect import FORMATS, sniff
 
@@ -32,13 +42,14 @@ PARSERS: dict[str, Callable[[Any, Ctx], list[Run]]] = {
     "inference_perf_requests": inference_perf.parse_requests,
     "generic_csv": generic.parse_csv,
     "generic_parquet": generic.parse_parquet,
+    "serving_console": console.parse,
 }
 
 
 def _wrap(exc: BaseException, name: str, fmt: str | None) -> TriageError:
     """Any non-TriageError becomes one, naming the file and the format we tried."""
     if isinstance(exc, TriageError):
-        return exc if exc.where else TriageError(exc.reason, where=name, key=exc.key)
+        return exc if exc.where else type(exc)(exc.reason, where=name, key=exc.key)
     if isinstance(exc, RecursionError):
         return TriageError("data is nested too deeply to read", where=name)
     if isinstance(exc, MemoryError):

@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 import numpy as np
 import pandas as pd
 
-from triage.errors import TriageError
+from triage.errors import TriageError, UnknownFormat
 from triage.run import REQUEST_COLUMNS, Run
 from triage.safe_text import strip_control
 
@@ -50,6 +50,10 @@ class Ctx:
 
     def fail(self, reason: str, key: str = "") -> TriageError:
         return TriageError(reason, where=self.where, key=key)
+
+    def unknown(self, reason: str) -> UnknownFormat:
+        """The error for bytes that are none of the formats tried (callers may go on to other kinds of input)."""
+        return UnknownFormat(reason, where=self.where)
 
     def head(self, what: str, text: str) -> str:
         """``what`` with a short, printable quote of the file's ``text`` ("first line 'x,y'"), or without any

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from triage import safe_load
-from triage.sources.files import generic, inference_perf
+from triage.sources.files import console, generic, inference_perf
 from triage.sources.files.common import Ctx, decode_text, not_utf8_reason, quote_head, type_name
 
 FORMATS: dict[str, str] = {
@@ -29,6 +29,7 @@ FORMATS: dict[str, str] = {
     "inference_perf_requests": "inference-perf per-request lifecycle metrics JSON",
     "generic_csv": "per-request CSV",
     "generic_parquet": "per-request Parquet",
+    "serving_console": "vLLM / SGLang 'Serving Benchmark Result' console summary",
 }
 
 HEAD_BYTES = 65536
@@ -84,6 +85,8 @@ def sniff(data: bytes, name: str, quote: bool = True) -> Sniffed:
         return Sniffed("generic_parquet", data)
     _check_binary(data, ctx)
     head = _head_text(data, ctx)
+    if console.detect(data):  # a pasted terminal: the block may follow pages of progress output
+        return Sniffed("serving_console", decode_text(data, ctx))
     stripped = head.lstrip()
     if stripped[:1] in ("{", "["):
         values = parse_json_values(decode_text(data, ctx), ctx)
@@ -94,13 +97,13 @@ def sniff(data: bytes, name: str, quote: bool = True) -> Sniffed:
         doc = load_yaml(decode_text(data, ctx), ctx)
         if is_guidellm(doc):
             return Sniffed("guidellm_yaml", doc)
-        raise ctx.fail(f"unknown format: YAML that is not a GuideLLM report ({describe(doc, ctx.quote)})")
+        raise ctx.unknown(f"unknown format: YAML that is not a GuideLLM report ({describe(doc, ctx.quote)})")
     csv_fmt = detect_csv_header(first_line, ctx)
     if csv_fmt == "generic_csv":
         return Sniffed(csv_fmt, data)
     if csv_fmt:
         return Sniffed(csv_fmt, decode_text(data, ctx))
-    raise ctx.fail(f"not a load-test result we read: its {ctx.head('first line', first_line)} is not JSON, YAML or "
+    raise ctx.unknown(f"not a load-test result we read: its {ctx.head('first line', first_line)} is not JSON, YAML or "
                    "a table's column names")
 
 
@@ -216,13 +219,13 @@ def detect_json(values: list[Any], ctx: Ctx) -> str:
         fmt = _detect_single(values[0], ctx)
         if fmt:
             return fmt
-        raise ctx.fail(f"unknown format: JSON holding {describe(values[0], ctx.quote)}; expected one of "
+        raise ctx.unknown(f"unknown format: JSON holding {describe(values[0], ctx.quote)}; expected one of "
                        f"{', '.join(FORMATS.values())}")
     first = values[0]
     for check, fmt in ((is_vllm, "vllm_bench"), (is_sglang, "sglang_bench"), (is_aiperf_record, "aiperf_jsonl")):
         if check(first):
             return fmt
-    raise ctx.fail(f"unknown format: {len(values)} JSON values, the first {describe(first, ctx.quote)}")
+    raise ctx.unknown(f"unknown format: {len(values)} JSON values, the first {describe(first, ctx.quote)}")
 
 
 # ---------------------------------------------------------------- YAML
@@ -252,6 +255,6 @@ def detect_csv_header(line: str, ctx: Ctx) -> str | None:
         return None
     if generic.known_columns(line, delimiter):
         return "generic_csv"
-    raise ctx.fail(f"not a load-test result we read: its {ctx.head('first line', line)} is neither a load-test "
+    raise ctx.unknown(f"not a load-test result we read: its {ctx.head('first line', line)} is neither a load-test "
                    "tool's table nor a per-request table (columns such as ttft, e2e_latency, output_tokens; the "
                    "accepted names are in the README, 'Benchmark files')")

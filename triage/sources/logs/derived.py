@@ -9,6 +9,7 @@ from triage.sources.logs.series import LogSeries, Sample
 
 CAP_SHARE = 0.6        # the running count sits at its peak in at least this share of the queued lines
 CAP_MIN_LINES = 3
+CAP_MIN_RUNNING = 2    # one running request with a queue is as likely a stalled engine as a cap of 1
 CAP_KV_BELOW = 0.9     # ... while KV usage stays below this: the KV cache is not what holds the batch
 STALL_RATIO = 0.7      # generation throughput while prompts are prefilled ÷ without, below this = stalls
 CAP_FLAG = {"vllm": "--max-num-seqs", "sglang": "--max-running-requests"}
@@ -56,6 +57,8 @@ def concurrency_cap(log: LogSeries) -> list[LogReading]:
         if len(queued) < CAP_MIN_LINES:
             continue
         peak = max(s.running or 0.0 for s in queued)
+        if peak < CAP_MIN_RUNNING:
+            continue
         at_peak = [s for s in queued if s.running == peak]
         kv_values = [s.kv for s in at_peak if s.kv is not None]
         share = len(at_peak) / len(queued)
@@ -88,7 +91,7 @@ def prefill_stalls(log: LogSeries) -> list[LogReading]:
     if ratio >= STALL_RATIO:
         return []
     peak = max(s.prompt_tps or 0.0 for s in busy)
-    return [LogReading("decode_during_prefill_ratio", ratio, "ratio",
+    return [LogReading("decode_during_prefill_ratio", ratio, "fraction",
                        f"per-request generation speed falls to {ratio:.0%} in the {len(with_prefill)} intervals "
                        f"that also prefilled prompts (up to {peak:,.0f} prompt tokens/s) against the {len(without)} "
                        "that did not: prefills stall decode (chunked prefill bounds each step)")]
@@ -100,7 +103,7 @@ def kv_full_share(log: LogSeries) -> list[LogReading]:
     if not full:
         return []
     share = len(full) / len(kv)
-    return [LogReading("kv_full_share", share, "ratio",
+    return [LogReading("kv_full_share", share, "fraction",
                        f"KV cache usage ≥ 95 % in {len(full)} of {len(kv)} stats lines ({share:.0%}), peak "
                        f"{max(kv):.1%}")]
 

@@ -46,17 +46,32 @@ class Clock:
         self.year = YEARLESS
         self.last_month = 0
         self.yearless = False  # once the engine's year-less stamps are seen, wrapper times are not mixed in
+        self._days: dict[tuple[int, int, int], float | None] = {}  # (year, month, day) → epoch of midnight
 
     def stamp(self, line: bytes) -> float | None:
-        m = VLLM_STAMP.search(line)
+        at = line.find(b"INFO ")  # most stamps are INFO: match there before searching the whole line
+        m = VLLM_STAMP.match(line, at) if at >= 0 else None
+        m = m or VLLM_STAMP.search(line)
         if m:
-            month, day, hh, mm, ss = (int(g) for g in m.groups())
-            if month < self.last_month:
-                self.year += 1
-            self.last_month = month
-            self.yearless = True
-            return _epoch(self.year, month, day, hh, mm, ss, 0.0)
+            return self.yearless_time(int(m[1]), int(m[2]), int(m[3]), int(m[4]), int(m[5]))
         iso = None if self.yearless else ISO_STAMP.search(line)
+        return self._iso(iso)
+
+    def yearless_time(self, month: int, day: int, hh: int, mm: int, ss: int) -> float | None:
+        """Seconds of vLLM's "MM-DD hh:mm:ss" stamp (None when it is no date), in the running year."""
+        if month < self.last_month:
+            self.year += 1
+        self.last_month = month
+        self.yearless = True
+        key = (self.year, month, day)
+        if key not in self._days:
+            self._days[key] = _epoch(self.year, month, day, 0, 0, 0, 0.0)
+        midnight = self._days[key]
+        if midnight is None or hh > 23 or mm > 59 or ss > 60:
+            return None
+        return midnight + hh * 3600 + mm * 60 + ss
+
+    def _iso(self, iso: re.Match[bytes] | None) -> float | None:
         if iso:
             y, mo, d, hh, mm, ss = (int(g) for g in iso.groups()[:6])
             frac = float(b"0." + iso.group(7)) if iso.group(7) else 0.0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import NamedTuple
 
 
@@ -30,7 +31,10 @@ class SpecSample:
 
 @dataclass
 class LogSeries:
-    """A parsed server log. ``engines`` maps an engine label ("000", "aggregated", "TP0"…) to its samples."""
+    """A parsed server log. ``engines`` maps an engine label ("000", "aggregated", "TP0"…) to its samples.
+
+    ``samples``, ``groups`` and ``span_s`` are computed once, when first read after the parse (a window and the
+    readings ask for them many times over hundreds of thousands of samples)."""
 
     fmt: str
     title: str
@@ -50,20 +54,20 @@ class LogSeries:
     skipped: int = 0
     untimed: int = 0                                 # stats lines without a readable time (interval assumed)
 
-    @property
+    @cached_property
     def samples(self) -> list[Sample]:
         """The samples the readings use: the aggregated line when vLLM prints one, else every engine's."""
         if "aggregated" in self.engines:
             return self.engines["aggregated"]
         return [s for group in self.engines.values() for s in group]
 
-    @property
+    @cached_property
     def groups(self) -> list[list[Sample]]:
         if "aggregated" in self.engines:
             return [self.engines["aggregated"]]
         return list(self.engines.values())
 
-    @property
+    @cached_property
     def span_s(self) -> float:
         times = [s.t for s in self.samples]
         return max(times) - min(times) if times else 0.0

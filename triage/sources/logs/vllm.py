@@ -17,8 +17,11 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
+from itertools import repeat
 
-from triage.sources.logs.lines import Clock
+import numpy as np
+
+from triage.sources.logs.lines import K8S_PARTIAL, Clock, iter_lines
 from triage.sources.logs.series import LogSeries, Sample, SpecSample
 
 STATS = re.compile(rb"(?:Engine (\d+): |(\d+) Engines Aggregated: )?Avg prompt throughput: ")
@@ -41,6 +44,23 @@ COMPLETE = re.compile(rb"(?:Prefix cache hit rate|CPU KV cache usage): [\d.]+%")
 NEW_RECORD = re.compile(rb"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL)\b|\d{4}-\d\d-\d\d[T ]\d\d:|"
                         rb"^\(\w+ pid=\d+\)|^\S+\s+\| ")
 RECORD_START = re.compile(rb"(?:DEBUG|INFO|WARNING|ERROR|CRITICAL) \d\d-\d\d \d\d:\d\d:\d\d")
+# The common V1 line in one match (a fast path; any other form goes field by field through FIELD).
+V1_FAST = re.compile(rb"Avg prompt throughput: ([\d.]+) tokens/s, Avg generation throughput: ([\d.]+) tokens/s, "
+                     rb"Running: (\d+) reqs, Waiting: (\d+) reqs, (?:Preemptions: (\d+), )?GPU KV cache usage: "
+                     rb"([\d.]+)%, Prefix cache hit rate: ([\d.]+)%")
+# What makes a line worth reading; every other line is only counted (skipped) without a Python step of its own.
+KEYWORDS = re.compile(rb"Avg prompt throughput|preempted by|Prefix cache hit rate: GPU|SpecDecoding metrics|"
+                      rb"Speculative metrics|max_num_seqs")
+STATS_KEY = b"Avg prompt throughput: "
+RARE_KEYS = (b"preempted by", b"Prefix cache hit rate: GPU", b"SpecDecoding metrics", b"Speculative metrics",
+             b"max_num_seqs")
+# A whole V1 stats line as vLLM's logger prints it ("INFO MM-DD hh:mm:ss [loggers.py:N] "), in one match starting at a
+# literal (the regex engine jumps between "INFO " occurrences): (month, day, h, m, s, engine, engines aggregated,
+# prompt, generation, running, waiting, preemptions, KV %, prefix hit %).
+V1_LINE = re.compile(rb"INFO (\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)(?:\.\d+)? \[?[\w.]+\.py:\d+\] "
+                     rb"(?:Engine (\d+): |(\d+) Engines Aggregated: )?" + V1_FAST.pattern)
+ENGINE_AT = re.compile(rb"(?:Engine (\d+): |(\d+) Engines Aggregated: )$")
+SPARSE = 20  # fewer stats lines than one in SPARSE lines: look them up one by one rather than scan the block
 V0_INTERVAL_S, V1_INTERVAL_S = 5.0, 10.0
 PCT_FIELDS = {b"GPU KV cache usage", b"CPU KV cache usage", b"Prefix cache hit rate"}
 
@@ -80,6 +100,127 @@ class VllmLogParser:
             return
         self._line(line)
 
+    def feed_block(self, block: bytes) -> None:
+        """Whole lines (``block`` ends with a newline): only lines holding a keyword are read, one at a time as
+        ``feed`` would; the others are counted and skipped in bulk."""
+        if self.held is not None or b" stdout P " in block or b" stderr P " in block:
+            for line in iter_lines([block]):  # a Kubernetes partial line or a held line: the careful path
+                self.feed(line)
+            return
+        s = self.series
+        physical = block.count(b"\n")
+        if self._standard_block(block, physical):
+            return
+        consumed = 0
+        line_end = -1
+        for at in self._hits(block):
+            if at <= line_end:
+                continue  # a second keyword on a line already read
+            start = block.rfind(b"\n", 0, at) + 1
+            line_end = block.find(b"\n", at)
+            consumed += 1
+            self.feed(block[start:line_end].rstrip(b"\r"))
+            if self.held is not None:  # a stats line cut short: its continuation is the next line
+                nxt = block.find(b"\n", line_end + 1)
+                if nxt < 0:
+                    continue  # the block ends here: the held line waits for the next block's first line
+                consumed += 1
+                self.feed(block[line_end + 1:nxt].rstrip(b"\r"))
+                line_end = nxt
+        s.lines += physical - consumed
+        s.skipped += physical - consumed
+
+    def _standard_block(self, block: bytes, physical: int) -> bool:
+        """The common case read in one regex pass: every stats line of the block is a whole, stamped V1 line and
+        no other keyword occurs. False (nothing read) otherwise, and the block goes line by line."""
+        if any(k in block for k in RARE_KEYS):
+            return False
+        expected = block.count(STATS_KEY)
+        rows = V1_LINE.findall(block) if expected * SPARSE > physical else self._rows_at_hits(block)
+        if len(rows) != expected:
+            return False
+        s = self.series
+        if rows:
+            self._add_rows(rows)
+            self.v1 = True
+        s.stats_lines += len(rows)
+        s.lines += physical
+        s.skipped += physical - len(rows)
+        return True
+
+    @staticmethod
+    def _rows_at_hits(block: bytes) -> list[tuple[bytes, ...]]:
+        """V1_LINE's rows for a sparse block: the regex runs only on the lines holding the stats keyword, found
+        by bytes.find, instead of scanning every "INFO " of the access lines between them."""
+        rows = []
+        at = block.find(STATS_KEY)
+        while at >= 0:
+            start, end = block.rfind(b"\n", 0, at) + 1, block.find(b"\n", at)
+            m = V1_LINE.search(block, start, end)
+            if m is not None:
+                rows.append(m.groups())
+            at = block.find(STATS_KEY, end)
+        return rows
+
+    def _add_rows(self, rows: list[tuple[bytes, ...]]) -> None:
+        """Samples of whole V1 lines (V1_LINE's groups), converted by column: numbers parsed by numpy, times from
+        one midnight per day, each Sample built without a Python call of its own (10⁵ lines a second matter)."""
+        table = np.array(rows)
+        day = table[:, 0:2]
+        changes = np.flatnonzero(np.any(day[1:] != day[:-1], axis=1)) + 1
+        starts = [0, *changes.tolist()]
+        midnights = np.empty(len(rows))
+        for a, b in zip(starts, [*starts[1:], len(rows)], strict=True):  # one stamp per day: year rollover kept
+            midnight = self.clock.yearless_time(int(day[a, 0]), int(day[a, 1]), 0, 0, 0)
+            midnights[a:b] = np.nan if midnight is None else midnight
+        clock = table[:, 2:5].astype(np.int64)
+        bad = (clock[:, 0] > 23) | (clock[:, 1] > 59) | (clock[:, 2] > 60) | np.isnan(midnights)
+        if bad.any():  # a stamp that is no time: the careful path assigns it an interval
+            for row in rows:
+                self._add_row(row)
+            return
+        times = midnights + clock[:, 0] * 3600 + clock[:, 1] * 60 + clock[:, 2]
+        cols = [times.tolist()] + [table[:, k].astype(float).tolist() for k in (7, 8, 9, 10)]
+        cols += [[None] * len(rows), (table[:, 12].astype(float) / 100).tolist(),
+                 (table[:, 13].astype(float) / 100).tolist()]
+        pre = table[:, 11]
+        cols.append([float(x) if x else None for x in pre.tolist()] if (pre != b"").any() else [None] * len(rows))
+        samples = list(map(tuple.__new__, repeat(Sample), zip(*cols, strict=True)))
+        keys = table[:, 5]
+        if not (table[:, 6] != b"").any() and (keys == keys[0]).all():
+            key = keys[0].decode() if keys[0] else "000"
+            self.series.engines.setdefault(key, []).extend(samples)
+        else:
+            for (engine, agg), sample in zip(table[:, 5:7].tolist(), samples, strict=True):
+                key = engine.decode() if engine else ("aggregated" if agg else "000")
+                self.series.engines.setdefault(key, []).append(sample)
+        self.last_t = float(times[-1])
+
+    def _add_row(self, row: tuple[bytes, ...]) -> None:
+        month, day, hh, mm, ss, engine, agg, p, g, r, w, pre, kv, hit = row
+        s = self.series
+        t = self.clock.yearless_time(int(month), int(day), int(hh), int(mm), int(ss))
+        if t is None:
+            t = (self.last_t if self.last_t is not None else 0.0) + s.interval_s
+            s.untimed += 1
+        self.last_t = t
+        key = engine.decode() if engine else ("aggregated" if agg else "000")
+        s.engines.setdefault(key, []).append(Sample(t, float(p), float(g), float(r), float(w), None, float(kv) / 100,
+                                                    float(hit) / 100, float(pre) if pre else None))
+
+    @staticmethod
+    def _hits(block: bytes) -> list[int]:
+        """Offsets of the keywords in the block, in order: the stats keyword by bytes.find (memchr speed), the
+        rarer ones by a regex only when one of them occurs in the block at all."""
+        hits = []
+        at = block.find(STATS_KEY)
+        while at >= 0:
+            hits.append(at)
+            at = block.find(STATS_KEY, at + len(STATS_KEY))
+        if any(k in block for k in RARE_KEYS):
+            hits = sorted({*hits, *(m.start() for m in KEYWORDS.finditer(block))})
+        return hits
+
     def _time(self, line: bytes) -> float:
         t = self.clock.stamp(line)
         if t is None:
@@ -91,7 +232,7 @@ class VllmLogParser:
     def _line(self, line: bytes, final: bool = False) -> None:
         s = self.series
         s.lines += 1
-        if b"throughput" in line and (m := STATS.search(line)):
+        if (key_at := line.find(STATS_KEY)) >= 0 and (m := _stats_match(line, key_at)):
             if not final and not COMPLETE.search(line, m.end()):
                 s.lines -= 1
                 self.held = line
@@ -111,6 +252,16 @@ class VllmLogParser:
             s.skipped += 1
 
     def _stats(self, line: bytes, m: re.Match[bytes]) -> None:
+        fast = V1_FAST.match(line, m.end() - len(b"Avg prompt throughput: "))
+        if fast is not None:
+            p, g, r, w, pre, kv, hit = fast.groups()
+            self.v1 = True
+            engine = m.group(1).decode() if m.group(1) else ("aggregated" if m.group(2) else "000")
+            self.series.engines.setdefault(engine, []).append(Sample(
+                self._time(line), float(p), float(g), float(r), float(w), None, float(kv) / 100, float(hit) / 100,
+                float(pre) if pre is not None else None))
+            self.series.stats_lines += 1
+            return
         fields: dict[bytes, float] = {}
         for name, value in FIELD.findall(line, m.start()):
             try:
@@ -165,6 +316,13 @@ class VllmLogParser:
         return s
 
 
+def _stats_match(line: bytes, key_at: int) -> re.Match[bytes] | None:
+    """STATS at the stats keyword found at ``key_at`` (the engine prefix, if any, just before it)."""
+    head = max(0, key_at - 32)
+    prefix = ENGINE_AT.search(line, head, key_at)
+    return STATS.match(line, prefix.start() if prefix else key_at)
+
+
 def _records(line: bytes) -> list[bytes]:
     """A line holding several log records, split where each record's level and stamp begin."""
     starts = [m.start() for m in RECORD_START.finditer(line)] or [0]
@@ -176,4 +334,25 @@ def parse(lines: Iterable[bytes]) -> LogSeries:
     parser = VllmLogParser()
     for line in lines:
         parser.feed(line)
+    return parser.result()
+
+
+def parse_chunks(chunks: Iterable[bytes]) -> LogSeries:
+    """``parse`` over byte chunks, whole lines handed over in blocks (the fast path for large logs)."""
+    parser = VllmLogParser()
+    rest = b""
+    for chunk in chunks:
+        buf = rest + chunk if rest else chunk
+        cut = buf.rfind(b"\n")
+        last = buf.rfind(b"\n", 0, cut) + 1 if cut >= 0 else 0
+        if cut >= 0 and K8S_PARTIAL.match(buf, last):
+            cut = last - 1  # a Kubernetes partial line is completed by the next one: keep it for the next block
+        if cut < 0:
+            rest = buf
+            continue
+        parser.feed_block(buf[:cut + 1])
+        rest = buf[cut + 1:]
+    if rest:
+        for line in iter_lines([rest]):  # a paste cut mid-line still counts what it holds
+            parser.feed(line)
     return parser.result()

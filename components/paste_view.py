@@ -1,0 +1,87 @@
+"""Paste instead of upload: a text area on the Benchmark page, detected like a file, diagnosed in place."""
+
+from __future__ import annotations
+
+import pandas as pd
+import plotly.graph_objects as go
+import streamlit as st
+
+from components import findings, session
+from components.chart_style import LEGEND_ABOVE
+from components.evidence import diagnosis_panel
+from components.shell import knowledge, t
+from components.static_table import static_table
+from triage.diagnosis.roofline import Hardware
+from triage.diagnosis.rules import Slo
+from triage.errors import TriageError
+from triage.report.units import fmt_value
+from triage.service.pasted import Pasted, read_pasted
+
+CHART_HEIGHT = 240
+
+
+def _figure(frame: pd.DataFrame, columns: list[tuple[str, str]], title: str, percent: bool = False) -> go.Figure:
+    fig = go.Figure()
+    for column, name in columns:
+        if column in frame:
+            values = frame[column] * (100 if percent else 1)
+            fig.add_trace(go.Scatter(x=frame.index, y=values, mode="lines", name=name))
+    fig.update_layout(title=title, height=CHART_HEIGHT, margin=dict(l=10, r=10, t=60, b=10), legend=LEGEND_ABOVE,
+                      yaxis=dict(ticksuffix=" %" if percent else "", rangemode="tozero"),
+                      # vLLM's stamps carry no year (a placeholder one is used): the axis shows day and time only
+                      xaxis=dict(tickformat="%H:%M:%S<br>%b %d", hoverformat="%b %d %H:%M:%S"))
+    return fig
+
+
+def series_panels(frame: pd.DataFrame) -> None:
+    """Running and waiting requests, KV usage, prompt and generation tokens/s over the log's time."""
+    st.markdown(f"### {t('paste_series_heading')}")
+    charts = [
+        _figure(frame, [("running", t("paste_series_running")), ("waiting", t("paste_series_waiting"))],
+                t("paste_series_requests")),
+        _figure(frame, [("kv", t("paste_series_kv"))], t("paste_series_kv"), percent=True),
+        _figure(frame, [("prompt_tps", t("paste_series_prompt")), ("gen_tps", t("paste_series_gen"))],
+                t("paste_series_tokens")),
+    ]
+    for column, fig in zip(st.columns(3), charts, strict=True):
+        column.plotly_chart(fig, width="stretch", config={"displayModeBar": False})
+
+
+def _recognised(found: Pasted) -> str:
+    f = found.facts
+    if found.kind == "log":
+        return t("paste_log_recognised", title=found.title, stats=f"{int(f['stats']):,}",
+                 minutes=f"{float(f['minutes']):.1f}", skipped=f"{int(f['skipped']):,}")
+    if found.kind == "scrape":
+        return t("paste_scrape_recognised", engine=str(f["engine"]))
+    return t("paste_bench_recognised", title=found.title, runs=f["runs"], run=str(f["run"]))
+
+
+def show(found: Pasted) -> None:
+    st.success(_recognised(found), icon=":material/check_circle:")
+    if found.kind == "scrape" and found.facts.get("implausible"):
+        st.warning(t("paste_scrape_implausible", n=found.facts["implausible"]))
+    if found.series is not None and not found.series.empty:
+        series_panels(found.series)
+    if found.readings:
+        st.markdown(f"#### {t('paste_readings')}")
+        static_table(pd.DataFrame({"": [r.name for r in found.readings],
+                                   t("sum_value"): [fmt_value(r.value, r.unit) for r in found.readings]}
+                                  ).set_index(""))
+    diagnosis_panel(found.diagnosis, found.label)
+
+
+def paste_area(slo: Slo, hardware: Hardware | None = None) -> bool:
+    """The text area; True when it holds text (then its diagnosis, or why it was refused, fills the page)."""
+    with st.expander(t("paste_heading"), expanded=bool(session.BENCH_PASTE.value())):
+        text = st.text_area(t("paste_label"), key=session.BENCH_PASTE.name, height=160)
+    if not text or not text.strip():
+        return False
+    try:
+        found = read_pasted(knowledge(), text, slo, hardware)
+    except TriageError as exc:
+        findings.forget()
+        st.error(t("paste_refused", reason=exc.reason))
+        return True
+    show(found)
+    return True

@@ -1,0 +1,51 @@
+"""Real browser: paste a vLLM server log into the Benchmark page and see the lit branch and the log over time."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+from tests.browser_tools import ARTIFACTS, CHROMIUM, after_rerun, chromium_page, streamlit_server
+
+pytestmark = [pytest.mark.browser,
+              pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian chromium is not installed")]
+
+LOG = Path(__file__).resolve().parent / "fixtures" / "real" / "logs" / "vllm_v1_k8s_wrapped_kv_full.txt"
+
+# Per drawn plotly chart: its title and, for the tree, each node's marker opacity (1 = on the lit branch).
+CHARTS_JS = """() => Array.from(document.querySelectorAll('.js-plotly-plot')).map(gd => ({
+  title: ((gd.layout.title && gd.layout.title.text) || '').replace(/<[^>]+>/g, ''),
+  points: (gd.calcdata || []).map(cd => cd.length),
+  nodes: gd.data.length > 2 && gd.data[2].customdata ? Array.from(gd.data[2].customdata) : [],
+  opacity: gd.data.length > 2 && gd.data[2].marker ? Array.from([].concat(gd.data[2].marker.opacity)) : [],
+}))"""
+
+
+def test_pasting_a_vllm_log_lights_its_branch_and_draws_its_time_series():
+    from playwright.sync_api import expect
+
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    with streamlit_server() as url, chromium_page() as page:
+        page.goto(f"{url}/benchmark")
+        expect(page.get_by_text("Showing the bundled sample")).to_be_visible(timeout=30000)
+        page.get_by_text("Or paste text").click()
+        area = page.locator(".st-key-bench_paste textarea")
+        expect(area).to_be_visible(timeout=15000)
+        area.fill(LOG.read_text())
+        after_rerun(page, lambda: area.press("Control+Enter"))
+        expect(page.get_by_text("Recognised: vLLM V1 server log, 3 stats lines").first).to_be_visible(timeout=30000)
+        expect(page.get_by_text("The KV cache is too small").first).to_be_visible()
+        expect(page.get_by_text("Showing the bundled sample")).to_have_count(0)
+        page.wait_for_function("document.querySelectorAll('.js-plotly-plot').length >= 4", timeout=30000)
+        charts = page.evaluate(CHARTS_JS)
+        titles = [c["title"] for c in charts]
+        assert {"Requests", "KV cache usage", "Tokens/s"} <= set(titles), titles
+        requests = charts[titles.index("Requests")]
+        assert requests["points"] == [3, 3]  # running and waiting at each of the three stats times
+        tree = next(c for c in charts if "memory.kv_cache" in c["nodes"])
+        lit = dict(zip(tree["nodes"], tree["opacity"], strict=True))
+        assert lit["memory.kv_cache"] == 1.0 and lit["memory"] == 1.0
+        assert lit["ttft.queueing"] < 1.0  # off the lit branch: faded
+        page.screenshot(path=str(ARTIFACTS / "benchmark-paste-log.png"), full_page=True)

@@ -1,0 +1,62 @@
+"""AppTest of the Benchmark page's text area: a pasted log, console summary or scrape is named and diagnosed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import streamlit as st
+
+from tests.apptest_tools import open_page, texts
+
+ROOT = Path(__file__).resolve().parent.parent
+LOGS = ROOT / "tests" / "fixtures" / "real" / "logs"
+CONSOLE = ROOT / "tests" / "fixtures" / "real" / "console"
+METRICS = ROOT / "tests" / "fixtures" / "metrics" / "vllm.txt"
+
+
+@pytest.fixture(autouse=True)
+def _fresh_cache():
+    st.cache_data.clear()
+    yield
+
+
+def paste(text: str, **query: str):
+    at = open_page("pages/benchmark.py", **query)
+    at.text_area(key="bench_paste").input(text).run()
+    assert not at.exception, at.exception
+    return at
+
+
+def test_a_pasted_vllm_log_is_named_diagnosed_and_drawn_over_time():
+    at = paste((LOGS / "vllm_v1_apiserver_kv_full.txt").read_text())
+    body = texts(at)
+    assert "Recognised: vLLM V1 server log, 5 stats lines over 0.7 min, 1 lines skipped" in body
+    assert at.session_state["findings"][0] == "memory.kv_cache"  # the tree lights the log's branch
+    assert "The KV cache is too small" in body
+    charts = [c for c in at.get("plotly_chart")]
+    assert len(charts) >= 3  # running/waiting, KV usage, tokens/s (and the lit tree)
+    assert "bundled sample" not in body  # the paste replaces the sample, never shown under its name
+
+
+def test_a_pasted_console_summary_and_a_scrape():
+    at = paste((CONSOLE / "sglang_bench_serving_rate_330.txt").read_text())
+    assert "'Serving Benchmark Result' console summary, 1 run(s)" in texts(at)
+    assert at.session_state["findings"][0] == "ttft.queueing"
+    at = paste(METRICS.read_text())
+    assert "one /metrics scrape of vLLM, diagnosed since the server started" in texts(at)
+
+
+def test_unrecognised_text_is_a_clear_error_in_both_languages():
+    at = paste("hello, world\nthis is not a log\n")
+    (error,) = [e.value.replace("\\", "") for e in at.error]  # the message is Markdown-escaped
+    assert error.startswith("Could not read the pasted text: not a load-test result")
+    assert "also tried server logs (vLLM server log, SGLang server log) and a /metrics scrape" in error
+    assert "findings" not in at.session_state or not at.session_state["findings"]
+    zh = paste("hello, world\n", lang="zh")
+    assert [e.value for e in zh.error][0].startswith("无法读取粘贴的文本")
+
+
+def test_chinese_labels_for_a_log():
+    at = paste((LOGS / "vllm_v0_swap_preemption.txt").read_text(), lang="zh")
+    assert "已识别：vLLM V0 server log" in texts(at)
