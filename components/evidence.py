@@ -7,15 +7,18 @@ import streamlit as st
 
 from components import session
 from components.findings import remember
-from components.node_panel import technique_link
+from components.node_panel import node_panel, technique_link
 from components.shell import knowledge, lang, t
 from components.static_table import static_table
-from components.tree_chart import request_scroll, tree_chart
+from components.tree_chart import request_scroll, selected_node, tree_chart
 from triage.diagnosis.rules import Diagnosis, Evidence, Finding
 from triage.knowledge.i18n import tr
 from triage.knowledge.provenance import translate_provenance
 from triage.report.text import fmt_threshold, fmt_value
 
+# Material icons ship with Streamlit's own font: no emoji font needed (🟢 / 🔴 / ❔ were empty boxes without one)
+MARK = {"present": ":red[:material/error:]", "absent": ":green[:material/check_circle:]",
+        "unknown": ":gray[:material/help:]"}
 CONFIDENCE_BADGE = {"high": ":red-badge[{}]", "medium": ":orange-badge[{}]", "low": ":gray-badge[{}]"}
 
 
@@ -78,9 +81,9 @@ def symptom_summary(diag: Diagnosis) -> None:
     for check in diag.symptoms:
         title = kb.symptom(check.symptom).title.get(lang())
         if check.present is None:
-            lines.append(f"❔ **{title}** — {t('symptom_unknown')}")
+            lines.append(f"{MARK['unknown']} **{title}** — {t('symptom_unknown')}")
             continue
-        icon = "🔴" if check.present else "🟢"
+        icon = MARK["present" if check.present else "absent"]
         numbers = "; ".join(f"`{e.signal}` {fmt_value(e.value, e.unit)} {e.op} {fmt_threshold(e)}"
                             if e.holds else
                             f"`{e.signal}` {fmt_value(e.value, e.unit)}" for e in check.evidence if e.holds is not None)
@@ -140,4 +143,10 @@ def diagnosis_panel(diag: Diagnosis, label: str, engine: str | None = None) -> N
         symptom_summary(diag)
     with right:
         st.markdown(f"### {t('tree_heading')}")
-        tree_chart(diag.matched_ids, compact=True, judged=True)
+        chosen = selected_node()
+        if chosen:  # a clicked node or "Show … in the tree" opens its panel, as on Diagnose
+            with st.container(border=True, key=session.NODE_DETAILS.name):
+                node_panel(chosen)
+        else:
+            st.caption(t("tree_hint"))
+        tree_chart(diag.matched_ids, compact=True, judged=True, panel=session.NODE_DETAILS.name)
