@@ -6,7 +6,7 @@ import streamlit as st
 
 from components import session
 from components.evidence import findings_block, symptom_summary
-from components.findings import current_diagnosis
+from components.findings import current_diagnosis, current_engine
 from components.node_panel import technique_link
 from components.shell import knowledge, labels_now, lang, t
 from triage.diagnosis.rules import Diagnosis
@@ -49,7 +49,7 @@ def _answer(step: RetroStep, diag: Diagnosis | None, s: RetroState) -> None:
     if step.id in ("baseline", "symptom"):
         symptom_summary(diag)
     elif step.id == "cause":
-        findings_block(diag, select=False)
+        findings_block(diag, select=False, engine=current_engine())
     elif step.id in ("technique", "minimal_change"):
         _, cause, techs = suggested(kb, diag)
         for tid in (s.techniques or techs):

@@ -9,7 +9,7 @@ from components.shell import knowledge, lang, t
 from triage.diagnosis.rules import Diagnosis, Evidence
 from triage.knowledge.knobs import TOOL_LABELS
 from triage.report.text import fmt_threshold, fmt_value
-from triage.service.verdict import Action, RankedTechnique, Verdict, verdict_of
+from triage.service.verdict import Action, RankedTechnique, Verdict, ranked_techniques, verdict_of
 
 BADGE = {"high": ":red-badge[{}]", "medium": ":orange-badge[{}]", "low": ":gray-badge[{}]"}
 NOT_OP = {">": "≤", ">=": "<", "<": "≥", "<=": ">", "==": "≠"}  # a healthy number: the trigger that did not hold
@@ -53,15 +53,24 @@ def _engine(engine: str) -> str:
     return TOOL_LABELS.get(engine, engine)
 
 
-def _action_lines(v: Verdict) -> list[str]:
-    if not v.actions:
+def action_lines(actions: list[Action], engine: str | None) -> list[str]:
+    """``**First action** (vLLM): `--max-num-seqs 512` — what it does``; each engine's command when the engine
+    is not known (one sentence after them)."""
+    if not actions:
         return []
-    first: Action = v.actions[0]
-    where = t("verdict_client") if first.client else (_engine(first.engine) if v.engine else "")
-    if v.engine or first.client:
+    first = actions[0]
+    if engine or first.client:
+        where = t("verdict_client") if first.client else _engine(first.engine)
         return [t("verdict_action", where=where) + f" `{first.command}` — {first.do.get(lang())}"]
-    commands = " · ".join(f"{_engine(a.engine)} `{a.command}`" for a in v.actions)
-    return [t("verdict_action_any") + f" {commands}", v.actions[0].do.get(lang())]
+    commands = " · ".join(f"{_engine(a.engine)} `{a.command}`" for a in actions)
+    return [t("verdict_action_any") + f" {commands}", first.do.get(lang())]
+
+
+def already_on_note(r: RankedTechnique, engine: str | None) -> str:
+    """"Already on by default in vLLM — check it is not disabled (`--disable-prefix-caching`)"."""
+    where = _engine(engine) if engine else t("verdict_every_engine")
+    switch = f" (`{r.off_switch}`)" if r.off_switch else ""
+    return t("technique_already_on", engine=where) + switch
 
 
 def _already_on(v: Verdict) -> str:
@@ -77,6 +86,17 @@ def _already_on(v: Verdict) -> str:
     return t("verdict_already_on", engine=where) + " " + "; ".join(one(r) for r in v.already_on)
 
 
+def ranked_links(tids: list[str], engine: str | None) -> None:
+    """A cause's techniques for the engine: the ones that change something first, each already-on one after
+    them with the switch that would have turned it off."""
+    from components.node_panel import technique_link  # the node panel draws this list too
+
+    for r in ranked_techniques(knowledge(), tids, engine):
+        technique_link(r.id)
+        if r.default_on:
+            st.caption(already_on_note(r, engine))
+
+
 def verdict_block(diag: Diagnosis, engine: str | None, source: str = "", sample: bool = False) -> Verdict:
     """The block: the sentence with its confidence, the one or two deciding numbers, the first action for the
     engine (each engine's when it is not known), what is already on; ``source`` says whose data it is."""
@@ -85,7 +105,7 @@ def verdict_block(diag: Diagnosis, engine: str | None, source: str = "", sample:
         lines = [f"**{t('verdict_heading')}** · {_sentence(v)}"]
         if v.deciding:
             lines.append(" · ".join(number_line(e) for e in v.deciding))
-        lines += _action_lines(v)
+        lines += action_lines(v.actions, v.engine)
         st.markdown("  \n".join(lines))
         notes = [_already_on(v)]
         if sample:

@@ -166,3 +166,20 @@ def test_verdict_is_healthy_only_when_every_symptom_was_measured():
 def test_engine_ids_from_what_a_file_calls_its_backend():
     assert engine_id("sglang-oai") == "sglang" and engine_id("vllm") == "vllm" and engine_id("tgi") == "tgi"
     assert engine_id("openai-chat") is None and engine_id(None) is None and engine_id("vllmx") is None
+
+
+def test_live_kv_pressure_puts_the_knob_first_and_paged_attention_last():
+    """On Live (demo, KV-cache pressure, engine vLLM) the verdict and the top finding's card name the knob that
+    acts; the card lists PagedAttention after the techniques that change something, marked as already on. On
+    the old code 'What to try first' opened with PagedAttention and named no flag."""
+    from tests.apptest_tools import open_page, texts
+
+    at = open_page("pages/live.py", source="demo", scenario="kv_pressure")
+    assert at.session_state["findings"][0] == "memory.kv_cache"
+    page = texts(at)
+    assert "**First action** (vLLM): `--gpu-memory-utilization 0.95`" in page
+    assert page.count("--gpu-memory-utilization 0.95") >= 2  # the verdict and the finding's card
+    labels = [link.proto.label for link in at.get("page_link")]
+    first_card = labels[:3]
+    assert first_card[0] == "Open the KV-cache quant page" and first_card[-1] == "Open the PagedAttention page"
+    assert "↑ already on by default in vLLM — check it is not disabled" in page

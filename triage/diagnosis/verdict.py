@@ -73,7 +73,8 @@ def ranked_techniques(kb: KnowledgeBase, finding_techniques: list[str], engine: 
     return sorted(ranked, key=lambda r: r.default_on)
 
 
-def _actions(kb: KnowledgeBase, cause_id: str, engine: str | None) -> list[Action]:
+def first_actions(kb: KnowledgeBase, cause_id: str, engine: str | None) -> list[Action]:
+    """The cause's first action for ``engine``; one per engine when it is not known (empty without data)."""
     first = kb.causes[cause_id].first_action
     if first is None:
         return []
@@ -87,7 +88,7 @@ def _deciding(f: Finding) -> list[Evidence]:
 
 def _lit(kb: KnowledgeBase, f: Finding, state: State, engine: str | None) -> Verdict:
     ranked = ranked_techniques(kb, f.techniques, engine)
-    return Verdict(state, engine, f.cause, f.symptom, f.confidence, _deciding(f), _actions(kb, f.cause, engine),
+    return Verdict(state, engine, f.cause, f.symptom, f.confidence, _deciding(f), first_actions(kb, f.cause, engine),
                    [r for r in ranked if r.default_on])
 
 
