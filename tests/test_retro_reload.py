@@ -59,3 +59,27 @@ def test_retro_without_a_walk_says_it_shows_the_sample_and_an_unknown_walk_says_
     gone = _retro_in_new_session(walk="no-such-walk-kept-here")
     assert "no longer kept on the server" in " ".join(w.value for w in gone.warning)
     assert _param(gone.query_params["walk"]) != "no-such-walk-kept-here"  # a new walk, under a new id
+
+
+def _bench_in_new_session(**query: str):
+    at = new_app(**query).run()
+    at.switch_page("pages/benchmark.py")
+    for key, value in query.items():
+        at.query_params[key] = value
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def test_reload_of_benchmark_reopens_the_uploaded_file_by_its_digest():
+    at = open_page("pages/benchmark.py")
+    at.file_uploader(key="bench_upload").upload(FIXTURE.name, FIXTURE.read_bytes(), "application/json").run()
+    digest = _param(at.query_params["file"])
+    assert digest and digest != "sample"
+    reloaded = _bench_in_new_session(file=digest)
+    body = texts(reloaded)
+    assert f"Data: {md_escape(FIXTURE.name)}" in body and "Showing the bundled sample" not in body
+    gone = _bench_in_new_session(file="0" * 24)
+    assert "no longer held by the server" in " ".join(w.value for w in gone.warning)
+    assert "Data: Bundled sample" in texts(gone)  # and the sample it falls back to says so at the top
+    assert "file" not in gone.query_params
