@@ -79,7 +79,8 @@ def _already_on(v: Verdict) -> str:
     kb = knowledge()
 
     def one(r: RankedTechnique) -> str:
-        title = kb.techniques[r.id].short
+        tech = kb.techniques[r.id]
+        title = tech.title.zh.split("（")[0] if lang() == "zh" else tech.short
         return f"{title} (`{r.off_switch}`)" if r.off_switch else title
 
     where = _engine(v.engine) if v.engine else t("verdict_every_engine")
@@ -101,6 +102,8 @@ def verdict_block(diag: Diagnosis, engine: str | None, source: str = "", sample:
     """The block: the sentence with its confidence, the one or two deciding numbers, the first action for the
     engine (each engine's when it is not known), what is already on; ``source`` says whose data it is."""
     v = verdict_of(knowledge(), diag, engine)
+    # a flag is copied whole: it never breaks at its own hyphens ("--" / "max-running-requests")
+    st.html(f"<style>.st-key-{session.VERDICT.name} code {{ white-space: nowrap; }}</style>")
     with st.container(border=True, key=session.VERDICT.name):
         lines = [f"**{t('verdict_heading')}** · {_sentence(v)}"]
         if v.deciding:
