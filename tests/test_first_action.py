@@ -183,3 +183,20 @@ def test_live_kv_pressure_puts_the_knob_first_and_paged_attention_last():
     first_card = labels[:3]
     assert first_card[0] == "Open the KV-cache quant page" and first_card[-1] == "Open the PagedAttention page"
     assert "↑ already on by default in vLLM — check it is not disabled" in page
+
+
+def test_cli_text_and_markdown_report_name_the_first_action_and_rank_default_on_last():
+    from triage.report.markdown import findings_markdown
+    from triage.report.text import diagnosis_text
+
+    diag = _diag(ttft_p99_s=5.0, ttft_p50_s=0.6, kv_usage_max=0.99, waiting_mean=6.0, preemptions_per_s=0.8,
+                 queue_share_of_ttft=0.8)
+    text = diagnosis_text(KB, diag, [])
+    assert "first action: vllm --gpu-memory-utilization 0.95 · sglang --mem-fraction-static 0.9" in text
+    kv_line = next(line for line in text.splitlines() if "try, minimal change first" in line and "Paged" in line)
+    assert kv_line.rstrip().endswith("(config, already on by default)") and kv_line.index("KV-cache") < \
+        kv_line.index("PagedAttention")
+    md = "\n".join(findings_markdown(KB, diag))
+    assert "First action: vllm `--gpu-memory-utilization 0.95`" in md
+    assert md.index("**KV-cache quantization") < md.index("**PagedAttention")
+    assert "(config, already on by default: check it is not disabled)" in md
