@@ -34,8 +34,11 @@ def _symptom(sid: str | None) -> str:
 def _sentence(v: Verdict) -> str:
     kb = knowledge()
     if v.state in ("finding", "note") and v.cause and v.confidence:
-        badge = BADGE[v.confidence].format(t("confidence_" + v.confidence))
-        key = "verdict_finding" if v.state == "finding" else "verdict_note"
+        # a note is no alarm: nothing crosses the SLO, so its confidence is not drawn in red
+        badge = (BADGE[v.confidence] if v.state == "finding" else ":blue-badge[{}]").format(
+            t("confidence_" + v.confidence))
+        key = "verdict_finding" if v.state == "finding" else \
+            "verdict_note_unmeasured" if v.symptom in v.symptoms else "verdict_note"
         return t(key, cause=kb.causes[v.cause].title.get(lang()), symptom=_symptom(v.symptom)) + f" {badge}"
     if v.state == "symptom_only":
         return t("verdict_symptom_only", symptom=_symptom(v.symptom))

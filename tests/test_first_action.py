@@ -200,3 +200,13 @@ def test_cli_text_and_markdown_report_name_the_first_action_and_rank_default_on_
     assert "First action: vllm `--gpu-memory-utilization 0.95`" in md
     assert md.index("**KV-cache quantization") < md.index("**PagedAttention")
     assert "(config, already on by default: check it is not disabled)" in md
+
+
+def test_a_note_under_an_unmeasured_symptom_is_not_called_within_the_slo():
+    """Evidence for a cause whose symptom this source cannot measure: the verdict names that symptom as
+    unmeasured rather than saying the service is within the SLO."""
+    diag = _diag(ttft_p99_s=0.2, tpot_p99_s=0.02, batch_fill=0.1, kv_usage_mean=0.05, waiting_mean=0.0)
+    v = verdict(KB, diag, "vllm")
+    assert (v.state, v.cause, v.symptom) == ("note", "throughput.low_batch_utilization", "throughput")
+    assert "throughput" in v.symptoms and "ttft" not in v.symptoms  # the component then says "cannot be measured"
+    assert v.actions[0].client and v.actions[0].command == "--max-concurrency 64"
