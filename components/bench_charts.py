@@ -15,6 +15,7 @@ from triage.run import Run
 MAX_POINTS = 5000  # scatter plots draw a fixed-seed sample; histograms use every request
 HEIGHT = 300
 BINS = 60
+METRIC_COLORS = {"ttft_s": "#1565C0", "tpot_s": "#EF6C00"}  # TTFT blue, TPOT orange on every chart
 
 
 def _sampled(df: pd.DataFrame) -> pd.DataFrame:
@@ -55,7 +56,7 @@ def distributions(run: Run, slo: dict) -> None:
             if metric not in df.columns or df[metric].notna().sum() == 0:
                 st.info(t("panel_missing", what=metric))
                 continue
-            fig = go.Figure(_binned(df[metric] * 1000, metric))
+            fig = go.Figure(_binned(df[metric] * 1000, metric).update(marker_color=METRIC_COLORS[metric]))
             fig.add_vline(x=slo[key] * 1000, line_dash="dash", line_color="#D32F2F",
                           annotation_text=f"SLO p99 {slo[key] * 1000:g} ms")
             show(_layout(fig, f"{metric[:-2].upper()} (ms)", t("requests")), width="stretch")
@@ -89,7 +90,7 @@ def latency_over_time(run: Run) -> None:
     for metric, axis in (("ttft_s", "y"), ("tpot_s", "y2")):
         if metric in s.columns:
             fig.add_trace(go.Scattergl(x=s["start_s"], y=s[metric] * 1000, mode="markers", name=metric[:-2].upper(),
-                                       marker=dict(size=4, opacity=0.5), yaxis=axis))
+                                       marker=dict(size=4, opacity=0.5, color=METRIC_COLORS[metric]), yaxis=axis))
     _layout(fig, t("run_time_s"), "TTFT (ms)")
     if "tpot_s" in s.columns:
         fig.update_layout(yaxis2=dict(title="TPOT (ms)", overlaying="y", side="right", rangemode="tozero",

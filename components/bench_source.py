@@ -16,8 +16,8 @@ from components.upload_store import release, uploader_ids
 from triage.run import Benchmark
 from triage.service.uploads import SAMPLE_ID, ParseCache, Upload, Uploads, parse_cache_from_env, sample_benchmark
 
-__all__ = ["SAMPLE_ID", "Loaded", "current", "dropped", "fresh", "ingest", "loaded", "parse_cache", "picked", "refused",
-           "sample", "sync_picker", "view", "viewed"]
+__all__ = ["SAMPLE_ID", "Loaded", "adopt", "current", "dropped", "fresh", "ingest", "loaded", "parse_cache", "picked",
+           "refused", "sample", "sync_picker", "view", "viewed"]
 
 
 @dataclass(frozen=True)
@@ -59,6 +59,14 @@ def ingest(files: Sequence[Upload], status, uploader: session.Widget[Any]) -> tu
     if uploads.viewed is not None:
         view(uploads.viewed)
     return result
+
+
+def adopt(digest: str) -> bool:
+    """Reopen a file this server parsed earlier by its digest (a reload's ``?file=``); False when it is gone."""
+    if _uploads().adopt(digest, parse_cache()):
+        view(digest)
+        return True
+    return False
 
 
 def refused(uploader: session.Widget[Any]) -> list[tuple[str, str]]:

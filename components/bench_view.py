@@ -44,6 +44,27 @@ def upload_area() -> list[tuple[str, str]]:
     return bench_source.refused(session.BENCH_UPLOAD)
 
 
+FILE_PARAM = "file"  # the digest of the file viewed: a reload (F5) reopens it while the server still holds it
+
+
+def reopen_from_url() -> None:
+    """A new session opened on ``?file=<digest>``: view that file again, or say it is gone (never silently show
+    the sample instead)."""
+    wanted = st.query_params.get(FILE_PARAM)
+    if not wanted or wanted == bench_source.viewed() or wanted in bench_source.loaded():
+        return
+    if not bench_source.adopt(wanted):
+        st.warning(t("bench_file_gone"), icon=":material/warning:")
+        st.query_params.pop(FILE_PARAM, None)
+
+
+def file_in_url(loaded: bench_source.Loaded) -> None:
+    if loaded.is_sample:
+        st.query_params.pop(FILE_PARAM, None)
+    elif st.query_params.get(FILE_PARAM) != loaded.digest:
+        st.query_params[FILE_PARAM] = loaded.digest
+
+
 def file_picker(failed: list[tuple[str, str]]) -> bench_source.Loaded | None:
     """The file viewed (kept across pages); None when the user's upload was refused and nothing of theirs
     loaded: then the page shows the error alone, not the sample's findings under the user's file name."""
@@ -141,12 +162,14 @@ def benchmark_page(slo: Slo, hardware: Hardware | None = None, paste: PasteArea 
     st.title(t("bench_title"))
     st.caption(t("bench_hint"))
     answer = st.container()  # the verdict goes first, above the uploader, once the file viewed is diagnosed
+    reopen_from_url()
     if paste is not None and paste(slo, hardware):  # pasted text replaces the files below while it is there
         return
     loaded = file_picker(upload_area())
     if loaded is None:
         findings.forget()
         return
+    file_in_url(loaded)
     run = run_picker(loaded)
     diag = diagnose_run(knowledge(), run, slo, hardware)
     engine = run_engine(run)

@@ -7,15 +7,20 @@ import streamlit as st
 
 from components import session
 from components.findings import remember
-from components.node_panel import technique_link
+from components.node_panel import node_panel
 from components.shell import knowledge, lang, t
 from components.static_table import static_table
-from components.tree_chart import request_scroll, tree_chart
+from components.tree_chart import request_scroll, selected_node, tree_chart
+from components.verdict import action_lines, ranked_links
 from triage.diagnosis.rules import Diagnosis, Evidence, Finding
 from triage.knowledge.i18n import tr
 from triage.knowledge.provenance import translate_provenance
 from triage.report.text import fmt_threshold, fmt_value
+from triage.service.verdict import first_actions
 
+# Material icons ship with Streamlit's own font: no emoji font needed (🟢 / 🔴 / ❔ were empty boxes without one)
+MARK = {"present": ":red[:material/error:]", "absent": ":green[:material/check_circle:]",
+        "unknown": ":gray[:material/help:]"}
 CONFIDENCE_BADGE = {"high": ":red-badge[{}]", "medium": ":orange-badge[{}]", "low": ":gray-badge[{}]"}
 
 
@@ -46,7 +51,7 @@ def _nowrap(text: str) -> str:
     return text.replace(" ", "\u00a0")  # "✔ 99.1 %" and ">= 50 %" each stay on one line
 
 
-def finding_card(f: Finding, rank: int, select: bool = True) -> None:
+def finding_card(f: Finding, rank: int, select: bool = True, engine: str | None = None) -> None:
     kb = knowledge()
     cause = kb.causes[f.cause]
     with st.container(border=True):
@@ -61,9 +66,10 @@ def finding_card(f: Finding, rank: int, select: bool = True) -> None:
             static_table(_rows(measured))
         if f.not_measurable:
             st.caption(t("not_measurable", names=", ".join(f.not_measurable)))
+        if lines := action_lines(first_actions(kb, f.cause, engine), engine):
+            st.markdown("  \n".join(lines))
         st.markdown(f"**{t('techniques')}**")
-        for tid in f.techniques:
-            technique_link(tid)
+        ranked_links(f.techniques, engine)
         if select:  # only where the tree is on the page; elsewhere the cause's id names it
             st.button(t("show_in_tree", title=cause.short.get(lang())), key=session.SHOW_CAUSE.key(f.cause),
                       on_click=request_scroll, args=(f.cause,), icon=":material/account_tree:")
@@ -78,9 +84,9 @@ def symptom_summary(diag: Diagnosis) -> None:
     for check in diag.symptoms:
         title = kb.symptom(check.symptom).title.get(lang())
         if check.present is None:
-            lines.append(f"❔ **{title}** — {t('symptom_unknown')}")
+            lines.append(f"{MARK['unknown']} **{title}** — {t('symptom_unknown')}")
             continue
-        icon = "🔴" if check.present else "🟢"
+        icon = MARK["present" if check.present else "absent"]
         numbers = "; ".join(f"`{e.signal}` {fmt_value(e.value, e.unit)} {e.op} {fmt_threshold(e)}"
                             if e.holds else
                             f"`{e.signal}` {fmt_value(e.value, e.unit)}" for e in check.evidence if e.holds is not None)
@@ -89,7 +95,7 @@ def symptom_summary(diag: Diagnosis) -> None:
     st.markdown("\n\n".join(lines))
 
 
-def findings_block(diag: Diagnosis, select: bool = True) -> None:
+def findings_block(diag: Diagnosis, select: bool = True, engine: str | None = None) -> None:
     if diag.empty:
         st.error(t("nothing_to_judge", reason=diag.empty))
         return
@@ -98,11 +104,11 @@ def findings_block(diag: Diagnosis, select: bool = True) -> None:
     elif not diag.findings:
         st.success(t("no_symptom"))
     for i, f in enumerate(diag.findings, start=1):
-        finding_card(f, i, select)
-    within_slo_but(diag, select)
+        finding_card(f, i, select, engine)
+    within_slo_but(diag, select, engine)
 
 
-def within_slo_but(diag: Diagnosis, select: bool = True) -> None:
+def within_slo_but(diag: Diagnosis, select: bool = True, engine: str | None = None) -> None:
     """Evidence that matches a cause while no symptom is felt: a warning card each, numbers and techniques."""
     if not diag.notes:
         return
@@ -122,8 +128,7 @@ def within_slo_but(diag: Diagnosis, select: bool = True) -> None:
             if measured:
                 static_table(_rows(measured))
             st.markdown(f"**{t('techniques')}**")
-            for tid in f.techniques:
-                technique_link(tid)
+            ranked_links(f.techniques, engine)
             if select:
                 st.button(t("show_in_tree", title=cause.short.get(lang())), key=session.SHOW_NOTE_CAUSE.key(f.cause),
                           on_click=request_scroll, args=(f.cause,), icon=":material/account_tree:")
@@ -135,9 +140,15 @@ def diagnosis_panel(diag: Diagnosis, label: str, engine: str | None = None) -> N
     left, right = st.columns(2, gap="medium")
     with left:
         st.markdown(f"### {t('findings')}")
-        findings_block(diag)
+        findings_block(diag, engine=engine)
         st.markdown(f"### {t('symptoms')}")
         symptom_summary(diag)
     with right:
         st.markdown(f"### {t('tree_heading')}")
-        tree_chart(diag.matched_ids, compact=True, judged=True)
+        chosen = selected_node()
+        if chosen:  # a clicked node or "Show … in the tree" opens its panel, as on Diagnose
+            with st.container(border=True, key=session.NODE_DETAILS.name):
+                node_panel(chosen)
+        else:
+            st.caption(t("tree_hint"))
+        tree_chart(diag.matched_ids, compact=True, judged=True, panel=session.NODE_DETAILS.name)

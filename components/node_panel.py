@@ -7,7 +7,9 @@ import streamlit as st
 from components import session
 from components.shell import knowledge, labels_now, lang, t
 from components.tree_chart import request_scroll
+from components.verdict import action_lines, already_on_note
 from triage.knowledge.loader import ROOT_ID, KnowledgeBase
+from triage.service.verdict import first_actions, ranked_techniques
 
 TECHNIQUE_PAGE = "pages/technique.py"
 JUMP_KEY = session.JUMP.name
@@ -59,13 +61,21 @@ def _cause(kb: KnowledgeBase, node_id: str) -> None:
     st.write(cause.detail.get(lang()))
     st.markdown(f"**{t('question')}** — {cause.question.get(lang())}")
     st.markdown(f"**{t('metric')}** — `{cause.metric.get(lang())}`")
+    from components.findings import current_engine  # the engine of the source diagnosed last, if any
+
+    engine = current_engine()
+    if lines := action_lines(first_actions(kb, node_id, engine), engine):
+        st.markdown("  \n".join(lines))
     st.markdown(f"**{t('techniques')}**")
-    for ct in cause.techniques:
-        tech = kb.techniques[ct.id]
+    gains = {ct.id: ct.gain for ct in cause.techniques}
+    for r in ranked_techniques(kb, [ct.id for ct in cause.techniques], engine):
+        tech = kb.techniques[r.id]
         with st.container(border=True):
             st.markdown(f"**{tech.title.get(lang())}** · {t('level_' + tech.level)}")
-            st.caption(f"{t('seed_gain')}: {ct.gain.get(lang())}")
-            technique_link(ct.id)
+            st.caption(f"{t('seed_gain')}: {gains[r.id].get(lang())}")
+            if r.default_on:
+                st.caption(already_on_note(r, engine))
+            technique_link(r.id)
 
 
 def _technique(kb: KnowledgeBase, node_id: str) -> None:

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import secrets
+from collections import OrderedDict
+from dataclasses import dataclass
+from threading import Lock
+
 import streamlit as st
 
 from components import session
 from components.evidence import findings_block, symptom_summary
-from components.findings import current_diagnosis
+from components.findings import current_diagnosis, current_engine, remember, showing_sample
 from components.node_panel import technique_link
 from components.shell import knowledge, labels_now, lang, t
 from triage.diagnosis.rules import Diagnosis
@@ -17,6 +22,53 @@ from triage.report.retro import RetroState, RetroStep, load_steps, suggested, wr
 from triage.safe_text import md_escape
 
 STEP_PARAM = "step"
+WALK_PARAM = "walk"  # an opaque id of this walk in the server's store: a reload (F5) or the same link reopens it
+MAX_WALKS = 256  # walks kept per server process; the oldest is dropped first
+
+
+@dataclass
+class SavedWalk:
+    """A walk and the data it walks (None: the bundled sample), as the server keeps it between reloads."""
+
+    walk: RetroState
+    source: tuple[str, Diagnosis, str | None] | None
+
+
+@st.cache_resource(show_spinner=False)
+def _walks() -> tuple[OrderedDict[str, SavedWalk], Lock]:
+    """Walks by id for this server process, shared by every session (a reload opens a new session)."""
+    return OrderedDict(), Lock()
+
+
+def _restore(walk_id: str | None) -> None:
+    """A new session opened on ``?walk=``: take the walk and its data back, unless this session has its own."""
+    if not walk_id or session.RETRO.present():
+        return
+    walks, lock = _walks()
+    with lock:
+        saved = walks.get(walk_id)
+    if saved is None:
+        st.warning(t("retro_walk_gone"))
+        st.query_params.pop(WALK_PARAM, None)
+        return
+    session.RETRO.set(saved.walk)
+    if saved.source is not None and showing_sample():
+        remember(*saved.source)
+
+
+def _save() -> None:
+    """Keep this session's walk (and the data it walks) under the id in the URL, creating one the first time."""
+    walk_id = st.query_params.get(WALK_PARAM) or secrets.token_urlsafe(12)
+    opened = session.DIAGNOSIS.get()
+    source = None if opened is None else (*opened, current_engine())
+    walks, lock = _walks()
+    with lock:
+        walks[walk_id] = SavedWalk(state(), source)
+        walks.move_to_end(walk_id)
+        while len(walks) > MAX_WALKS:
+            walks.popitem(last=False)
+    if st.query_params.get(WALK_PARAM) != walk_id:
+        st.query_params[WALK_PARAM] = walk_id
 
 
 def state() -> RetroState:
@@ -57,7 +109,7 @@ def _answer(step: RetroStep, diag: Diagnosis | None, s: RetroState) -> None:
     if step.id in ("baseline", "symptom"):
         symptom_summary(diag)
     elif step.id == "cause":
-        findings_block(diag, select=False)
+        findings_block(diag, select=False, engine=current_engine())
     elif step.id in ("technique", "minimal_change"):
         _, cause, techs = suggested(kb, diag)
         for tid in (s.techniques or techs):
@@ -147,9 +199,12 @@ def _incidents() -> None:
 
 def retro_page() -> None:
     st.title(t("retro_title"))
+    _restore(st.query_params.get(WALK_PARAM))
     _incidents()
     s = state()
     label, diag = current_diagnosis()
+    if showing_sample():  # never the sample's data without saying so at the top
+        st.info(t("verdict_sample", label=label), icon=":material/science:")
     s.source = s.source or label
     steps = load_steps()
     i = current_step(s)
@@ -176,3 +231,4 @@ def retro_page() -> None:
                width="stretch", type="primary")
     st.divider()
     _export(s, diag)
+    _save()

@@ -191,6 +191,8 @@ GOTO: WidgetFamily[bool] = WidgetFamily("goto:", _NODE, "button opening a node, 
 SHOW_CAUSE: WidgetFamily[bool] = WidgetFamily("select:", _EVIDENCE, "button showing a finding's cause, per cause id")
 VERDICT: Widget[Any] = Widget(
     "verdict", "components.verdict", "the verdict block at the top of Live, Benchmark and Diagnose (a keyed container)")
+NODE_DETAILS: Widget[Any] = Widget(
+    "node_details", _EVIDENCE, "the selected node's panel above the tree beside findings (a keyed container)")
 SHOW_NOTE_CAUSE: WidgetFamily[bool] = WidgetFamily(
     "select-note:", _EVIDENCE, "button showing a noted cause in the tree, per cause id")
 TECH_CHECK: WidgetFamily[bool] = WidgetFamily(

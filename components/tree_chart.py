@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from functools import lru_cache
+from functools import lru_cache, partial
 
 import plotly.graph_objects as go
 import streamlit as st
@@ -17,6 +17,8 @@ from triage.knowledge.layout import PlacedNode, highlight_keys, layout, selected
 CHART_KEY = session.TREE_CHART.name
 NODE_PARAM = "node"
 LEVEL_COLORS = {"root": "#37474F", "symptom": "#1565C0", "cause": "#EF6C00", "technique": "#2E7D32"}
+# dark theme: the root's dark grey was near invisible on the black page; a light blue-grey stays distinct
+LEVEL_COLORS_DARK = {**LEVEL_COLORS, "root": "#B0BEC5"}
 LIT_EDGE, DIM_EDGE = "#D32F2F", "#B0BEC5"
 # (ink, faded, selection ring) per theme: faded labels off the lit branch still reach WCAG AA (4.5:1) on
 # Streamlit's page background, so a dimmed branch stays readable in an incident.
@@ -71,7 +73,7 @@ def build_figure(nodes: list[PlacedNode], lit: set[str], chosen: set[str], compa
         hovertemplate="%{hovertext}<extra>%{customdata}</extra>", showlegend=False,
         textfont=dict(size=11, color=[ink if o == 1.0 else faded for o in opacity]),
         marker=dict(size=[20 if n.key in chosen else 12 for n in nodes],
-                    color=[LEVEL_COLORS[n.kind] for n in nodes], opacity=opacity,
+                    color=[(LEVEL_COLORS_DARK if dark else LEVEL_COLORS)[n.kind] for n in nodes], opacity=opacity,
                     line=dict(width=[3 if n.key in chosen else 0.5 for n in nodes],
                               color=[ring if n.key in chosen else "#FFF" for n in nodes])),
         selected=dict(marker=dict(opacity=1)),
@@ -97,10 +99,12 @@ def node_from_selection(event: object) -> str | None:
     return None
 
 
-def _on_select() -> None:
+def _on_select(scroll: bool = False) -> None:
     clicked = node_from_selection(session.TREE_CHART.value())
     if clicked and knowledge().has(clicked):
         st.query_params[NODE_PARAM] = clicked
+        if scroll:  # beside findings the node's panel opens above the tree: bring it into view
+            session.TREE_SCROLL.set(clicked)
 
 
 def selected_node() -> str | None:
@@ -136,15 +140,30 @@ function go(n) {
 go(0);
 </script>"""
 
+# The same, for a tree whose selected node's panel is drawn above it (Live, Benchmark): once the panel names
+# the node, scroll the panel's top into view.
+_PANEL_JS = """<script>
+const want = %s, doc = window.parent.document;
+function go(n) {
+  const panel = doc.querySelector('.st-key-%s');
+  if (!panel || !panel.innerText.includes(want)) { if (n < 150) setTimeout(() => go(n + 1), 100); return; }
+  panel.scrollIntoView({block: "start", behavior: "instant"});
+}
+go(0);
+</script>"""
 
-def _scroll_into_view() -> None:
+
+def _scroll_into_view(panel: str | None = None) -> None:
     node = session.TREE_SCROLL.pop()
     if node:
         import json
 
         from streamlit.components.v1 import html
 
-        html(_SCROLL_JS % (json.dumps(node), CHART_KEY), height=0)
+        if panel:
+            html(_PANEL_JS % (json.dumps(node), panel), height=0)
+        else:
+            html(_SCROLL_JS % (json.dumps(node), CHART_KEY), height=0)
 
 
 @lru_cache(maxsize=8)
@@ -162,12 +181,15 @@ def _figure(language: str, highlight: frozenset[str], selected: str | None, comp
                         compact=compact, dark=dark, judged=judged)
 
 
-def tree_chart(highlight: Iterable[str] = (), compact: bool = False, judged: bool = False) -> None:
+def tree_chart(highlight: Iterable[str] = (), compact: bool = False, judged: bool = False,
+               panel: str | None = None) -> None:
     """Draw the tree with ``highlight`` ids lit and the ``?node=`` selection ringed.
 
     ``compact`` is the half-width tree beside findings (narrower labels); ``judged`` fades it when the
-    diagnosis beside it lit nothing."""
+    diagnosis beside it lit nothing; ``panel`` is the key of the container above the tree that shows the
+    selected node's panel: a click or a "Show in the tree" scrolls to it rather than to the node."""
     fig = _figure(lang(), frozenset(highlight), selected_node(), compact, dark_theme(), judged)
-    st.plotly_chart(fig, key=CHART_KEY, on_select=_on_select, selection_mode="points", theme=None,
-                    config={"displayModeBar": False, "scrollZoom": False}, width="stretch")
-    _scroll_into_view()
+    st.plotly_chart(fig, key=CHART_KEY, on_select=partial(_on_select, scroll=panel is not None),
+                    selection_mode="points", theme=None, config={"displayModeBar": False, "scrollZoom": False},
+                    width="stretch")
+    _scroll_into_view(panel)

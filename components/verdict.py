@@ -9,7 +9,7 @@ from components.shell import knowledge, lang, t
 from triage.diagnosis.rules import Diagnosis, Evidence
 from triage.knowledge.knobs import TOOL_LABELS
 from triage.report.text import fmt_threshold, fmt_value
-from triage.service.verdict import Action, RankedTechnique, Verdict, verdict_of
+from triage.service.verdict import Action, RankedTechnique, Verdict, ranked_techniques, verdict_of
 
 BADGE = {"high": ":red-badge[{}]", "medium": ":orange-badge[{}]", "low": ":gray-badge[{}]"}
 NOT_OP = {">": "≤", ">=": "<", "<": "≥", "<=": ">", "==": "≠"}  # a healthy number: the trigger that did not hold
@@ -34,8 +34,11 @@ def _symptom(sid: str | None) -> str:
 def _sentence(v: Verdict) -> str:
     kb = knowledge()
     if v.state in ("finding", "note") and v.cause and v.confidence:
-        badge = BADGE[v.confidence].format(t("confidence_" + v.confidence))
-        key = "verdict_finding" if v.state == "finding" else "verdict_note"
+        # a note is no alarm: nothing crosses the SLO, so its confidence is not drawn in red
+        badge = (BADGE[v.confidence] if v.state == "finding" else ":blue-badge[{}]").format(
+            t("confidence_" + v.confidence))
+        key = "verdict_finding" if v.state == "finding" else \
+            "verdict_note_unmeasured" if v.symptom in v.symptoms else "verdict_note"
         return t(key, cause=kb.causes[v.cause].title.get(lang()), symptom=_symptom(v.symptom)) + f" {badge}"
     if v.state == "symptom_only":
         return t("verdict_symptom_only", symptom=_symptom(v.symptom))
@@ -53,15 +56,24 @@ def _engine(engine: str) -> str:
     return TOOL_LABELS.get(engine, engine)
 
 
-def _action_lines(v: Verdict) -> list[str]:
-    if not v.actions:
+def action_lines(actions: list[Action], engine: str | None) -> list[str]:
+    """``**First action** (vLLM): `--max-num-seqs 512` — what it does``; each engine's command when the engine
+    is not known (one sentence after them)."""
+    if not actions:
         return []
-    first: Action = v.actions[0]
-    where = t("verdict_client") if first.client else (_engine(first.engine) if v.engine else "")
-    if v.engine or first.client:
+    first = actions[0]
+    if engine or first.client:
+        where = t("verdict_client") if first.client else _engine(first.engine)
         return [t("verdict_action", where=where) + f" `{first.command}` — {first.do.get(lang())}"]
-    commands = " · ".join(f"{_engine(a.engine)} `{a.command}`" for a in v.actions)
-    return [t("verdict_action_any") + f" {commands}", v.actions[0].do.get(lang())]
+    commands = " · ".join(f"{_engine(a.engine)} `{a.command}`" for a in actions)
+    return [t("verdict_action_any") + f" {commands}", first.do.get(lang())]
+
+
+def already_on_note(r: RankedTechnique, engine: str | None) -> str:
+    """"Already on by default in vLLM — check it is not disabled (`--disable-prefix-caching`)"."""
+    where = _engine(engine) if engine else t("verdict_every_engine")
+    switch = f" (`{r.off_switch}`)" if r.off_switch else ""
+    return t("technique_already_on", engine=where) + switch
 
 
 def _already_on(v: Verdict) -> str:
@@ -70,22 +82,36 @@ def _already_on(v: Verdict) -> str:
     kb = knowledge()
 
     def one(r: RankedTechnique) -> str:
-        title = kb.techniques[r.id].short
+        tech = kb.techniques[r.id]
+        title = tech.title.zh.split("（")[0] if lang() == "zh" else tech.short
         return f"{title} (`{r.off_switch}`)" if r.off_switch else title
 
     where = _engine(v.engine) if v.engine else t("verdict_every_engine")
     return t("verdict_already_on", engine=where) + " " + "; ".join(one(r) for r in v.already_on)
 
 
+def ranked_links(tids: list[str], engine: str | None) -> None:
+    """A cause's techniques for the engine: the ones that change something first, each already-on one after
+    them with the switch that would have turned it off."""
+    from components.node_panel import technique_link  # the node panel draws this list too
+
+    for r in ranked_techniques(knowledge(), tids, engine):
+        technique_link(r.id)
+        if r.default_on:
+            st.caption(already_on_note(r, engine))
+
+
 def verdict_block(diag: Diagnosis, engine: str | None, source: str = "", sample: bool = False) -> Verdict:
     """The block: the sentence with its confidence, the one or two deciding numbers, the first action for the
     engine (each engine's when it is not known), what is already on; ``source`` says whose data it is."""
     v = verdict_of(knowledge(), diag, engine)
+    # a flag is copied whole: it never breaks at its own hyphens ("--" / "max-running-requests")
+    st.html(f"<style>.st-key-{session.VERDICT.name} code {{ white-space: nowrap; }}</style>")
     with st.container(border=True, key=session.VERDICT.name):
         lines = [f"**{t('verdict_heading')}** · {_sentence(v)}"]
         if v.deciding:
             lines.append(" · ".join(number_line(e) for e in v.deciding))
-        lines += _action_lines(v)
+        lines += action_lines(v.actions, v.engine)
         st.markdown("  \n".join(lines))
         notes = [_already_on(v)]
         if sample:

@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from tests.browser_tools import CHROMIUM, chromium_page, streamlit_server
+from tests.browser_tools import CHROMIUM, POINT_XY_JS, chromium_page, click_tree_node, streamlit_server
 from triage.knowledge.loader import load_knowledge
 
 pytestmark = [pytest.mark.browser,
@@ -44,3 +44,39 @@ def test_verdict_and_first_action_above_600_px_at_1024(lang: str, sentence: str)
             assert page.evaluate("window.scrollY") == 0
             assert _bottom_of_text(page, sentence) <= FOLD_PX, (path, lang)
             assert _bottom_of_text(page, command) <= FOLD_PX, (path, lang)
+
+
+def _click_node_on_screen(page, node_id: str) -> None:
+    """Scroll the page so the tree's node is mid-screen (a click lands only inside the viewport), then click it."""
+    point = page.evaluate(POINT_XY_JS, ["tree", node_id])
+    assert point is not None, node_id
+    page.evaluate("dy => document.querySelector('[data-testid=stMain]').scrollBy(0, dy)", point["y"] - 384)
+    on_screen = "([k, n]) => { const p = (" + POINT_XY_JS + ")([k, n]); return p && p.y > 100 && p.y < 700; }"
+    page.wait_for_function(on_screen, arg=["tree", node_id])
+    click_tree_node(page, node_id)
+
+
+def test_selecting_a_node_on_live_opens_its_panel() -> None:
+    """"Show … in the tree" and a click on a tree node open the node's panel (its question, metric and
+    techniques) above the tree and bring it into view; before, either only drew a ring around the node."""
+    from playwright.sync_api import expect
+
+    from tests.browser_tools import after_rerun
+
+    kb = load_knowledge()
+    queueing, kv = kb.causes["ttft.queueing"], kb.causes["memory.kv_cache"]
+    with streamlit_server() as url, chromium_page() as page:
+        page.set_viewport_size({"width": 1024, "height": 768})
+        page.goto(f"{url}/live?scenario=queueing")
+        show = page.get_by_role("button", name=f"Show {queueing.short.en} in the tree")
+        expect(show).to_be_visible(timeout=60000)
+        assert page.locator(".st-key-node_details").count() == 0
+        after_rerun(page, show.click)
+        panel = page.locator(".st-key-node_details")
+        expect(panel.get_by_text(queueing.question.en)).to_be_visible(timeout=30000)
+        expect(panel.get_by_text(queueing.metric.en)).to_be_visible()
+        expect(panel.get_by_role("link", name=f"Open the {kb.techniques['scale_out'].short} page")).to_have_count(1)
+        expect(panel).to_be_in_viewport()
+        after_rerun(page, lambda: _click_node_on_screen(page, kv.id))
+        expect(panel.get_by_text(kv.question.en)).to_be_visible(timeout=30000)
+        expect(panel).to_be_in_viewport()

@@ -166,3 +166,47 @@ def test_verdict_is_healthy_only_when_every_symptom_was_measured():
 def test_engine_ids_from_what_a_file_calls_its_backend():
     assert engine_id("sglang-oai") == "sglang" and engine_id("vllm") == "vllm" and engine_id("tgi") == "tgi"
     assert engine_id("openai-chat") is None and engine_id(None) is None and engine_id("vllmx") is None
+
+
+def test_live_kv_pressure_puts_the_knob_first_and_paged_attention_last():
+    """On Live (demo, KV-cache pressure, engine vLLM) the verdict and the top finding's card name the knob that
+    acts; the card lists PagedAttention after the techniques that change something, marked as already on. On
+    the old code 'What to try first' opened with PagedAttention and named no flag."""
+    from tests.apptest_tools import open_page, texts
+
+    at = open_page("pages/live.py", source="demo", scenario="kv_pressure")
+    assert at.session_state["findings"][0] == "memory.kv_cache"
+    page = texts(at)
+    assert "**First action** (vLLM): `--gpu-memory-utilization 0.95`" in page
+    assert page.count("--gpu-memory-utilization 0.95") >= 2  # the verdict and the finding's card
+    labels = [link.proto.label for link in at.get("page_link")]
+    first_card = labels[:3]
+    assert first_card[0] == "Open the KV-cache quant page" and first_card[-1] == "Open the PagedAttention page"
+    assert "↑ already on by default in vLLM — check it is not disabled" in page
+
+
+def test_cli_text_and_markdown_report_name_the_first_action_and_rank_default_on_last():
+    from triage.report.markdown import findings_markdown
+    from triage.report.text import diagnosis_text
+
+    diag = _diag(ttft_p99_s=5.0, ttft_p50_s=0.6, kv_usage_max=0.99, waiting_mean=6.0, preemptions_per_s=0.8,
+                 queue_share_of_ttft=0.8)
+    text = diagnosis_text(KB, diag, [])
+    assert "first action: vllm --gpu-memory-utilization 0.95 · sglang --mem-fraction-static 0.9" in text
+    kv_line = next(line for line in text.splitlines() if "try, minimal change first" in line and "Paged" in line)
+    assert kv_line.rstrip().endswith("(config, already on by default)") and kv_line.index("KV-cache") < \
+        kv_line.index("PagedAttention")
+    md = "\n".join(findings_markdown(KB, diag))
+    assert "First action: vllm `--gpu-memory-utilization 0.95`" in md
+    assert md.index("**KV-cache quantization") < md.index("**PagedAttention")
+    assert "(config, already on by default: check it is not disabled)" in md
+
+
+def test_a_note_under_an_unmeasured_symptom_is_not_called_within_the_slo():
+    """Evidence for a cause whose symptom this source cannot measure: the verdict names that symptom as
+    unmeasured rather than saying the service is within the SLO."""
+    diag = _diag(ttft_p99_s=0.2, tpot_p99_s=0.02, batch_fill=0.1, kv_usage_mean=0.05, waiting_mean=0.0)
+    v = verdict(KB, diag, "vllm")
+    assert (v.state, v.cause, v.symptom) == ("note", "throughput.low_batch_utilization", "throughput")
+    assert "throughput" in v.symptoms and "ttft" not in v.symptoms  # the component then says "cannot be measured"
+    assert v.actions[0].client and v.actions[0].command == "--max-concurrency 64"

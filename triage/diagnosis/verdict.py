@@ -48,7 +48,7 @@ class Verdict:
     deciding: list[Evidence] = field(default_factory=list)  # evidence that holds, or a healthy run's numbers
     actions: list[Action] = field(default_factory=list)  # the detected engine's first, else one per engine
     already_on: list[RankedTechnique] = field(default_factory=list)
-    symptoms: list[str] = field(default_factory=list)  # present symptoms (symptom_only) or unmeasured ones
+    symptoms: list[str] = field(default_factory=list)  # present symptoms (symptom_only), else the unmeasured ones
     reason: str = ""  # why there is nothing to judge (state "empty"), as the core wrote it
 
 
@@ -73,7 +73,8 @@ def ranked_techniques(kb: KnowledgeBase, finding_techniques: list[str], engine: 
     return sorted(ranked, key=lambda r: r.default_on)
 
 
-def _actions(kb: KnowledgeBase, cause_id: str, engine: str | None) -> list[Action]:
+def first_actions(kb: KnowledgeBase, cause_id: str, engine: str | None) -> list[Action]:
+    """The cause's first action for ``engine``; one per engine when it is not known (empty without data)."""
     first = kb.causes[cause_id].first_action
     if first is None:
         return []
@@ -87,7 +88,7 @@ def _deciding(f: Finding) -> list[Evidence]:
 
 def _lit(kb: KnowledgeBase, f: Finding, state: State, engine: str | None) -> Verdict:
     ranked = ranked_techniques(kb, f.techniques, engine)
-    return Verdict(state, engine, f.cause, f.symptom, f.confidence, _deciding(f), _actions(kb, f.cause, engine),
+    return Verdict(state, engine, f.cause, f.symptom, f.confidence, _deciding(f), first_actions(kb, f.cause, engine),
                    [r for r in ranked if r.default_on])
 
 
@@ -104,9 +105,11 @@ def verdict(kb: KnowledgeBase, diag: Diagnosis, engine: str | None = None) -> Ve
         check = next(c for c in diag.symptoms if c.present)
         numbers = [e for e in check.evidence if e.holds][:MAX_DECIDING]
         return Verdict("symptom_only", engine, symptom=check.symptom, deciding=numbers, symptoms=present)
-    if diag.notes:
-        return _lit(kb, diag.notes[0], "note", engine)
     unmeasured = [c.symptom for c in diag.symptoms if c.present is None]
+    if diag.notes:  # ``symptoms``: the unmeasured ones, so a note under one is not called "within the SLO"
+        lit = _lit(kb, diag.notes[0], "note", engine)
+        return Verdict(lit.state, engine, lit.cause, lit.symptom, lit.confidence, lit.deciding, lit.actions,
+                       lit.already_on, unmeasured)
     measured = [e for c in diag.symptoms if c.present is False for e in c.evidence if e.holds is False]
     if not measured:
         return Verdict("not_measurable", engine, symptoms=unmeasured)

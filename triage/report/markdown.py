@@ -8,6 +8,7 @@ import re
 
 from triage import safe_load
 from triage.diagnosis.rules import Diagnosis, Evidence, Finding
+from triage.diagnosis.verdict import first_actions, ranked_techniques
 from triage.errors import TriageError
 from triage.knowledge.loader import KnowledgeBase
 from triage.report.retro import RetroState, load_steps, wrong_usages
@@ -63,10 +64,16 @@ def _finding(kb: KnowledgeBase, f: Finding, i: int, lang: str) -> list[str]:
     out += _evidence_table(f.evidence, lang) + [""]
     if f.not_measurable:
         out += [f"Not measurable from this source: {', '.join(f'`{s}`' for s in f.not_measurable)}.", ""]
-    out.append("Techniques, minimal change first:")
-    for tid in f.techniques:
-        tech = kb.techniques[tid]
-        out.append(f"- **{tech.title.get(lang)}** ({tech.level})")
+    actions = first_actions(kb, f.cause, None)
+    if actions:
+        where = " (on the client)" if actions[0].client else ""
+        out += [f"First action{where}: " + " · ".join(f"{a.engine} `{a.command}`" for a in actions)
+                + f" — {_cell(actions[0].do.get(lang))}", ""]
+    out.append("Techniques, minimal change first (already on by default last):")
+    for r in ranked_techniques(kb, f.techniques, None):
+        tech = kb.techniques[r.id]
+        on = ", already on by default: check it is not disabled" if r.default_on else ""
+        out.append(f"- **{tech.title.get(lang)}** ({tech.level}{on})")
         out += [f"  - [ ] [{s.level}] {_cell(s.change.get(lang))} — measure: {_cell(s.measure.get(lang))}"
                 for s in tech.checklist]
     return out + [""]

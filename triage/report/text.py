@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from triage.diagnosis.rules import Diagnosis, Evidence
+from triage.diagnosis.verdict import first_actions, ranked_techniques
 from triage.knowledge.loader import KnowledgeBase
 from triage.report import units
 
@@ -63,7 +64,13 @@ def _findings(kb: KnowledgeBase, diag: Diagnosis, lang: str, blind: str) -> list
                   for e in f.evidence if e.holds is not None]
         if f.not_measurable:
             lines.append(f"    not measurable from {blind}: {', '.join(f.not_measurable)}")
-        steps = [f"{kb.techniques[t].title.get(lang)} ({kb.techniques[t].level})" for t in f.techniques]
+        actions = first_actions(kb, f.cause, None)
+        if actions:
+            lines.append("    first action: " + " · ".join(f"{a.engine} {a.command}" for a in actions)
+                         + (" (client side)" if actions[0].client else ""))
+        steps = [f"{kb.techniques[r.id].title.get(lang)} ({kb.techniques[r.id].level}"
+                 + (", already on by default)" if r.default_on else ")")
+                 for r in ranked_techniques(kb, f.techniques, None)]
         lines.append(f"    try, minimal change first: {' → '.join(steps)}")
     return lines
 

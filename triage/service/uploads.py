@@ -140,6 +140,16 @@ class Uploads:
                        f"{bench.parse_seconds:.2f} s")
         return good, bad
 
+    def adopt(self, digest: str, cache: ParseCache) -> bool:
+        """View a file this server parsed earlier, named by its digest (a reloaded page's ``?file=``); False when
+        the cache no longer holds it (the server restarted, or newer uploads pushed it out)."""
+        if digest not in cache:
+            return False
+        if digest not in self.digests:
+            self.digests.append(digest)
+        self.viewed = digest
+        return True
+
     def refused(self, file_ids: set[str]) -> list[tuple[str, str]]:
         """(name, message) of the files now in the uploader that did not parse."""
         return [v for k, v in self.errors.items() if k in file_ids]

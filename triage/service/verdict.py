@@ -3,11 +3,20 @@
 from __future__ import annotations
 
 from triage.diagnosis.rules import Diagnosis
-from triage.diagnosis.verdict import Action, RankedTechnique, Verdict, engine_id, ranked_techniques, verdict
+from triage.diagnosis.verdict import (
+    Action,
+    RankedTechnique,
+    Verdict,
+    engine_id,
+    first_actions,
+    ranked_techniques,
+    verdict,
+)
 from triage.knowledge.loader import KnowledgeBase
 from triage.run import Run
 
-__all__ = ["Action", "RankedTechnique", "Verdict", "engine_id", "ranked_techniques", "run_engine", "verdict_of"]
+__all__ = ["Action", "RankedTechnique", "Verdict", "engine_id", "first_actions", "ranked_techniques", "run_engine",
+           "verdict_of"]
 
 
 def run_engine(run: Run) -> str | None:
