@@ -27,7 +27,7 @@ VERDICT_ICON = {"gain": "🟢", "regression": "🔴", "no effect": "⚪"}
 
 
 def log() -> ExperimentLog:
-    """The experiment log: TRIAGE_LOG_DB (a path or sqlite:/// URL), else the user's data directory."""
+    """The experiment log: TRIAGE_LOG_DB (a path, sqlite:/// or postgresql:// URL), else the user data directory."""
     return ExperimentLog(os.environ.get("TRIAGE_LOG_DB") or None)
 
 
