@@ -87,9 +87,13 @@ def _sign_in_page() -> None:
 def _no_role_page() -> None:
     st.title(t("auth_title"))
     st.error(t("auth_no_role"))
+    if st.button(t("auth_sign_out"), icon=":material/logout:", key="auth_sign_out"):
+        st.logout()
 
 
-def _sidebar(access: Access) -> None:
+def account_sidebar() -> None:
+    """Who is signed in (name, role) and a sign-out; or that the app is open; or, in the anonymous demo, a sign-in."""
+    access = current()
     with st.sidebar:
         if not access.auth_on:
             address = st.get_option("server.address") or t("auth_every_interface")
@@ -113,7 +117,6 @@ def gate(pages: dict[str, list[Any]]) -> dict[str, list[Any]]:
     except (SecretsUnreadable, TriageError) as exc:
         st.error(t("auth_secrets_broken", reason=md_escape(str(exc))))
         st.stop()
-    _sidebar(access)
     if not access.auth_on or (access.signed_in and access.role is not None):
         return pages
     if not access.signed_in and access.policy.allow_anonymous_demo:
