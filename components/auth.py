@@ -10,6 +10,7 @@ from typing import Any
 
 import streamlit as st
 
+from components import session
 from components.shell import t
 from triage.errors import TriageError
 from triage.safe_text import md_escape
@@ -80,14 +81,14 @@ def visible_profiles(names: list[str]) -> list[str]:
 def _sign_in_page() -> None:
     st.title(t("auth_title"))
     st.write(t("auth_body"))
-    if st.button(t("auth_sign_in"), icon=":material/login:", type="primary", key="auth_sign_in"):
+    if st.button(t("auth_sign_in"), icon=":material/login:", type="primary", key=session.AUTH_SIGN_IN.name):
         st.login()
 
 
 def _no_role_page() -> None:
     st.title(t("auth_title"))
     st.error(t("auth_no_role"))
-    if st.button(t("auth_sign_out"), icon=":material/logout:", key="auth_sign_out"):
+    if st.button(t("auth_sign_out"), icon=":material/logout:", key=session.AUTH_SIGN_OUT.name):
         st.logout()
 
 
@@ -102,10 +103,10 @@ def account_sidebar() -> None:
         if access.signed_in:
             role = t(f"auth_role_{access.role.name.lower()}") if access.role else t("auth_role_none")
             st.caption(t("auth_signed_in", name=md_escape(access.name), role=role))
-            if st.button(t("auth_sign_out"), icon=":material/logout:", key="auth_sign_out"):
+            if st.button(t("auth_sign_out"), icon=":material/logout:", key=session.AUTH_SIGN_OUT.name):
                 st.logout()
         elif access.policy.allow_anonymous_demo and st.button(t("auth_sign_in"), icon=":material/login:",
-                                                              key="auth_sidebar_sign_in"):
+                                                              key=session.AUTH_SIDEBAR_SIGN_IN.name):
             st.login()
 
 
