@@ -229,3 +229,12 @@ def test_two_concurrent_writers_both_land(tmp_path):
     log = ExperimentLog(path)
     assert len(log.list()) == 100
     assert len(log.list(technique="one")) == 50 and len(log.list(technique="two")) == 50
+
+
+def test_cli_show_names_who_recorded_it(tmp_path):
+    path = tmp_path / "log.sqlite3"
+    ExperimentLog(path).save(entry(who="ana"))
+    out = subprocess.run([sys.executable, "-m", "triage", "log", "--db", str(path), "show", "1"], cwd=ROOT,
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert "recorded by local" in out.stdout and "by ana" in out.stdout
