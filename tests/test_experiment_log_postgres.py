@@ -184,3 +184,25 @@ def test_cli_lists_a_postgres_log_without_showing_the_password(postgres):
                          text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     assert "chunked_prefill" in out.stdout and PASSWORD not in out.stdout + out.stderr
+
+
+def test_a_sqlite_log_with_rows_moves_onto_postgres(postgres, tmp_path):
+    """A log the pre-Alembic code wrote (3 rows) is upgraded in place, then copied with `log copy --to URL`:
+    same rows and ids on PostgreSQL, the next save follows them, a second copy is refused, no password shown."""
+    from tests.legacy_log import legacy_sqlite_log
+
+    path = tmp_path / "old.sqlite3"
+    legacy_sqlite_log(path, version=3, rows=3)
+    ExperimentLog(path).save(entry(who="dee", note="after the upgrade"))
+    cli = [sys.executable, "-m", "triage", "log", "--db", str(path), "copy", "--to", postgres]
+    out = subprocess.run(cli, cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert "copied 4 experiments" in out.stdout and PASSWORD not in out.stdout
+    source, target = ExperimentLog(path).list(), ExperimentLog(postgres).list()
+    assert target == source and [e.id for e in target] == [1, 2, 3, 4]
+    assert [e.created_by for e in target] == [None, None, None, "local"]
+    assert ExperimentLog(postgres).save(entry()) == 5
+    again = subprocess.run(cli, cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert again.returncode == 2 and "already holds experiments" in again.stderr
+    assert len(again.stderr.strip().splitlines()) == 1 and PASSWORD not in again.stderr
+    assert len(ExperimentLog(postgres).list()) == 5

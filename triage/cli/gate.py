@@ -282,6 +282,13 @@ def cmd_log_show(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_log_copy(args: argparse.Namespace) -> int:
+    source = ExperimentLog(args.db)
+    target = ExperimentLog(args.to)
+    print(f"copied {source.copy_to(target)} experiments to {target.where}")
+    return 0
+
+
 def cmd_log_export(args: argparse.Namespace) -> int:
     text = ExperimentLog(args.db).export_csv()
     if args.out is None:
@@ -299,7 +306,8 @@ def register_log(sub: argparse._SubParsersAction) -> None:
     log.add_argument("--db", default=None, help=DB_HELP)
     cmds = log.add_subparsers(dest="log_command", required=True)
     for name, func, text in (("list", cmd_log_list, "list experiments"), ("show", cmd_log_show, "one experiment"),
-                             ("export", cmd_log_export, "all experiments as CSV")):
+                             ("export", cmd_log_export, "all experiments as CSV"),
+                             ("copy", cmd_log_copy, "copy every experiment into a new, empty log (e.g. PostgreSQL)")):
         p = cmds.add_parser(name, help=text)
         p.add_argument("--db", default=argparse.SUPPRESS, help="as for `log --db`")
         p.set_defaults(func=func)
@@ -308,6 +316,9 @@ def register_log(sub: argparse._SubParsersAction) -> None:
             p.add_argument("--verdict", default=None, help="only this overall verdict (e.g. 'gain confirmed')")
         if name == "show":
             p.add_argument("id", type=numbers.integer(1, 2**63 - 1), help="experiment id")
+        if name == "copy":
+            p.add_argument("--to", required=True, help="the target log: a postgresql:// URL, a file or sqlite:///")
+            continue
         if name == "export":
             p.add_argument("--out", type=Path, default=None, help="write to FILE instead of stdout")
         else:

@@ -199,6 +199,24 @@ class ExperimentLog:
         """Every entry as CSV, one row each; see ``csv_rows`` for the columns and the formula escaping."""
         return csv_text(self.list())
 
+    def copy_to(self, target: ExperimentLog) -> int:
+        """Every row of this log into ``target``, which must be empty (a team moving its SQLite log onto
+        PostgreSQL): ids, times, who and created_by kept, the id sequence moved past them; one transaction, so
+        an interrupted copy leaves the target empty. Returns the number of rows copied."""
+        with self._read() as conn:
+            rows = [dict(r._mapping) for r in conn.execute(sa.select(experiments).order_by(experiments.c.id))]
+        with target._guard(), target.engine.connect().execution_options(**{database.WRITE: True}) as conn, \
+                conn.begin():
+            if conn.execute(sa.select(sa.func.count()).select_from(experiments)).scalar_one():
+                raise TriageError("the target log already holds experiments; copy only into a new, empty log "
+                                  "(nothing was copied)", where=target.where)
+            if rows:
+                conn.execute(experiments.insert(), rows)
+            if conn.dialect.name == "postgresql":  # explicit ids leave the sequence behind: the next save follows
+                conn.execute(sa.text("SELECT setval(pg_get_serial_sequence('experiments', 'id'), "
+                                     "COALESCE(MAX(id), 0) + 1, false) FROM experiments"))
+        return len(rows)
+
 
 # ---------------------------------------------------------------- CSV export
 
