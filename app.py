@@ -5,6 +5,7 @@ from pathlib import Path
 import pandas  # noqa: F401  # imported first: a lazy import racing plotly across sessions breaks it
 import streamlit as st
 
+from components.auth import account_sidebar, gate
 from components.boundary import error_boundary
 from components.chart_code import ChartCodeWarmup
 from components.shell import sidebar, t
@@ -42,11 +43,12 @@ pages = {
 }
 # url paths of the pages whose first paint is a chart ("" is the default page, Diagnose)
 CHART_FIRST = {"", "live", "benchmark", "memory"}
-navigation = st.navigation(pages)
+navigation = st.navigation(gate(pages))  # with [auth] in secrets.toml: nothing before sign-in
 chart_code = ChartCodeWarmup()
 if navigation.url_path in CHART_FIRST:
     chart_code.draw()  # first, so the browser fetches the chart code while the page below computes
 sidebar()
+account_sidebar()
 with error_boundary(navigation.url_path or "home"):  # no traceback ever reaches a visitor
     navigation.run()
 chart_code.draw()  # a page that shows text first: once its text is sent

@@ -148,7 +148,9 @@ def apply_live_link() -> None:
         return
     session.LIVE_LINK_APPLIED.set(signature)
     session.LIVE_KIND.seed("prometheus")
-    if link.profile and link.profile in prometheus_profiles():
+    from components.auth import visible_profiles
+
+    if link.profile and link.profile in visible_profiles(list(prometheus_profiles())):
         session.PROM_PROFILE.seed(link.profile)
     # the link's window and end are read from the URL by time_range (?window=, ?end=)
     for label in (*MATCH_LABELS, *(session.LIVE_LINK_LABELS.get() or [])):
@@ -207,7 +209,10 @@ def _baseline_offset(end: datetime | None) -> float | None:
 
 
 def prometheus_profile() -> Profile | None:
-    profiles = prometheus_profiles()
+    from components.auth import visible_profiles
+
+    every = prometheus_profiles()  # only names reach the page; URLs and credentials stay on the server
+    profiles = {name: every[name] for name in visible_profiles(list(every))}
     if not profiles:
         st.info(t("live_no_profiles"))
         return None

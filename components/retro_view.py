@@ -160,9 +160,14 @@ def _warnings(s: RetroState, diag: Diagnosis | None) -> None:
 
 
 def _export(s: RetroState, diag: Diagnosis | None) -> None:
+    from components import auth
+
     md = report_markdown(knowledge(), diag, s, lang=lang())
-    st.download_button(t("retro_export"), md, file_name="incident-report.md", mime="text/markdown",
-                       icon=":material/download:", key=session.RETRO_EXPORT.name)
+    if not auth.can_edit():
+        st.caption(t("auth_viewer_cannot_export"))
+    else:
+        st.download_button(t("retro_export"), md, file_name="incident-report.md", mime="text/markdown",
+                           icon=":material/download:", key=session.RETRO_EXPORT.name)
     upload = st.file_uploader(t("retro_import"), type=["md", "markdown", "txt"], key=session.RETRO_IMPORT.name)
     if upload is not None and session.RETRO_IMPORTED.get() != upload.file_id:
         try:

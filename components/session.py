@@ -300,6 +300,12 @@ MEM_CONFIG: Widget[str] = Widget("mem_config", _MEM, "a pasted config.json")
 MEM_CHART: Widget[Any] = Widget("mem_chart", _MEM, "the memory breakdown chart")
 MEM_DETAILS: Widget[bool] = Widget("mem_details", _MEM, "the expander of the memory details is open")
 
+# sign-in (components/auth.py)
+AUTH_SIGN_IN: Widget[bool] = Widget("auth_sign_in", "components.auth", "the sign-in page's button (st.login)")
+AUTH_SIDEBAR_SIGN_IN: Widget[bool] = Widget("auth_sidebar_sign_in", "components.auth",
+                                            "the sidebar's sign-in in the anonymous demo")
+AUTH_SIGN_OUT: Widget[bool] = Widget("auth_sign_out", "components.auth", "sign-out (st.logout)")
+
 
 def widgets() -> list[Widget[Any]]:
     """Every single widget declared here (end pickers' three each)."""

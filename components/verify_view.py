@@ -73,7 +73,7 @@ def note_text(note: Note) -> str:
 
 
 def log() -> ExperimentLog:
-    """The experiment log: TRIAGE_LOG_DB (a path or sqlite:/// URL), else the user's data directory."""
+    """The experiment log: TRIAGE_LOG_DB (a path, sqlite:/// or postgresql:// URL), else the user data directory."""
     return ExperimentLog(os.environ.get("TRIAGE_LOG_DB") or None)
 
 
@@ -225,12 +225,18 @@ def _verdict(c: Comparison, per_request: bool) -> None:
 
 
 def _save(c: Comparison, base: Picked, cand: Picked) -> None:
+    from components import auth
+
+    if not auth.can_edit():  # viewers read; the log records who saved each row (created_by)
+        st.caption(t("auth_viewer_cannot_save"))
+        return
     with st.container(border=True):
         who = st.text_input(t("verify_who"), key=session.VERIFY_WHO.name)
         note = st.text_area(t("verify_note"), key=session.VERIFY_NOTE.name)
         if st.button(t("verify_save"), icon=":material/save:", key=session.VERIFY_SAVE.name):
             try:
-                entry_id = log().save(entry_from(comparison_json(c), base[:2], cand[:2], who or None, note))
+                entry_id = log().save(entry_from(comparison_json(c), base[:2], cand[:2], who or None, note,
+                                                 created_by=auth.current().user))
             except TriageError as exc:
                 st.error(md_escape(exc.line()))
                 return

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # Set up everything the tests need (Debian chromium, prometheus, victoria-metrics, pinned dev requirements), lint,
-# run every test. `--fast` runs the unit and AppTest lane only (no browser, no Prometheus), on both cores:
+# run every test. `--fast` runs the unit and AppTest lane only (no browser, Prometheus or PostgreSQL), on both cores:
 #   bash scripts/test.sh --fast [pytest args]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 fast=()
 if [ "${1:-}" = "--fast" ]; then
   shift
-  fast=(-m "not browser and not prometheus" -n 2)
+  fast=(-m "not browser and not prometheus and not postgres" -n 2)
 fi
 
 need=()
@@ -19,7 +19,10 @@ command -v promtool >/dev/null 2>&1 || need+=(prometheus)
 # VictoriaMetrics single-node, vmalert and vmctl: the second PromQL backend and the rule replay (issue 13)
 for tool in victoria-metrics vmalert vmctl; do command -v $tool >/dev/null 2>&1 || need+=(victoria-metrics); done
 command -v script >/dev/null 2>&1 || need+=(bsdutils)  # vmctl wants a terminal: tests run it under script -qec
-command -v curl >/dev/null 2>&1 || need+=(curl)  # the OpenAI simulator is checked with a real curl stream
+command -v curl >/dev/null 2>&1 || need+=(curl)
+# PostgreSQL 15 for the shared experiment log's tests (issue 29): tests run initdb/pg_ctl themselves, as postgres
+[ -x /usr/lib/postgresql/15/bin/initdb ] || need+=(postgresql-15)
+command -v runuser >/dev/null 2>&1 || need+=(util-linux)  # the OpenAI simulator is checked with a real curl stream
 if [ ${#need[@]} -gt 0 ]; then
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
   $SUDO apt-get update -qq

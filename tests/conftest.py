@@ -64,7 +64,29 @@ SERVER_FIXTURES = frozenset({"fleet_history", "fleet_blocks", "fleet_json", "rec
                              "prometheus_per_scenario"})
 
 
+# Fixtures that start a real PostgreSQL (tests/pg_harness.py): `postgres` tests, also out of the fast lane.
+POSTGRES_FIXTURES = frozenset({"postgres_server", "postgres"})
+
+
 def pytest_collection_modifyitems(config, items):
     for item in items:
-        if SERVER_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+        names = getattr(item, "fixturenames", ())
+        if SERVER_FIXTURES.intersection(names):
             item.add_marker(pytest.mark.prometheus)
+        if POSTGRES_FIXTURES.intersection(names):
+            item.add_marker(pytest.mark.postgres)
+
+
+@pytest.fixture(scope="session")
+def postgres_server():
+    """One real PostgreSQL 15 for the session (tests/pg_harness.py); tests take a fresh database each."""
+    from tests.pg_harness import postgres_server as start
+
+    with start() as server:
+        yield server
+
+
+@pytest.fixture
+def postgres(postgres_server) -> str:
+    """The URL of a fresh, empty PostgreSQL database."""
+    return postgres_server.new_database()

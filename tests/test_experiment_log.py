@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.legacy_log import MIGRATIONS, legacy_sqlite_log
 from triage.errors import TriageError
 from triage.verify.experiment_log import (
-    MIGRATIONS,
     SCHEMA_VERSION,
     Entry,
     ExperimentLog,
@@ -104,16 +104,47 @@ def test_migrates_a_v1_database(tmp_path):
     conn.commit()
     conn.close()
     log = ExperimentLog(path)
-    assert log.version == SCHEMA_VERSION >= 3
+    assert log.version == SCHEMA_VERSION >= 4
     old = log.get(1)
-    assert old.technique == "prefix_caching" and old.note == "" and old.who is None
-    assert log.save(entry(who="bo")) == 2 and log.get(2).who == "bo"
+    assert old.technique == "prefix_caching" and old.note == "" and old.who is None and old.created_by is None
+    assert log.save(entry(who="bo")) == 2 and log.get(2).who == "bo" and log.get(2).created_by == "local"
     conn = sqlite3.connect(path)
     indexes = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
     assert "experiments_technique_overall" in indexes
     assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
     assert schema_version(conn) == SCHEMA_VERSION
     conn.close()
+
+
+def test_upgrades_the_current_sqlite_log_with_rows_in_place(tmp_path):
+    """A file the pre-Alembic code wrote (schema version 3, three rows) opens, upgrades and keeps every row."""
+    path = tmp_path / "v3.sqlite3"
+    legacy_sqlite_log(path, version=3, rows=3)
+    before = sqlite3.connect(path).execute("SELECT * FROM experiments ORDER BY id").fetchall()
+    log = ExperimentLog(path)
+    got = log.list()
+    assert [e.id for e in got] == [1, 2, 3] and [e.who for e in got] == ["person1", "person2", "person3"]
+    assert [e.created_by for e in got] == [None, None, None]  # recorded before anyone could sign in
+    assert got[1].metrics == [{"metric": "ttft_p99", "delta": -12.5, "verdict": "gain"}]
+    conn = sqlite3.connect(path)
+    assert [r[:12] for r in conn.execute("SELECT * FROM experiments ORDER BY id")] == before
+    assert conn.execute("SELECT version_num FROM alembic_version").fetchone()[0] == f"{SCHEMA_VERSION:04d}"
+    assert schema_version(conn) == SCHEMA_VERSION  # an old replica now refuses the file instead of re-creating it
+    conn.close()
+    new_id = log.save(entry(who="cy", technique="prefix_caching"))
+    assert new_id == 4 and log.get(4).created_by == "local" and len(log.list(technique="prefix_caching")) == 3
+    assert ExperimentLog(path).version == SCHEMA_VERSION  # reopening an upgraded file changes nothing
+
+
+def test_an_unknown_revision_is_refused_untouched(tmp_path):
+    path = tmp_path / "future.sqlite3"
+    ExperimentLog(path).save(entry())
+    conn = sqlite3.connect(path)
+    conn.execute("UPDATE alembic_version SET version_num = '0042'")
+    conn.commit()
+    conn.close()
+    with pytest.raises(TriageError, match="schema version 0042; this app knows up to"):
+        ExperimentLog(path)
 
 
 def test_newer_schema_is_refused(tmp_path):
@@ -199,3 +230,12 @@ def test_two_concurrent_writers_both_land(tmp_path):
     log = ExperimentLog(path)
     assert len(log.list()) == 100
     assert len(log.list(technique="one")) == 50 and len(log.list(technique="two")) == 50
+
+
+def test_cli_show_names_who_recorded_it(tmp_path):
+    path = tmp_path / "log.sqlite3"
+    ExperimentLog(path).save(entry(who="ana"))
+    out = subprocess.run([sys.executable, "-m", "triage", "log", "--db", str(path), "show", "1"], cwd=ROOT,
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert "recorded by local" in out.stdout and "by ana" in out.stdout

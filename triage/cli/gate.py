@@ -225,7 +225,7 @@ def add_gate_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--technique", action="append", metavar="ID", help="the one technique the candidate applies")
     p.add_argument("--json", action="store_true", help="print the JSON contract instead of text")
     p.add_argument("--save", action="store_true", help="record the result in the experiment log")
-    p.add_argument("--db", default=None, help="experiment log file or sqlite:/// URL (default: user data dir)")
+    p.add_argument("--db", default=None, help=DB_HELP)
     p.add_argument("--who", default=None, help="who ran the experiment (with --save)")
     p.add_argument("--note", default=None, help="a note for the experiment log (with --save)")
     p.add_argument("--seed", type=numbers.integer(0, 2**32 - 1), default=0, help="bootstrap seed (default 0)")
@@ -242,6 +242,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 # ---------------------------------------------------------------- log
+
+DB_HELP = "experiment log: a file, sqlite:/// or postgresql:// URL (default: TRIAGE_LOG_DB, else user data dir)"
 
 
 def _entry_line(e: Entry) -> str:
@@ -268,6 +270,8 @@ def cmd_log_show(args: argparse.Namespace) -> int:
     lines = [_entry_line(e), f"baseline  {e.baseline_name}  sha256 {e.baseline_sha256}",
              f"candidate {e.candidate_name}  sha256 {e.candidate_sha256}",
              f"workload  {json.dumps(e.workload, ensure_ascii=False)}"]
+    if e.created_by:  # the account that saved it ("local": no sign-in); rows from before issue 29 have none
+        lines.append(f"recorded by {e.created_by}")
     for m in e.metrics:
         interval = m.get("interval")
         shown = f" [{interval[0]:+.1f}, {interval[1]:+.1f}]" if interval else ""
@@ -275,6 +279,13 @@ def cmd_log_show(args: argparse.Namespace) -> int:
         lines.append(f"  {m.get('metric', '?'):<16} {'n/a' if delta is None else f'{delta:+.1f}'}"
                      f"{' pp' if m.get('scale') == 'pp' else '%'}{shown}  {m.get('verdict', '')}")
     print("\n".join(lines))
+    return 0
+
+
+def cmd_log_copy(args: argparse.Namespace) -> int:
+    source = ExperimentLog(args.db)
+    target = ExperimentLog(args.to)
+    print(f"copied {source.copy_to(target)} experiments to {target.where}")
     return 0
 
 
@@ -292,10 +303,11 @@ def cmd_log_export(args: argparse.Namespace) -> int:
 
 def register_log(sub: argparse._SubParsersAction) -> None:
     log = sub.add_parser("log", help="the experiment log: list, show or export recorded gate results")
-    log.add_argument("--db", default=None, help="experiment log file or sqlite:/// URL (default: user data dir)")
+    log.add_argument("--db", default=None, help=DB_HELP)
     cmds = log.add_subparsers(dest="log_command", required=True)
     for name, func, text in (("list", cmd_log_list, "list experiments"), ("show", cmd_log_show, "one experiment"),
-                             ("export", cmd_log_export, "all experiments as CSV")):
+                             ("export", cmd_log_export, "all experiments as CSV"),
+                             ("copy", cmd_log_copy, "copy every experiment into a new, empty log (e.g. PostgreSQL)")):
         p = cmds.add_parser(name, help=text)
         p.add_argument("--db", default=argparse.SUPPRESS, help="as for `log --db`")
         p.set_defaults(func=func)
@@ -304,6 +316,9 @@ def register_log(sub: argparse._SubParsersAction) -> None:
             p.add_argument("--verdict", default=None, help="only this overall verdict (e.g. 'gain confirmed')")
         if name == "show":
             p.add_argument("id", type=numbers.integer(1, 2**63 - 1), help="experiment id")
+        if name == "copy":
+            p.add_argument("--to", required=True, help="the target log: a postgresql:// URL, a file or sqlite:///")
+            continue
         if name == "export":
             p.add_argument("--out", type=Path, default=None, help="write to FILE instead of stdout")
         else:

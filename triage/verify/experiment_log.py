@@ -1,4 +1,4 @@
-"""The experiment log: every verified change, its workload, files and measured deltas, in one SQLite file."""
+"""The experiment log: every verified change, its workload, files, measured deltas and who recorded it."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ import io
 import json
 import os
 import sqlite3
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -16,38 +15,28 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine
+
 from triage.errors import TriageError
 from triage.safe_text import csv_cell
+from triage.store import database
+from triage.store.schema import experiments
 
 APP_DIR = "inference-triage"
 DB_NAME = "experiments.sqlite3"
-BUSY_TIMEOUT_MS = 30_000
+BUSY_TIMEOUT_MS = database.BUSY_TIMEOUT_MS
+LOCAL_USER = "local"  # created_by when nobody signed in (sign-in off, or the command line)
 
-# Ordered; version N is MIGRATIONS[N - 1]. Never edit a shipped step: append a new one.
-MIGRATIONS: tuple[tuple[str, ...], ...] = (
-    ("""CREATE TABLE experiments (
-            id INTEGER PRIMARY KEY AUTOINCREMENT,
-            created_at TEXT NOT NULL,
-            technique TEXT,
-            workload TEXT NOT NULL,
-            baseline_name TEXT NOT NULL,
-            baseline_sha256 TEXT NOT NULL,
-            candidate_name TEXT NOT NULL,
-            candidate_sha256 TEXT NOT NULL,
-            metrics TEXT NOT NULL,
-            overall TEXT NOT NULL)""",),
-    ("ALTER TABLE experiments ADD COLUMN who TEXT",
-     "ALTER TABLE experiments ADD COLUMN note TEXT NOT NULL DEFAULT ''"),
-    ("CREATE INDEX experiments_technique_overall ON experiments (technique, overall)",),
-)
-SCHEMA_VERSION = len(MIGRATIONS)
+SCHEMA_VERSION = database.head_version()
 COLUMNS = ("id", "created_at", "who", "technique", "workload", "baseline_name", "baseline_sha256",
            "candidate_name", "candidate_sha256", "metrics", "overall", "note")
 
 
 @dataclass
 class Entry:
-    """One verified change. ``metrics`` holds the comparison's per-metric rows (see verify.comparison_json)."""
+    """One verified change. ``metrics`` holds the comparison's per-metric rows (see verify.comparison_json);
+    ``who`` is the person the form names, ``created_by`` the account that recorded it."""
 
     technique: str | None
     workload: dict[str, Any]
@@ -61,6 +50,7 @@ class Entry:
     who: str | None = None
     id: int | None = None
     created_at: str | None = None
+    created_by: str | None = None
 
 
 def sha256(data: bytes) -> str:
@@ -74,60 +64,21 @@ def default_path() -> Path:
 
 
 def resolve_path(url_or_path: str | Path | None) -> Path:
-    """A plain path, ``sqlite:///relative.db`` or ``sqlite:////absolute.db``; None is the default path."""
-    if url_or_path is None:
-        return default_path()
-    text = str(url_or_path)
-    if text.startswith("sqlite:///"):
-        text = text.removeprefix("sqlite:///")
-    elif "://" in text:
-        raise TriageError("only sqlite:/// URLs or file paths are supported", where=text)
-    if not text or text == ":memory:":
-        raise TriageError("give a database file (an in-memory log would be lost)", where=str(url_or_path))
-    return Path(text).expanduser()
+    """A SQLite log's file: a plain path, ``sqlite:///relative.db`` or ``sqlite:////absolute.db``; None is the
+    default path. (A ``postgresql://`` URL is no file: ExperimentLog takes it, this refuses it.)"""
+    return default_path() if url_or_path is None else database.sqlite_path(url_or_path)
 
 
 def _now() -> str:
     return datetime.now(UTC).isoformat(timespec="seconds")
 
 
-def _wal(conn: sqlite3.Connection) -> None:
-    """Switch to WAL. Two processes creating the file at once can get SQLITE_BUSY here without the busy
-    handler being consulted, so retry briefly (bounded by the busy timeout)."""
-    deadline = time.monotonic() + BUSY_TIMEOUT_MS / 1000
-    while True:
-        try:
-            conn.execute("PRAGMA journal_mode = WAL")
-            return
-        except sqlite3.OperationalError as exc:
-            if "locked" not in str(exc) or time.monotonic() > deadline:
-                raise
-            time.sleep(0.02)  # back-off between retries of the pragma, not synchronization
-
-
-def _connect(path: Path, check: bool = False) -> sqlite3.Connection:
-    """A connection in WAL mode; with ``check``, ``PRAGMA quick_check`` first, so nothing is written into a
-    damaged file (a TriageError instead)."""
-    conn = sqlite3.connect(path, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None)  # explicit transactions
-    try:
-        conn.row_factory = sqlite3.Row
-        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        if check:
-            rows = [str(r[0]) for r in conn.execute("PRAGMA quick_check(5)").fetchall()]
-            if rows != ["ok"]:
-                raise sqlite3.DatabaseError(f"database disk image is malformed ({'; '.join(rows)[:200]})")
-        _wal(conn)
-        conn.execute("PRAGMA synchronous = FULL")
-    except BaseException:
-        conn.close()
-        raise
-    return conn
-
-
-def db_problem(exc: BaseException, path: Path) -> TriageError:
-    """One clear line for what SQLite or the file system said: corrupt, read-only, busy, or unreadable."""
-    text = str(exc).lower()
-    if isinstance(exc, PermissionError) or "readonly" in text or "read-only" in text or "permission" in text:
+def db_problem(exc: BaseException, where: str | Path) -> TriageError:
+    """One clear line for what the database or the file system said: corrupt, read-only, busy, unreachable."""
+    orig = getattr(exc, "orig", None) or exc  # SQLAlchemy wraps the driver's error
+    text = str(orig).lower()
+    first = str(orig).strip().splitlines()[0] if str(orig).strip() else type(orig).__name__
+    if isinstance(orig, PermissionError) or "readonly" in text or "read-only" in text or "permission" in text:
         reason = ("the experiment log is read-only here; make it writable or choose another file with --db "
                   "(or TRIAGE_LOG_DB)")
     elif "not a database" in text or "malformed" in text or "corrupt" in text:
@@ -135,27 +86,17 @@ def db_problem(exc: BaseException, path: Path) -> TriageError:
                   "move it aside or restore a copy, or choose another file with --db")
     elif "locked" in text or "busy" in text:
         reason = "the experiment log is locked by another writer; try again"
-    elif isinstance(exc, OSError):
-        reason = f"cannot open the experiment log: {exc.strerror or exc}"
+    elif isinstance(orig, OSError):
+        reason = f"cannot open the experiment log: {orig.strerror or orig}"
+    elif isinstance(exc, sa.exc.OperationalError | sa.exc.InterfaceError):
+        reason = f"cannot reach the experiment log database: {first}"
     else:
-        reason = f"cannot open the experiment log: {exc}"
-    return TriageError(reason, where=str(path))
-
-
-@contextmanager
-def _write(conn: sqlite3.Connection) -> Iterator[sqlite3.Connection]:
-    """One write transaction: BEGIN IMMEDIATE takes the write lock up front (waiting up to the busy timeout)."""
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        yield conn
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
-    conn.execute("COMMIT")
+        reason = f"cannot open the experiment log: {first}"
+    return TriageError(reason, where=str(where))
 
 
 def schema_version(conn: sqlite3.Connection) -> int:
-    """The file's schema version; 0 for a new file."""
+    """A SQLite log file's ``schema_version`` guard table (see ``database.legacy_version``); 0 for a new file."""
     found = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'schema_version'").fetchone()
     if not found:
         return 0
@@ -163,100 +104,115 @@ def schema_version(conn: sqlite3.Connection) -> int:
     return int(row[0] or 0)
 
 
-def migrate(conn: sqlite3.Connection) -> int:
-    """Apply every migration the file lacks, each in its own transaction; returns the final version."""
-    if schema_version(conn) >= SCHEMA_VERSION:
-        return schema_version(conn)
-    for version, steps in enumerate(MIGRATIONS, start=1):
-        with _write(conn):
-            if schema_version(conn) >= version:  # re-read under the lock: another process may have done it
-                continue
-            conn.execute("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
-            for sql in steps:
-                conn.execute(sql)
-            conn.execute("DELETE FROM schema_version")
-            conn.execute("INSERT INTO schema_version (version) VALUES (?)", (version,))
-    return schema_version(conn)
-
-
-def _row_entry(row: sqlite3.Row) -> Entry:
+def _row_entry(row: sa.Row[Any]) -> Entry:
     try:
-        return _entry(row)
+        return _entry(row._mapping)
     except (ValueError, TypeError, KeyError, IndexError) as exc:
-        raise TriageError(f"experiment {row['id']} is damaged in the log ({type(exc).__name__})") from None
+        raise TriageError(f"experiment {row._mapping['id']} is damaged in the log ({type(exc).__name__})") from None
 
 
-def _entry(row: sqlite3.Row) -> Entry:
+def _entry(row: Any) -> Entry:
     return Entry(technique=row["technique"], workload=json.loads(row["workload"]), baseline_name=row["baseline_name"],
                  baseline_sha256=row["baseline_sha256"], candidate_name=row["candidate_name"],
                  candidate_sha256=row["candidate_sha256"], metrics=json.loads(row["metrics"]),
-                 overall=row["overall"], note=row["note"], who=row["who"], id=row["id"], created_at=row["created_at"])
+                 overall=row["overall"], note=row["note"], who=row["who"], id=row["id"], created_at=row["created_at"],
+                 created_by=row["created_by"])
 
 
 class ExperimentLog:
-    """An SQLite experiment log (WAL, busy timeout): opening it creates or upgrades the schema."""
+    """The experiment log on SQLAlchemy Core: an SQLite file (the default) or PostgreSQL (``postgresql://``).
+
+    Opening it creates or upgrades the schema (Alembic, ``triage/store/migrations``). ``None`` means
+    ``TRIAGE_LOG_DB`` when set, else the SQLite file in the user's data directory.
+    """
 
     def __init__(self, url_or_path: str | Path | None = None) -> None:
-        self.path = resolve_path(url_or_path)
-        if self.path.exists() and not self.path.is_file():
-            raise TriageError("is not a regular file, so not an experiment log", where=str(self.path))
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-        except OSError as exc:
-            raise db_problem(exc, self.path) from None
-        with self._conn(check=True) as conn:
-            self.version = migrate(conn)
-        if self.version > SCHEMA_VERSION:
-            raise TriageError(f"the log has schema version {self.version}; this app knows up to {SCHEMA_VERSION}",
-                              where=str(self.path))
+        target = url_or_path if url_or_path is not None else database.env_url()
+        self.path: Path | None = None
+        self.engine: Engine
+        if target is not None and database.is_postgres(target):
+            url = database.postgres_url(str(target))
+            self.where = database.shown(str(target))
+            self.engine = database.postgres_engine(url)
+        else:
+            self.path = resolve_path(target)
+            self.where = str(self.path)
+            if self.path.exists() and not self.path.is_file():
+                raise TriageError("is not a regular file, so not an experiment log", where=self.where)
+            try:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                if self.path.exists():
+                    database.sqlite_quick_check(self.path)
+            except (OSError, sqlite3.Error) as exc:
+                raise db_problem(exc, self.where) from None
+            self.engine = database.sqlite_engine(self.path)
+        with self._guard():
+            self.version = database.upgrade(self.engine, self.where)
 
     @contextmanager
-    def _conn(self, check: bool = False) -> Iterator[sqlite3.Connection]:
-        """A connection; any SQLite or file-system failure inside becomes one clear TriageError."""
+    def _guard(self) -> Iterator[None]:
+        """Any driver or file-system failure inside becomes one clear TriageError (never the URL's password)."""
         try:
-            conn = _connect(self.path, check)
-        except (OSError, sqlite3.Error) as exc:
-            raise db_problem(exc, self.path) from None
-        try:
+            yield
+        except (OSError, sqlite3.Error, sa.exc.SQLAlchemyError) as exc:
+            raise db_problem(exc, self.where) from None
+
+    @contextmanager
+    def _read(self) -> Iterator[Connection]:
+        with self._guard(), self.engine.connect() as conn, conn.begin():
             yield conn
-        except (OSError, sqlite3.Error) as exc:
-            raise db_problem(exc, self.path) from None
-        finally:
-            conn.close()
 
     def save(self, entry: Entry) -> int:
         """Insert one entry in its own transaction; returns its id."""
-        created = entry.created_at or _now()
-        values = (created, entry.who, entry.technique, json.dumps(entry.workload, ensure_ascii=False),
-                  entry.baseline_name, entry.baseline_sha256, entry.candidate_name, entry.candidate_sha256,
-                  json.dumps(entry.metrics, ensure_ascii=False), entry.overall, entry.note or "")
-        with self._conn() as conn, _write(conn):
-            cur = conn.execute(f"INSERT INTO experiments ({', '.join(COLUMNS[1:])}) VALUES "
-                               f"({', '.join('?' * len(values))})", values)
-            assert cur.lastrowid is not None  # an INSERT always sets it
-            return int(cur.lastrowid)
+        values = {"created_at": entry.created_at or _now(), "who": entry.who, "technique": entry.technique,
+                  "workload": json.dumps(entry.workload, ensure_ascii=False), "baseline_name": entry.baseline_name,
+                  "baseline_sha256": entry.baseline_sha256, "candidate_name": entry.candidate_name,
+                  "candidate_sha256": entry.candidate_sha256,
+                  "metrics": json.dumps(entry.metrics, ensure_ascii=False), "overall": entry.overall,
+                  "note": entry.note or "", "created_by": entry.created_by or LOCAL_USER}
+        with self._guard(), self.engine.connect().execution_options(**{database.WRITE: True}) as conn, conn.begin():
+            new_id = conn.execute(experiments.insert().values(**values).returning(experiments.c.id)).scalar_one()
+        return int(new_id)
 
     def list(self, technique: str | None = None, verdict: str | None = None) -> list[Entry]:
         """Entries, oldest first, optionally only one technique and/or one overall verdict."""
-        where, args = [], []
-        for column, value in (("technique", technique), ("overall", verdict)):
-            if value is not None:
-                where.append(f"{column} = ?")
-                args.append(value)
-        sql = "SELECT * FROM experiments" + (" WHERE " + " AND ".join(where) if where else "") + " ORDER BY id"
-        with self._conn() as conn:
-            return [_row_entry(r) for r in conn.execute(sql, args)]
+        query = sa.select(experiments).order_by(experiments.c.id)
+        if technique is not None:
+            query = query.where(experiments.c.technique == technique)
+        if verdict is not None:
+            query = query.where(experiments.c.overall == verdict)
+        with self._read() as conn:
+            rows = conn.execute(query).fetchall()
+        return [_row_entry(r) for r in rows]
 
     def get(self, entry_id: int) -> Entry:
-        with self._conn() as conn:
-            row = conn.execute("SELECT * FROM experiments WHERE id = ?", (entry_id,)).fetchone()
+        with self._read() as conn:
+            row = conn.execute(sa.select(experiments).where(experiments.c.id == entry_id)).first()
         if row is None:
-            raise TriageError(f"no experiment with id {entry_id}", where=str(self.path))
+            raise TriageError(f"no experiment with id {entry_id}", where=self.where)
         return _row_entry(row)
 
     def export_csv(self) -> str:
         """Every entry as CSV, one row each; see ``csv_rows`` for the columns and the formula escaping."""
         return csv_text(self.list())
+
+    def copy_to(self, target: ExperimentLog) -> int:
+        """Every row of this log into ``target``, which must be empty (a team moving its SQLite log onto
+        PostgreSQL): ids, times, who and created_by kept, the id sequence moved past them; one transaction, so
+        an interrupted copy leaves the target empty. Returns the number of rows copied."""
+        with self._read() as conn:
+            rows = [dict(r._mapping) for r in conn.execute(sa.select(experiments).order_by(experiments.c.id))]
+        with target._guard(), target.engine.connect().execution_options(**{database.WRITE: True}) as conn, \
+                conn.begin():
+            if conn.execute(sa.select(sa.func.count()).select_from(experiments)).scalar_one():
+                raise TriageError("the target log already holds experiments; copy only into a new, empty log "
+                                  "(nothing was copied)", where=target.where)
+            if rows:
+                conn.execute(experiments.insert(), rows)
+            if conn.dialect.name == "postgresql":  # explicit ids leave the sequence behind: the next save follows
+                conn.execute(sa.text("SELECT setval(pg_get_serial_sequence('experiments', 'id'), "
+                                     "COALESCE(MAX(id), 0) + 1, false) FROM experiments"))
+        return len(rows)
 
 
 # ---------------------------------------------------------------- CSV export
@@ -303,7 +259,7 @@ def csv_text(entries: list[Entry]) -> str:
 
 
 def entry_from(comparison_json: dict[str, Any], baseline: tuple[str, bytes | str], candidate: tuple[str, bytes | str],
-               who: str | None = None, note: str = "") -> Entry:
+               who: str | None = None, note: str = "", created_by: str | None = None) -> Entry:
     """An entry for a comparison (``verify.comparison_json``) of two files given as (name, bytes) or
     (name, the bytes' SHA-256 in hex, as the pages keep it once the upload's bytes are released)."""
     def digest(data: bytes | str) -> str:
@@ -312,4 +268,5 @@ def entry_from(comparison_json: dict[str, Any], baseline: tuple[str, bytes | str
     return Entry(technique=comparison_json.get("technique"), workload=comparison_json.get("workload", {}),
                  baseline_name=baseline[0], baseline_sha256=digest(baseline[1]),
                  candidate_name=candidate[0], candidate_sha256=digest(candidate[1]),
-                 metrics=comparison_json.get("metrics", []), overall=comparison_json["overall"], note=note, who=who)
+                 metrics=comparison_json.get("metrics", []), overall=comparison_json["overall"], note=note, who=who,
+                 created_by=created_by)
