@@ -38,7 +38,9 @@ from triage.verify.comparison import (
 )
 from triage.verify.experiment_log import ExperimentLog, entry_from, sha256
 
-VERDICT_ICON = {"gain": "🟢", "regression": "🔴", "no effect": "⚪"}
+# text symbols every UI font has (the evidence tables use the same ✔ / ✘): emoji circles were empty boxes
+# where no emoji font is installed
+VERDICT_ICON = {"gain": "✔", "regression": "✘", "no effect": "○"}
 # the core's verdict words → tree/ui.yaml keys (the log and JSON keep the English words)
 VERDICT_KEYS = {"gain": "verdict_gain", "regression": "verdict_regression", "no effect": "verdict_no_effect",
                 "not comparable": "verdict_not_comparable", "gain confirmed": "verdict_gain_confirmed",

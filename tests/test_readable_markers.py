@@ -62,3 +62,16 @@ def test_ttft_and_tpot_have_their_own_colours():
     colours = {d["name"]: d["marker"]["color"] for d in spec["data"]}
     assert colours["TTFT"] != colours["TPOT"]
     assert (bars["ttft_s"], bars["tpot_s"]) == (colours["TTFT"], colours["TPOT"])  # the same on every chart
+
+
+def test_no_page_writes_an_emoji_marker():
+    """Verify's verdict column carried 🟢 / 🔴 / ⚪ after the symptom lines lost theirs: no component, page or UI
+    string may draw a character that needs an emoji font."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    files = [*root.glob("components/*.py"), *root.glob("pages/*.py"), root / "app.py", root / "tree" / "ui.yaml"]
+    found = [f"{f.relative_to(root)}:{n}" for f in files
+             for n, line in enumerate(f.read_text(encoding="utf-8").splitlines(), 1)
+             if EMOJI.search(line) and "emoji" not in line]
+    assert not found, found

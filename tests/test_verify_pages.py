@@ -94,7 +94,7 @@ def test_two_prometheus_windows_compare_without_intervals(tmp_path, monkeypatch)
         assert not at.exception, at.exception
         assert not at.error, [e.value for e in at.error]
         assert at.session_state["verify_result"] in ("no effect", "gain confirmed", "regression")
-        table = at.dataframe[0].value.to_csv()
+        table = static_tables(at)[0].to_csv()  # Verify's tables are static HTML: no inner scroll hides a row
         assert "TTFT p99" in table and "no interval" in table
 
 
