@@ -19,10 +19,12 @@ command -v promtool >/dev/null 2>&1 || need+=(prometheus)
 # VictoriaMetrics single-node, vmalert and vmctl: the second PromQL backend and the rule replay (issue 13)
 for tool in victoria-metrics vmalert vmctl; do command -v $tool >/dev/null 2>&1 || need+=(victoria-metrics); done
 command -v script >/dev/null 2>&1 || need+=(bsdutils)  # vmctl wants a terminal: tests run it under script -qec
-command -v curl >/dev/null 2>&1 || need+=(curl)
+command -v curl >/dev/null 2>&1 || need+=(curl)  # the OpenAI simulator is checked with a real curl stream
+# a real Alertmanager in front of the webhook receiver's end-to-end and storm tests (issue 27)
+command -v prometheus-alertmanager >/dev/null 2>&1 || need+=(prometheus-alertmanager)
 # PostgreSQL 15 for the shared experiment log's tests (issue 29): tests run initdb/pg_ctl themselves, as postgres
 [ -x /usr/lib/postgresql/15/bin/initdb ] || need+=(postgresql-15)
-command -v runuser >/dev/null 2>&1 || need+=(util-linux)  # the OpenAI simulator is checked with a real curl stream
+command -v runuser >/dev/null 2>&1 || need+=(util-linux)  # initdb/pg_ctl run as postgres when CI is root
 if [ ${#need[@]} -gt 0 ]; then
   SUDO=""; [ "$(id -u)" -eq 0 ] || SUDO="sudo"
   $SUDO apt-get update -qq
