@@ -376,3 +376,28 @@ def test_snapshot_cache_parses_once_and_refuses_past_the_metrics_cap():
     assert cache.get(digest) is snap and snap.where == "a.txt" and snap.series
     with pytest.raises(TriageError, match="larger than 32 MB"):
         cache.parse(b"#" * (32 * MB + 1), "huge.txt")
+
+
+def test_a_session_keeps_scrape_buffers_for_its_last_few_urls_only():
+    """A visitor typing URL after URL kept a ring buffer (up to an hour of snapshots) for every one of them; the
+    session now keeps the MAX_SCRAPED_URLS polled last, and polling an old one again makes it the newest."""
+    import threading
+
+    from triage.service.windows import MAX_SCRAPED_URLS, LiveFeeds
+    from triage.sources.metrics.simulator import serve
+
+    server = serve("healthy", 0)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    try:
+        base = f"http://127.0.0.1:{server.server_address[1]}/metrics"
+        urls = [f"{base}?n={i}" for i in range(MAX_SCRAPED_URLS + 3)]
+        feeds = LiveFeeds()
+        for url in urls:
+            feeds.scrape(url, 15, 5.0)
+        assert list(feeds.scrapes) == urls[-MAX_SCRAPED_URLS:]
+        kept = urls[-MAX_SCRAPED_URLS]
+        feeds.scrape(kept, 15, 5.0)
+        assert list(feeds.scrapes)[-1] == kept and len(feeds.scrapes[kept]) == 2  # its history went on
+    finally:
+        server.shutdown()
+        server.server_close()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
@@ -28,6 +29,7 @@ __all__ = ["BUFFER_CAPACITY", "DemoFeed", "LiveFeeds", "Profile", "Scenario", "W
            "prometheus_profiles", "prometheus_run", "snapshot_bytes", "snapshot_pair", "warm_demo"]
 
 BUFFER_CAPACITY = 240          # scrapes kept per scraped URL: 1 h at 15 s
+MAX_SCRAPED_URLS = 3           # URLs a session keeps buffers for (the least recently polled is dropped)
 DEMO_SEED, BASELINE_SEED = 1, 2
 BASELINE_SCENARIO = "healthy"  # one healthy engine serves every scenario as baseline
 Clock = Callable[[], float]
@@ -74,13 +76,18 @@ def warm_demo() -> None:
 
 @dataclass
 class LiveFeeds:
-    """A session's live sources that keep state between refreshes: one scrape ring buffer per URL."""
+    """A session's live sources that keep state between refreshes: one scrape ring buffer per URL, for the
+    ``MAX_SCRAPED_URLS`` URLs polled last (a visitor typing URL after URL would otherwise grow a buffer of up to
+    an hour of snapshots for each)."""
 
-    scrapes: dict[str, ScrapeBuffer] = field(default_factory=dict)
+    scrapes: OrderedDict[str, ScrapeBuffer] = field(default_factory=OrderedDict)
 
     def scrape(self, url: str, minutes: float, timeout: float) -> WindowPair:
         """Poll ``url`` once per refresh into a bounded ring buffer kept for this session."""
-        buf = self.scrapes.setdefault(url, ScrapeBuffer(BUFFER_CAPACITY))
+        buf = self.scrapes.pop(url, None) or ScrapeBuffer(BUFFER_CAPACITY)
+        self.scrapes[url] = buf  # now the most recent
+        while len(self.scrapes) > MAX_SCRAPED_URLS:
+            self.scrapes.popitem(last=False)
         buf.add(scrape(url, timeout=timeout))  # bounded, no redirects, metadata refused, TRIAGE_SCRAPE_ALLOW honoured
         return WindowPair(buf.window(minutes * 60), None, redact_url(url))
 
