@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parent.parent
 def test_compose_is_valid_yaml_with_the_app_on_postgres():
     compose = yaml.safe_load((ROOT / "compose.yaml").read_text(encoding="utf-8"))
     services = compose["services"]
-    assert set(services) == {"app", "postgres"}  # the receiver is a commented placeholder until merged
+    assert set(services) == {"app", "postgres", "receiver"}
     assert services["postgres"]["image"] == "postgres:15"
     app = services["app"]
     url = app["environment"]["TRIAGE_LOG_DB"]
@@ -29,6 +29,13 @@ def test_compose_is_valid_yaml_with_the_app_on_postgres():
     assert any(v.endswith(":/app/.streamlit/secrets.toml:ro") for v in app["volumes"])
     assert app["deploy"]["replicas"] >= 2
     assert all(p.startswith("127.0.0.1:") for p in app["ports"])
+    receiver = services["receiver"]
+    assert receiver["command"] == ["python", "-m", "triage", "webhook", "--listen", "0.0.0.0:9095"]
+    # the same database as the app: incident_db defaults to a postgresql:// TRIAGE_LOG_DB, so the Retro page
+    # of every replica lists what the receiver stored
+    assert receiver["environment"]["TRIAGE_LOG_DB"] == url
+    assert receiver["depends_on"]["postgres"]["condition"] == "service_healthy"
+    assert receiver["volumes"] == app["volumes"] and all(p.startswith("127.0.0.1:") for p in receiver["ports"])
 
 
 def test_dockerfile_copies_files_that_exist_and_never_the_secrets():

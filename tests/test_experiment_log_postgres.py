@@ -62,7 +62,7 @@ def _tables(url: str) -> set[str]:
 def test_migrates_an_empty_database(postgres):
     log = ExperimentLog(postgres)
     assert log.version == SCHEMA_VERSION and log.path is None
-    assert _tables(postgres) == {"experiments", "alembic_version"}  # no SQLite guard table on PostgreSQL
+    assert _tables(postgres) == {"experiments", "incidents", "alembic_version"}  # no SQLite guard table here
     new_id = log.save(entry(who="ana", note="chunk 2048"))
     got = ExperimentLog(postgres).get(new_id)
     assert got.who == "ana" and got.created_by == "local" and got.metrics[0]["interval"] == [-47.0, -38.0]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import time
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -55,6 +56,16 @@ dashboard_url = "{DASHBOARD}"
 """
 
 
+def _until(done, timeout: float) -> bool:
+    """Poll ``done()`` until true or ``timeout`` s pass (for a state only visible by asking, such as /metrics)."""
+    stop_at = time.monotonic() + timeout
+    while not done():
+        if time.monotonic() > stop_at:
+            return False
+        time.sleep(0.05)  # poll interval, bounded by the deadline
+    return True
+
+
 @pytest.mark.skipif(not Path(ALERTMANAGER).exists(), reason="prometheus-alertmanager is not installed")
 def test_alert_to_slack_message_end_to_end(kb, tmp_path):
     """Prometheus fires TriageTtftQueueing on the queueing replica, Alertmanager posts it (with the bearer token)
@@ -102,6 +113,11 @@ def test_alert_to_slack_message_end_to_end(kb, tmp_path):
             assert all(h.get("Authorization") is None for h in sink.headers)  # the token never leaves
             metrics = requests.get(receiver.url + "/metrics", timeout=5).text
             assert 'triage_webhook_delivered_total{receiver="slack"} 1.0' in metrics
+            # the incident is stored after the message is sent (a slow store never delays the page): wait for
+            # the receiver's own count of stored incidents, then read the row
+            stored = 'triage_webhook_delivered_total{receiver="store"} 1.0'
+            assert _until(lambda: stored in requests.get(receiver.url + "/metrics", timeout=5).text, 30), \
+                receiver.log.read_text()[-2000:]
             with sqlite3.connect(db) as con:
                 rows = con.execute("SELECT alertname, cause, link FROM incidents").fetchall()
             assert rows and rows[0][1] == "ttft.queueing" and rows[0][2] == link

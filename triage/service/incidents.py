@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import os
 import tomllib
-from pathlib import Path
 
-from triage.alerting.receiver.config import DEFAULT_SECRETS, ENV_PREFIX
+from triage.alerting.receiver.config import DEFAULT_SECRETS, ENV_PREFIX, default_incident_db
 from triage.alerting.receiver.store import Incident, IncidentStore
 from triage.errors import TriageError
+from triage.store import database
 
 
-def incident_db() -> Path | None:
-    """The receiver's ``incident_db`` (TRIAGE_WEBHOOK_INCIDENT_DB, else [webhook] in secrets.toml); None: none."""
+def incident_db() -> str | None:
+    """The receiver's ``incident_db`` (TRIAGE_WEBHOOK_INCIDENT_DB, else [webhook] in secrets.toml, else
+    TRIAGE_LOG_DB when that is ``postgresql://``, as the receiver does): a file path or URL; None: none."""
     path = os.environ.get(f"{ENV_PREFIX}INCIDENT_DB", "")
     for secrets in DEFAULT_SECRETS:
         if path or not secrets.is_file():
@@ -23,16 +24,19 @@ def incident_db() -> Path | None:
             continue
         value = table.get("incident_db", "") if isinstance(table, dict) else ""
         path = value if isinstance(value, str) else ""
-    return Path(path) if path else None
+    path = path.strip() or default_incident_db()
+    return path or None
 
 
 def recent_incidents(limit: int = 20) -> list[Incident]:
-    """The newest incidents; empty when no store is configured or it does not exist yet. TriageError when the
-    file is not a store."""
-    path = incident_db()
-    if path is None or not path.is_file():
+    """The newest incidents; empty when no store is configured or its SQLite file does not exist yet.
+    TriageError when the file or database is not a usable store."""
+    target = incident_db()
+    if target is None:
         return []
-    return IncidentStore(path).recent(limit)
+    if not database.is_postgres(target) and not database.sqlite_path(target).is_file():
+        return []  # the receiver has stored nothing yet: the page creates no file
+    return IncidentStore(target).recent(limit)
 
 
 __all__ = ["Incident", "TriageError", "incident_db", "recent_incidents"]

@@ -4,7 +4,9 @@ SQLite: WAL, a busy timeout, ``synchronous = FULL``, a fresh connection per use 
 moved or replaced between uses) and ``BEGIN IMMEDIATE`` for writes so two writers queue instead of failing.
 PostgreSQL (psycopg 3): one pooled engine per URL and process, ``pool_pre_ping`` so a restarted server is
 survived. Migrations (Alembic, ``migrations/``) run at open, inside one transaction holding a lock (SQLite's
-write lock, PostgreSQL's advisory lock), so replicas starting together upgrade once.
+write lock, PostgreSQL's advisory lock), so replicas starting together upgrade once. One chain of revisions holds
+both the experiment log and the receiver's incidents: one database (or file) can hold both, and whichever opens it
+first upgrades both tables.
 """
 
 from __future__ import annotations
@@ -183,14 +185,48 @@ def upgrade(engine: Engine, where: str) -> int:
                               where=where)
         if current != f"{head:04d}":
             cfg = _config(conn)
+            incidents_v1 = current is None and _set_aside_legacy_incidents(conn, where)
             if current is None and legacy:  # a log from before Alembic: its tables match revision `legacy`
                 command.stamp(cfg, f"{legacy:04d}")
             command.upgrade(cfg, "head")
+            if incidents_v1:
+                _copy_legacy_incidents(conn)
         if conn.dialect.name == "sqlite" and legacy != head:
             conn.exec_driver_sql("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)")
             conn.exec_driver_sql("DELETE FROM schema_version")
             conn.exec_driver_sql(f"INSERT INTO schema_version (version) VALUES ({head})")
+        if conn.dialect.name == "sqlite" and int(conn.exec_driver_sql("PRAGMA user_version").scalar() or 0) < head:
+            # the receiver's hand-written store refused files whose user_version exceeds its own (1): an old
+            # receiver now refuses this file instead of writing into a table it no longer knows the shape of
+            conn.exec_driver_sql(f"PRAGMA user_version = {head}")
     return head
+
+
+# the hand-written SQLite incident store's columns (its user_version 1); revision 0005 has the same ones
+LEGACY_INCIDENT_COLUMNS = ("id", "fingerprint", "starts_at", "alertname", "labels", "replica", "status", "ends_at",
+                           "cause", "message", "diagnosis", "error", "link", "received_at")
+LEGACY_INCIDENTS = "incidents_v1"
+
+
+def _set_aside_legacy_incidents(conn: Connection, where: str) -> bool:
+    """A receiver's incident file from before Alembic (an ``incidents`` table, no Alembic revision): rename its
+    table so revision 0005 can create the new one; the rows are copied back after the upgrade. True if so."""
+    if conn.dialect.name != "sqlite" or not sa.inspect(conn).has_table("incidents"):
+        return False
+    if int(conn.exec_driver_sql("PRAGMA user_version").scalar() or 0) > 1:
+        raise TriageError("written by a newer version of the receiver", where=where)
+    found = {c["name"] for c in sa.inspect(conn).get_columns("incidents")}
+    if not set(LEGACY_INCIDENT_COLUMNS) <= found:
+        raise TriageError("has an incidents table that is not the receiver's; nothing was changed", where=where)
+    conn.exec_driver_sql(f"ALTER TABLE incidents RENAME TO {LEGACY_INCIDENTS}")
+    return True
+
+
+def _copy_legacy_incidents(conn: Connection) -> None:
+    """The set-aside rows into revision 0005's table, ids kept (SQLite's AUTOINCREMENT counter follows them)."""
+    columns = ", ".join(LEGACY_INCIDENT_COLUMNS)
+    conn.exec_driver_sql(f"INSERT INTO incidents ({columns}) SELECT {columns} FROM {LEGACY_INCIDENTS} ORDER BY id")
+    conn.exec_driver_sql(f"DROP TABLE {LEGACY_INCIDENTS}")
 
 
 def env_url() -> str | None:

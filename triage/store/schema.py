@@ -24,3 +24,26 @@ experiments = sa.Table(
     sa.Column("created_by", sa.Text),
     sqlite_autoincrement=True,
 )
+
+# The Alertmanager receiver's incidents: one row per alert (fingerprint + startsAt) it handled (revision 0005;
+# the columns are those of the receiver's hand-written SQLite store, whose rows 0005's upgrade copies over).
+incidents = sa.Table(
+    "incidents", metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("fingerprint", sa.Text, nullable=False),
+    sa.Column("starts_at", sa.Text, nullable=False),
+    sa.Column("alertname", sa.Text, nullable=False),
+    sa.Column("labels", sa.Text, nullable=False),
+    sa.Column("replica", sa.Text, nullable=False),
+    sa.Column("status", sa.Text, nullable=False),
+    sa.Column("ends_at", sa.Text),
+    sa.Column("cause", sa.Text),
+    sa.Column("message", sa.Text, nullable=False),
+    sa.Column("diagnosis", sa.Text),
+    sa.Column("error", sa.Text),
+    sa.Column("link", sa.Text, nullable=False),
+    sa.Column("received_at", sa.Text, nullable=False),
+    sa.UniqueConstraint("fingerprint", "starts_at", name="incidents_fingerprint_starts_at"),
+    sa.Index("incidents_starts_at", "starts_at"),
+    sqlite_autoincrement=True,
+)

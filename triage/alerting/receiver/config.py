@@ -13,6 +13,7 @@ from typing import Any
 
 from triage.errors import TriageError
 from triage.safe_text import redact_url
+from triage.store.database import is_postgres, shown
 
 ENV_PREFIX = "TRIAGE_WEBHOOK_"
 DEFAULT_SECRETS = (Path.home() / ".streamlit" / "secrets.toml", Path(".streamlit") / "secrets.toml")
@@ -30,7 +31,9 @@ class ReceiverConfig:
     token: str = field(default="", repr=False)       # bearer token Alertmanager sends (http_config.authorization)
     slack_url: str = field(default="", repr=False)   # Slack-compatible incoming webhook
     json_url: str = field(default="", repr=False)    # generic JSON webhook: diagnose --json plus the alert
-    incident_db: str = ""                 # SQLite file of incidents (the Retro page lists them); empty: none
+    incident_db: str = field(default="", repr=False)  # incidents (the Retro page lists them): a SQLite file path,
+    # sqlite:/// or postgresql:// URL (its password is a secret); empty: TRIAGE_LOG_DB when that is postgresql://
+    # (the experiment log's database, so a team's deployment sets one URL), else none
     dashboard_url: str = ""               # base of the Live links (default TRIAGE_DASHBOARD_URL / tree/alerting.yaml)
     profile_name: str = ""                # the dashboard's profile name put into the Live link (default: prometheus)
     window: str = "15m"                   # the diagnosis window ending at startsAt; also the de-duplication window
@@ -46,10 +49,15 @@ class ReceiverConfig:
     def __repr__(self) -> str:
         sinks = [name for name in ("slack_url", "json_url") if getattr(self, name)]
         return (f"ReceiverConfig(prometheus={redact_url(self.prometheus)!r}, listen={self.listen!r}, "
-                f"token={'set' if self.token else 'none'}, sinks={sinks}, incident_db={self.incident_db!r}, "
+                f"token={'set' if self.token else 'none'}, sinks={sinks}, incident_db={self.incident_shown!r}, "
                 f"window={self.window!r}, workers={self.workers}, queue={self.queue})")
 
     __str__ = __repr__
+
+    @property
+    def incident_shown(self) -> str:
+        """``incident_db`` as it may be shown: a URL's password masked."""
+        return shown(self.incident_db) if is_postgres(self.incident_db) else self.incident_db
 
     @property
     def host_port(self) -> tuple[str, int]:
@@ -76,10 +84,19 @@ def load_config(path: str | Path | None = None, env: Mapping[str, str] | None = 
         if key.startswith(ENV_PREFIX) and len(key) > len(ENV_PREFIX):
             table[key[len(ENV_PREFIX):].lower()] = value
     table.update({k: v for k, v in (overrides or {}).items() if v is not None})
+    if not str(table.get("incident_db", "")).strip():
+        table["incident_db"] = default_incident_db(env)
     where = str(paths[-1]) if paths else f"{ENV_PREFIX}*"
     if paths:
         table.setdefault("secrets_path", str(paths[-1]))
     return _build(table, where)
+
+
+def default_incident_db(env: Mapping[str, str] | None = None) -> str:
+    """Where incidents go when ``incident_db`` is unset: the experiment log's PostgreSQL (``TRIAGE_LOG_DB``) when it
+    is one, so replicas and the receiver share one database; else none (a SQLite log stays the log's own file)."""
+    url = (os.environ if env is None else env).get("TRIAGE_LOG_DB", "").strip()
+    return url if url and is_postgres(url) else ""
 
 
 def _webhook_table(path: Path) -> dict[str, Any]:

@@ -1,7 +1,12 @@
-"""The incident store: one SQLite file, one row per alert (fingerprint + startsAt) the receiver handled, so a
-retro starts from what on-call saw. The Retro page lists it.
+"""The incident store: one row per alert (fingerprint + startsAt) the receiver handled, so a retro starts from what
+on-call saw. The Retro page lists it.
 
-Schema (version 1, ``PRAGMA user_version``)::
+It lives in the experiment log's database stack (``triage/store``: SQLAlchemy Core, Alembic revision 0005): a
+SQLite file (a path or ``sqlite:///`` URL; the embedded default) or PostgreSQL (``postgresql://``), and may share
+one database with the experiment log. Opening it migrates it; a file the receiver wrote before that (its
+hand-written schema, ``PRAGMA user_version`` 1) is upgraded in place, rows and ids kept.
+
+Table ``incidents`` (``triage/store/schema.py``)::
 
     incidents(id INTEGER PRIMARY KEY,
               fingerprint TEXT, starts_at TEXT,        -- the alert's identity (ISO 8601, UTC); UNIQUE together
@@ -21,7 +26,6 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -29,28 +33,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from triage.errors import TriageError
+import sqlalchemy as sa
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import Connection, Engine
 
-SCHEMA = """CREATE TABLE IF NOT EXISTS incidents (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    fingerprint TEXT NOT NULL,
-    starts_at TEXT NOT NULL,
-    alertname TEXT NOT NULL,
-    labels TEXT NOT NULL,
-    replica TEXT NOT NULL,
-    status TEXT NOT NULL,
-    ends_at TEXT,
-    cause TEXT,
-    message TEXT NOT NULL,
-    diagnosis TEXT,
-    error TEXT,
-    link TEXT NOT NULL,
-    received_at TEXT NOT NULL,
-    UNIQUE (fingerprint, starts_at))"""
-VERSION = 1
-BUSY_TIMEOUT_S = 2.0
-COLUMNS = ("id", "fingerprint", "starts_at", "alertname", "labels", "replica", "status", "ends_at", "cause",
-           "message", "diagnosis", "error", "link", "received_at")
+from triage.errors import TriageError
+from triage.store import database
+from triage.store.schema import incidents
+
+COLUMNS = tuple(c.name for c in incidents.columns)
 
 
 @dataclass(frozen=True)
@@ -78,61 +69,89 @@ def iso(at: datetime) -> str:
 
 
 class IncidentStore:
-    """The SQLite file at ``path``; safe to share between threads (one connection per call)."""
+    """The store at ``url_or_path`` (a SQLite file path, ``sqlite:///`` or ``postgresql://`` URL); safe to share
+    between threads and processes (each call its own transaction; PostgreSQL's engine pooled per process)."""
 
-    def __init__(self, path: str | Path) -> None:
-        self.path = Path(path)
-        self._lock = threading.Lock()
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            with self._connect() as db:
-                if db.execute("PRAGMA user_version").fetchone()[0] > VERSION:
-                    raise TriageError("written by a newer version of the receiver", where=str(self.path))
-                db.execute(SCHEMA)
-                db.execute(f"PRAGMA user_version = {VERSION}")
-        except sqlite3.DatabaseError as exc:
-            raise TriageError(f"not a usable incident store ({exc})", where=str(self.path)) from None
+    def __init__(self, url_or_path: str | Path) -> None:
+        text = str(url_or_path)
+        self.path: Path | None = None
+        self.engine: Engine
+        if database.is_postgres(text):
+            self.where = database.shown(text)
+            self.engine = database.postgres_engine(database.postgres_url(text))
+        else:
+            self.path = database.sqlite_path(url_or_path)
+            self.where = str(self.path)
+            if self.path.exists() and not self.path.is_file():
+                raise TriageError("is not a regular file, so not an incident store", where=self.where)
+            with self._guard():
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                if self.path.exists():
+                    database.sqlite_quick_check(self.path)  # a damaged file is refused, never written into
+            self.engine = database.sqlite_engine(self.path)
+        with self._guard():
+            database.upgrade(self.engine, self.where)
 
     @contextmanager
-    def _connect(self) -> Iterator[sqlite3.Connection]:
-        db = sqlite3.connect(self.path, timeout=BUSY_TIMEOUT_S)
+    def _guard(self) -> Iterator[None]:
+        """A driver or file-system failure becomes one TriageError naming the store (never a URL's password)."""
         try:
-            with db:
-                yield db
-        finally:
-            db.close()
+            yield
+        except (OSError, sqlite3.Error, sa.exc.SQLAlchemyError) as exc:
+            orig = getattr(exc, "orig", None) or exc  # SQLAlchemy wraps the driver's error
+            first = str(orig).strip().splitlines()[0] if str(orig).strip() else type(orig).__name__
+            raise TriageError(f"not a usable incident store ({first[:200]})", where=self.where) from None
+
+    @contextmanager
+    def _write(self) -> Iterator[Connection]:
+        with self._guard(), self.engine.connect().execution_options(**{database.WRITE: True}) as conn, \
+                conn.begin():
+            yield conn
+
+    @contextmanager
+    def _read(self) -> Iterator[Connection]:
+        with self._guard(), self.engine.connect() as conn, conn.begin():
+            yield conn
 
     def record(self, *, fingerprint: str, starts_at: datetime, alertname: str, labels: dict[str, str],
                replica: dict[str, str], cause: str | None, message: str, diagnosis: dict[str, Any] | None,
                error: str | None, link: str) -> int | None:
         """Add an incident; None when this alert (fingerprint + startsAt) is already stored."""
-        row = (fingerprint, iso(starts_at), alertname, json.dumps(labels, ensure_ascii=False),
-               json.dumps(replica, ensure_ascii=False), "firing", None, cause, message,
-               json.dumps(diagnosis, ensure_ascii=False) if diagnosis is not None else None, error, link,
-               iso(datetime.now(UTC)))
-        with self._lock, self._connect() as db:
-            cur = db.execute(f"INSERT OR IGNORE INTO incidents ({', '.join(COLUMNS[1:])}) "
-                             f"VALUES ({', '.join('?' * (len(COLUMNS) - 1))})", row)
-            return cur.lastrowid if cur.rowcount else None
+        values = {"fingerprint": fingerprint, "starts_at": iso(starts_at), "alertname": alertname,
+                  "labels": json.dumps(labels, ensure_ascii=False), "replica": json.dumps(replica, ensure_ascii=False),
+                  "status": "firing", "ends_at": None, "cause": cause, "message": message,
+                  "diagnosis": json.dumps(diagnosis, ensure_ascii=False) if diagnosis is not None else None,
+                  "error": error, "link": link, "received_at": iso(datetime.now(UTC))}
+        insert = postgresql.insert if self.engine.dialect.name == "postgresql" else sqlite.insert
+        # ON CONFLICT DO NOTHING: two receivers (or a retry) storing the same alert at once store it once, and
+        # neither fails (PostgreSQL makes the second wait for the first's commit, then skip)
+        statement = (insert(incidents).values(**values)
+                     .on_conflict_do_nothing(index_elements=["fingerprint", "starts_at"])
+                     .returning(incidents.c.id))
+        with self._write() as conn:
+            new_id = conn.execute(statement).scalar()
+        return int(new_id) if new_id is not None else None
 
     def resolve(self, fingerprint: str, starts_at: datetime, ends_at: datetime | None) -> bool:
         """Mark the incident resolved; False when the store has no such alert."""
         end = iso(ends_at) if ends_at is not None and ends_at.year > 1 else iso(datetime.now(UTC))
-        with self._lock, self._connect() as db:
-            cur = db.execute("UPDATE incidents SET status = 'resolved', ends_at = ? "
-                             "WHERE fingerprint = ? AND starts_at = ?", (end, fingerprint, iso(starts_at)))
-            return cur.rowcount > 0
+        statement = (incidents.update()
+                     .where(incidents.c.fingerprint == fingerprint, incidents.c.starts_at == iso(starts_at))
+                     .values(status="resolved", ends_at=end))
+        with self._write() as conn:
+            return conn.execute(statement).rowcount > 0
 
     def recent(self, limit: int = 50) -> list[Incident]:
         """The newest incidents first."""
-        with self._connect() as db:
-            rows = db.execute(f"SELECT {', '.join(COLUMNS)} FROM incidents ORDER BY starts_at DESC, id DESC "
-                              "LIMIT ?", (int(limit),)).fetchall()
-        return [_incident(r) for r in rows]
+        statement = (sa.select(*incidents.columns)
+                     .order_by(incidents.c.starts_at.desc(), incidents.c.id.desc()).limit(int(limit)))
+        with self._read() as conn:
+            rows = conn.execute(statement).all()
+        return [_incident(tuple(r)) for r in rows]
 
     def count(self) -> int:
-        with self._connect() as db:
-            return int(db.execute("SELECT COUNT(*) FROM incidents").fetchone()[0])
+        with self._read() as conn:
+            return int(conn.execute(sa.select(sa.func.count()).select_from(incidents)).scalar_one())
 
 
 def _incident(row: tuple) -> Incident:
