@@ -455,4 +455,6 @@ class AlertingConfig(Strict):
     group: str = "inference-triage"
     dashboard_url: str = "http://localhost:8501"
     target_labels: list[str] = Field(default_factory=list)
+    # the replicas whose recorded signals one fleet alert compares (the fleet symptom's causes)
+    fleet_labels: list[str] = Field(default_factory=lambda: ["namespace", "job", "model_name"])
     severity: dict[str, str] = Field(default_factory=dict)

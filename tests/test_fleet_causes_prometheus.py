@@ -1,0 +1,87 @@
+"""Fleet causes through a real Prometheus: three simulated fleets (one `job` each: a straggler, a skewed router,
+every replica over capacity) backfilled by promtool; `diagnose --by instance` lights each fleet's node, and the
+fleet alerts of `python -m triage rules` (dry run, recording rules inlined) fire where the fleet's own series
+decide it: routing skew and out of capacity on their fleet only (the straggler is judged by the Python fleet
+diagnosis alone: a replica against its peers' median has no PromQL aggregation)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+import pytest
+
+from tests.prom_harness import PROMETHEUS, PROMTOOL, start_prometheus
+from tests.rules_harness import merge_openmetrics, with_label
+from tests.test_fleet_causes import FLEETS, LIT
+from triage.diagnosis.fleet import diagnose_fleet
+from triage.diagnosis.rules import resolve_slo
+from triage.sources.metrics.prometheus_fleet import FleetWindow
+from triage.sources.metrics.simulator import write_openmetrics
+
+ROOT = Path(__file__).resolve().parent.parent
+pytestmark = [pytest.mark.prometheus, pytest.mark.timeout(900)]
+MINUTES, WINDOW_MIN, STEP = 7, 5, 15
+
+
+@pytest.fixture(scope="module")
+def fleets_server(tmp_path_factory):
+    if not (Path(PROMETHEUS).exists() and Path(PROMTOOL).exists()):
+        pytest.fail("prometheus / promtool missing: scripts/test.sh installs the Debian package")
+    folder = tmp_path_factory.mktemp("fleet-causes")
+    end = int(time.time() // 60 * 60) - 120
+    texts = {}
+    for name, (_, members) in FLEETS.items():
+        for i, (scenario, overrides) in enumerate(members):
+            path = folder / f"{name}-{i}.om"
+            write_openmetrics(path, scenario, minutes=MINUTES, step=STEP, end=end, seed=i, overrides=overrides)
+            texts[f"{name}-{i}"] = "\n".join(with_label(path.read_text(), "job", name)) + "\n# EOF\n"
+    server = start_prometheus(folder, merge_openmetrics(texts), end)
+    try:
+        yield server, datetime.fromtimestamp(end, UTC)
+    finally:
+        server.stop()
+
+
+@pytest.mark.parametrize("name", list(FLEETS))
+def test_diagnose_by_instance_lights_each_fleet_node(kb, fleets_server, name):
+    server, stop = fleets_server
+    slo = resolve_slo(kb, FLEETS[name][0])
+    window = FleetWindow(server.url, stop - timedelta(minutes=WINDOW_MIN), stop, by=["instance"], match={"job": name},
+                         timeout=10)
+    result = diagnose_fleet(kb, window, slo)
+    assert len(result.rows) == len(FLEETS[name][1]) and result.fleet is not None
+    assert result.fleet.matched_ids == [LIT[name]], [(f.cause, [(e.signal, e.value, e.holds) for e in f.evidence])
+                                                     for f in result.fleet.findings]
+
+
+def test_cli_prints_the_fleet_diagnosis(fleets_server):
+    server, stop = fleets_server
+    args = [sys.executable, "-m", "triage", "diagnose", "--prometheus", server.url, "--end", stop.isoformat(),
+            "--window", f"{WINDOW_MIN}m", "--by", "instance", "--match", 'job="skew"']
+    done = subprocess.run([*args, "--json"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    fleet = json.loads(done.stdout)["fleet"]
+    assert [f["cause"] for f in fleet["findings"]] == ["fleet.routing_skew"]
+    assert 0 <= fleet["signals"]["saturated_share"]["value"] <= 1
+    text = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert "fleet: symptoms fleet; causes fleet.routing_skew" in text.stdout
+    assert "req_rate_max_over_median" in text.stdout and "instance=skew-0" in text.stdout
+
+
+def test_fleet_alerts_fire_where_the_fleet_series_decide(fleets_server):
+    server, stop = fleets_server
+    done = subprocess.run([sys.executable, "-m", "triage", "rules", "--evaluate", "--prometheus", server.url,
+                           "--end", stop.isoformat(), "--window", f"{WINDOW_MIN}m", "--json"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    fleet = sorted((a["labels"].get("job"), a["cause"]) for a in data["alerts"] if a["symptom"] == "fleet")
+    assert fleet == [("out_of_capacity", "fleet.out_of_capacity"), ("skew", "fleet.routing_skew")]
+    assert all("instance" not in a["labels"] for a in data["alerts"] if a["symptom"] == "fleet")
+    skipped = {s["cause"]: s["reason"] for s in data["skipped"]}
+    assert "no PromQL aggregation" in skipped["fleet.straggler"]
