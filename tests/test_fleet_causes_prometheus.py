@@ -85,3 +85,19 @@ def test_fleet_alerts_fire_where_the_fleet_series_decide(fleets_server):
     assert all("instance" not in a["labels"] for a in data["alerts"] if a["symptom"] == "fleet")
     skipped = {s["cause"]: s["reason"] for s in data["skipped"]}
     assert "no PromQL aggregation" in skipped["fleet.straggler"]
+
+
+def test_fleet_page_shows_the_causes_across_replicas(kb, fleets_server, monkeypatch):
+    """The Fleet page (AppTest) over the three fleets at once, grouped by instance: under the table, the fleet
+    symptom with its numbers and the fleet causes with their evidence, in both languages."""
+    from tests.apptest_tools import open_page, texts
+
+    server, _ = fleets_server
+    monkeypatch.setenv("TRIAGE_PROMETHEUS_FLEET_URL", server.url)
+    titles = [kb.causes[c].title for c in LIT.values()]
+    for lang in ("en", "zh"):
+        at = open_page("pages/fleet.py", lang=lang)
+        shown = texts(at)
+        assert kb.symptom("fleet").title.get(lang) in shown, shown[-2000:]
+        assert ("Across replicas" if lang == "en" else "副本之间") in shown
+        assert any(t.get(lang) in shown for t in titles), shown[-2000:]
