@@ -182,3 +182,14 @@ def test_replica_diagnoses_are_unchanged_by_the_fleet(fleets, kb):
     rows, _ = fleets["skew"]
     assert "ttft.queueing" in rows[0].diagnosis.matched_ids
     assert all(c.symptom != "fleet" for r in rows for c in r.diagnosis.symptoms)
+
+
+def test_every_fleet_provenance_reads_in_chinese(fleets):
+    """How each fleet signal was measured has a phrase in tree/provenance.yaml (the views show it in 中文)."""
+    from triage.knowledge.provenance import known_provenance, translate_provenance
+
+    sources = {s.source for _, diag in fleets.values() for s in diag.signals.values.values()}
+    assert len(sources) > 10
+    for source in sources:
+        assert known_provenance(source), source
+        assert translate_provenance(source, "zh") != source, source
