@@ -101,3 +101,16 @@ def test_fleet_page_shows_the_causes_across_replicas(kb, fleets_server, monkeypa
         assert kb.symptom("fleet").title.get(lang) in shown, shown[-2000:]
         assert ("Across replicas" if lang == "en" else "副本之间") in shown
         assert any(t.get(lang) in shown for t in titles), shown[-2000:]
+
+
+def test_one_replica_is_no_fleet(fleets_server):
+    """Grouped down to one replica, the fleet causes are not measurable (said so), never 'no finding'."""
+    server, stop = fleets_server
+    args = [sys.executable, "-m", "triage", "diagnose", "--prometheus", server.url, "--end", stop.isoformat(),
+            "--window", f"{WINDOW_MIN}m", "--by", "job", "--match", 'instance="skew-0"']
+    text = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert text.returncode == 0, text.stderr
+    assert "fleet: not measurable (1 replica(s) with traffic in the window" in text.stdout
+    data = json.loads(subprocess.run([*args, "--json"], cwd=ROOT, capture_output=True, text=True, timeout=120).stdout)
+    assert data["fleet"]["empty"] and data["fleet"]["signals"] == {} and data["fleet"]["findings"] == []
+    assert [s["present"] for s in data["fleet"]["symptoms"]] == [None]
