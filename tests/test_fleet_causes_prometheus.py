@@ -114,3 +114,38 @@ def test_one_replica_is_no_fleet(fleets_server):
     data = json.loads(subprocess.run([*args, "--json"], cwd=ROOT, capture_output=True, text=True, timeout=120).stdout)
     assert data["fleet"]["empty"] and data["fleet"]["signals"] == {} and data["fleet"]["findings"] == []
     assert [s["present"] for s in data["fleet"]["symptoms"]] == [None]
+
+
+def test_promtool_fires_the_fleet_alerts_through_the_recording_rules(tmp_path):
+    """`promtool test rules` over the three fleets' samples and the rule file's recording rules and fleet alerts
+    (the replica alerts left out): Prometheus's own rule engine, records → fleet records → alerts with `for`, fires
+    exactly routing skew on the skewed fleet and out of capacity on the saturated one."""
+    import yaml
+
+    from tests.rules_harness import promtool_test_file, run_promtool_test
+    from triage.alerting.export import alert_name
+    from triage.sources.metrics.simulator import MODEL_NAME
+
+    done = subprocess.run([sys.executable, "-m", "triage", "rules", "--window", f"{WINDOW_MIN}m", "--for", "1m"],
+                          cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    doc = yaml.safe_load(done.stdout)
+    group = doc["groups"][0]
+    group["rules"] = [r for r in group["rules"] if "record" in r or r["labels"]["symptom"] == "fleet"]
+    names = [r["alert"] for r in group["rules"] if "alert" in r]
+    assert sorted(names) == ["TriageFleetOutOfCapacity", "TriageFleetRoutingSkew"]
+    rules = tmp_path / "fleet-rules.yml"
+    rules.write_text(yaml.safe_dump(doc, sort_keys=False, width=10**6))
+    end = int(time.time() // 60 * 60)
+    texts = {}
+    for name, (_, members) in FLEETS.items():
+        for i, (scenario, overrides) in enumerate(members):
+            path = tmp_path / f"{name}-{i}.om"
+            write_openmetrics(path, scenario, minutes=MINUTES, step=STEP, end=end, seed=i, overrides=overrides)
+            texts[f"{name}-{i}"] = "\n".join(with_label(path.read_text(), "job", name)) + "\n# EOF\n"
+    firing = [{"alertname": alert_name(cause), "alertstate": "firing", "cause": cause, "symptom": "fleet",
+               "severity": "warning", "job": job, "model_name": MODEL_NAME}
+              for job, cause in (("skew", "fleet.routing_skew"), ("out_of_capacity", "fleet.out_of_capacity"))]
+    test = promtool_test_file(rules, merge_openmetrics(texts), STEP, firing, names)
+    result = run_promtool_test(tmp_path, test)
+    assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
