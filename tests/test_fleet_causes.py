@@ -193,3 +193,17 @@ def test_every_fleet_provenance_reads_in_chinese(fleets):
     for source in sources:
         assert known_provenance(source), source
         assert translate_provenance(source, "zh") != source, source
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_fleet_alert_link_opens_its_branch(kb, lang):
+    """A fleet alert's runbook link (/?node=fleet.routing_skew) opens the Diagnose page on that node: its question
+    and its technique, in either language."""
+    from tests.apptest_tools import new_app, texts
+
+    at = new_app(node="fleet.routing_skew", lang=lang).run()
+    assert not at.exception, at.exception
+    shown = texts(at)
+    cause = kb.causes["fleet.routing_skew"]
+    assert cause.question.get(lang) in shown
+    assert kb.techniques["prefix_aware_routing"].title.get(lang) in shown or "prefix_aware_routing" in shown
