@@ -207,3 +207,24 @@ def test_a_fleet_alert_link_opens_its_branch(kb, lang):
     cause = kb.causes["fleet.routing_skew"]
     assert cause.question.get(lang) in shown
     assert kb.techniques["prefix_aware_routing"].title.get(lang) in shown or "prefix_aware_routing" in shown
+
+
+def test_a_replica_symptom_cannot_read_a_fleet_signal(tiny_tree):
+    """A fleet signal means nothing for one replica: the loader refuses it under a replica symptom, and a fleet
+    recipe reading another fleet signal, each by file and key."""
+    from tests.conftest import edit_yaml
+    from triage.errors import TriageError
+    from triage.knowledge.loader import load_knowledge
+
+    edit_yaml(tiny_tree / "tree.yaml", lambda d: d["symptoms"][0]["trigger"].append(
+        {"signal": "queue_spread", "op": ">=", "value": 4, "meaning": {"en": "x", "zh": "x"}}))
+    with pytest.raises(TriageError) as err:
+        load_knowledge(tiny_tree)
+    assert "a replica symptom's conditions read replica signals, not fleet ones" in err.value.line()
+    assert "ttft.trigger[1]" in err.value.line()
+    edit_yaml(tiny_tree / "tree.yaml", lambda d: d["symptoms"][0]["trigger"].pop())
+    edit_yaml(tiny_tree / "signals.yaml", lambda d: next(s for s in d["signals"] if s["name"] == "queue_spread")
+              .update(fleet={"spread": "kv_usage_spread"}))
+    with pytest.raises(TriageError) as err:
+        load_knowledge(tiny_tree)
+    assert "fleet recipe of 'queue_spread' reads 'kv_usage_spread', which is not a replica signal" in err.value.line()
