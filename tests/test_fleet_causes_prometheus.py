@@ -149,3 +149,25 @@ def test_promtool_fires_the_fleet_alerts_through_the_recording_rules(tmp_path):
     test = promtool_test_file(rules, merge_openmetrics(texts), STEP, firing, names)
     result = run_promtool_test(tmp_path, test)
     assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
+
+
+def test_the_webhook_diagnoses_a_fleet_alert_as_a_fleet(kb, fleets_server):
+    """A fleet alert names a fleet (job, model_name), not a replica: the receiver diagnoses every replica of it and
+    leads with the fleet cause its own fleet diagnosis confirms, with the evidence."""
+    from triage.alerting.receiver.config import ReceiverConfig
+    from triage.alerting.receiver.message import slack_text
+    from triage.alerting.receiver.payload import AlertmanagerAlert
+    from triage.service.webhook import Receiver
+    from triage.sources.metrics.simulator import MODEL_NAME
+
+    server, stop = fleets_server
+    alert = AlertmanagerAlert(status="firing", startsAt=stop,
+                              labels={"alertname": "TriageFleetRoutingSkew", "cause": "fleet.routing_skew",
+                                      "symptom": "fleet", "job": "skew", "model_name": MODEL_NAME})
+    receiver = Receiver(ReceiverConfig(prometheus=server.url, window=f"{WINDOW_MIN}m", timeout=10.0))
+    out = receiver.diagnose(alert, receiver.replica_of(alert))
+    assert not out.error, out.error
+    assert out.replica == {"job": "skew", "model_name": MODEL_NAME}
+    assert out.diagnosis is not None and out.diagnosis.matched_ids == ["fleet.routing_skew"]
+    assert out.contract["format"] == "fleet" and "queue_spread" in out.contract["signals"]
+    assert "fleet.routing_skew" in slack_text(kb, out)
