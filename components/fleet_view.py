@@ -9,9 +9,10 @@ import pandas as pd
 import streamlit as st
 
 from components import session
+from components.evidence import findings_block, symptom_summary
 from components.live_picker import WINDOWS_MIN, end_time, prometheus_profile
 from components.shell import knowledge, lang, t
-from triage.diagnosis.rules import Slo
+from triage.diagnosis.rules import Diagnosis, Slo
 from triage.errors import TriageError
 from triage.service.fleet import FleetTable, fleet_refresh
 from triage.service.windows import Profile
@@ -77,12 +78,26 @@ def render(table: FleetTable, at: datetime) -> None:
     st.dataframe(_table(shown), hide_index=True, width="stretch", key=session.FLEET_TABLE.name,
                  column_config={t("fleet_live"): st.column_config.LinkColumn(t("fleet_live"),
                                                                             display_text=t("fleet_open"))})
+    fleet_causes(table.fleet)
     read = table.read
     if read.path == "recorded":
         st.caption(t("fleet_read_recorded", rules=read.rules, signals=len(read.signals),
                      at=read.end.astimezone().strftime("%H:%M:%S")))
     else:
         st.caption(t("fleet_read_raw", rules=read.rules, reason=read.reason))
+
+
+def fleet_causes(diag: Diagnosis | None) -> None:
+    """The fleet's own diagnosis under the table: the fleet symptom and the causes only a comparison of replicas
+    finds (a straggler, routing skew, every replica saturated), with their evidence; one replica is not measurable."""
+    if diag is None:
+        return
+    st.markdown(f"#### {t('fleet_causes')}")
+    if diag.empty:
+        st.info(t("fleet_causes_unmeasurable", reason=diag.empty))
+        return
+    symptom_summary(diag)
+    findings_block(diag, select=False)
 
 
 def refresh_and_render(req: FleetRequest, slo: Slo) -> None:

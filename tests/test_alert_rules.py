@@ -103,6 +103,9 @@ def test_every_alert_names_its_cause_and_links_to_its_node(kb, capsys):
         assert alert["labels"]["severity"] in ("critical", "warning", "info")
         assert alert["for"] == "5m"
         url = alert["annotations"]["runbook_url"]
+        if kb.symptom(kb.parent[cause]).scope == "fleet":  # no replica to open: the cause's branch of the tree
+            assert url == f"https://triage.example/?node={cause}"
+            continue
         assert url.startswith("https://triage.example/live?source=prometheus&profile=prod&window=15m&end=")
         assert url.endswith(f"&node={cause}") and "match_model_name=" in url and "match_instance=" in url
         assert "{{ $value" in alert["annotations"]["summary"] and "{{ $value" in alert["annotations"]["description"]
@@ -342,7 +345,7 @@ def test_vmalert_replay_fires_the_python_causes(fleet_history, fleet_blocks, tmp
     rules = _rule_file(fleet_history.folder, slo, "--replayable")
     links = {r["labels"]["cause"]: r["annotations"]["runbook_url"] for r in
              yaml.safe_load(rules.read_text())["groups"][0]["rules"] if "alert" in r}
-    assert links and all(url.endswith(f"&node={cause}") and "&end=" not in url for cause, url in links.items())
+    assert links and all(url.endswith(f"node={cause}") and "&end=" not in url for cause, url in links.items())
     end = fleet_history.end
     iso = lambda t: datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")  # noqa: E731
     with victoria_with_fleet(fleet_blocks, tmp_path) as victoria:
@@ -354,10 +357,10 @@ def test_vmalert_replay_fires_the_python_causes(fleet_history, fleet_blocks, tmp
     firing = [s["metric"] for s in got["data"]["result"]]
     for scenario, causes in fleet_history.causes.items():
         if slo_of(scenario) == slo:
-            fired = sorted(m["cause"] for m in firing if m["instance"] == scenario)
+            fired = sorted(m["cause"] for m in firing if m.get("instance") == scenario)  # fleet alerts: no instance
             assert fired == causes, (scenario, (done.stdout + done.stderr)[-1500:])
     if slo == slo_of("healthy"):
-        assert not [m for m in firing if m["instance"] == "healthy"]  # (under batch, idle capacity is a finding)
+        assert not [m for m in firing if m.get("instance") == "healthy"]  # (under batch, idle capacity is a finding)
 
 
 @pytest.mark.prometheus

@@ -43,7 +43,9 @@ SEED_ORDER = {
 
 
 def test_symptoms_in_seed_order(kb):
-    assert [s.id for s in kb.symptoms] == SYMPTOMS
+    """The seed's five symptoms, judged per replica, then the fleet's (issue 28), judged over every replica."""
+    assert [s.id for s in kb.symptoms] == [*SYMPTOMS, "fleet"]
+    assert [s.scope for s in kb.symptoms] == ["replica"] * len(SYMPTOMS) + ["fleet"]
 
 
 @pytest.mark.parametrize("cause_id", REQUIRED_CAUSES)

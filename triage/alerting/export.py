@@ -21,6 +21,7 @@ import yaml
 
 from triage.alerting.promql import (
     Compiler,
+    FleetCompiler,
     duration_seconds,
     duration_text,
     record_name,
@@ -162,7 +163,7 @@ def alert_name(cause_id: str) -> str:
 class _Builder:
     kb: KnowledgeBase
     slo: Slo
-    compiler: Compiler
+    compiler: Compiler | FleetCompiler
     window: str
 
     def threshold(self, cond: Condition) -> float:
@@ -211,7 +212,7 @@ def _signals_in(conds: list[tuple[Condition, str | None]], b: _Builder) -> list[
     return out
 
 
-def _unmeasured(conds: list[tuple[Condition, str | None]], compiler: Compiler) -> str:
+def _unmeasured(conds: list[tuple[Condition, str | None]], compiler: Compiler | FleetCompiler) -> str:
     names = sorted({c.signal for c, e in conds if e is None})
     return ", ".join(compiler.why_not(n) for n in names) if names else "none"
 
@@ -243,7 +244,12 @@ def build(kb: KnowledgeBase, slo: Slo, *, window: str | None = None, for_: str |
     else:
         url = checked_dashboard_url(config.dashboard_url, key="alerting.yaml: dashboard_url")
     profile = checked_profile(profile)
+    fleet = _Builder(kb, slo, FleetCompiler(compiler, tuple(config.fleet_labels)), window)
+    replica_builder, replica_group, replica_compiler = b, group, compiler
     for sym in kb.symptoms:
+        # a fleet symptom's conditions compare the replicas' recorded signals across the fleet labels
+        b, group = (fleet, tuple(config.fleet_labels)) if sym.scope == "fleet" else (replica_builder, replica_group)
+        compiler = b.compiler  # type: ignore[assignment]
         triggers = b.active(sym.trigger)
         sym_parts = [e for _, e in triggers if e is not None]
         for cause in sym.causes:
@@ -272,11 +278,27 @@ def build(kb: KnowledgeBase, slo: Slo, *, window: str | None = None, for_: str |
             expr += f" and {on} ({_or(sym_parts, on)})"
             signals = list(dict.fromkeys(_signals_in(triggers, b) + _signals_in(evidence, b)))
             severity = config.severity.get(sym.id, "warning")
-            link = runbook_url(url, cause.id, group, window, profile, alert_time)
+            link = runbook_url(url, cause.id, group, window, profile, alert_time) if sym.scope == "replica" \
+                else node_url(url, cause.id)
             rule = _alert_rule(kb, sym.id, cause.id, expr, for_, severity, evidence, triggers, link, group, window, b)
             alerts.append(Alert(alert_name(cause.id), cause.id, sym.id, severity, expr, signals, rule))
-    records = _records(kb, compiler, alerts)
-    return RuleSet(window, group, records, alerts, skipped, config, config.evaluation_interval)
+    replica_alerts = [a for a in alerts if kb.symptom(a.symptom).scope == "replica"]
+    records = _records(kb, replica_compiler, replica_alerts)
+    records.update(_fleet_records(kb, fleet.compiler))  # they read the replica records: after them
+    return RuleSet(window, replica_group, records, alerts, skipped, config, config.evaluation_interval)
+
+
+def _fleet_records(kb: KnowledgeBase, compiler: Compiler | FleetCompiler) -> dict[str, str]:
+    """A recording rule for every fleet signal with PromQL (what the fleet alerts read), in signals.yaml order."""
+    found = ((name, compiler.signal(name)) for name, sig in kb.signals.items() if sig.fleet is not None)
+    return {name: expr for name, expr in found if expr is not None}
+
+
+def node_url(base: str, cause: str) -> str:
+    """The Diagnose page on the cause's branch (a fleet alert names no replica to open a Live view on)."""
+    parts = urlsplit(base)
+    first = f"{parts.query}&" if parts.query else ""
+    return urlunsplit((parts.scheme, parts.netloc, f"{parts.path.rstrip('/')}/", "", "")) + f"?{first}node={cause}"
 
 
 def recorded_signals(kb: KnowledgeBase, compiler: Compiler) -> list[str]:

@@ -210,3 +210,79 @@ def evaluate_recipe(r: Recipe, reading: Reading, info: Callable[[str], dict[str,
     assert r.flag is not None
     labels = info(r.flag.key)
     return labels[r.flag.label] == "True" if labels.get(r.flag.label) in ("True", "False") else None
+
+
+@dataclass(frozen=True)
+class FleetCompiler:
+    """Compiles the fleet recipes (tree/signals.yaml ``fleet``) over the replicas' recording rules, aggregated by the
+    fleet labels (alerting.yaml ``fleet_labels``): the same interface as Compiler, so the alert builder judges fleet
+    causes as it judges replica ones. A fleet with fewer than two replicas measuring a signal has no value for it,
+    as in triage/diagnosis/fleet_signals.py. A replica's ratio to its peers' median (itself left out) has no PromQL
+    aggregation: not measurable here, decided by the Python fleet diagnosis only."""
+
+    replicas: Compiler
+    group: tuple[str, ...]
+
+    @property
+    def kb(self) -> KnowledgeBase:
+        return self.replicas.kb
+
+    @property
+    def window(self) -> str:
+        return self.replicas.window
+
+    @property
+    def inline(self) -> bool:
+        return self.replicas.inline
+
+    def by(self, *extra: str) -> str:
+        return f"by ({', '.join([*self.group, *extra])})"
+
+    def on(self) -> str:
+        return f"on ({', '.join(self.group)})"
+
+    def why_not(self, name: str) -> str:
+        recipe = self.kb.signals[name].fleet
+        if recipe is None:
+            return f"{name} (not a fleet signal)"
+        if recipe.peer_ratio is not None:
+            return f"{name} (a replica against its peers' median, itself left out: no PromQL aggregation)"
+        return f"{name} (reads a replica signal without PromQL)"
+
+    def _replica(self, name: str) -> str | None:
+        return self.replicas.ref(name)
+
+    def _guard(self, expr: str, series: str) -> str:
+        """``expr`` kept only for fleets where at least two replicas have ``series``."""
+        return f"({expr}) and {self.on()} (count {self.by()} ({series}) >= 2)"
+
+    def signal(self, name: str) -> str | None:
+        recipe = self.kb.signals[name].fleet
+        if recipe is None or recipe.peer_ratio is not None:
+            return None
+        if recipe.share is not None:
+            refs = [self._replica(c.signal) for c in recipe.share]
+            if any(r is None for r in refs):
+                return None
+            on = self.replicas.on()
+            measured = f" or {on} ".join(f"({r})" for r in refs)
+            hit = f" or {on} ".join(f"({r} {c.op} {c.value!r})" for r, c in zip(refs, recipe.share))
+            return (f"(count {self.by()} ({hit}) or {self.on()} (0 * count {self.by()} ({measured})))"
+                    f" / {self.on()} (count {self.by()} ({measured}) >= 2)")
+        one = recipe.max or recipe.spread or recipe.max_over_median
+        assert one is not None
+        series = self._replica(one)
+        if series is None:
+            return None
+        if recipe.max is not None:
+            return self._guard(f"max {self.by()} ({series})", series)
+        if recipe.spread is not None:
+            return self._guard(f"max {self.by()} ({series}) - {self.on()} min {self.by()} ({series})", series)
+        return self._guard(f"max {self.by()} ({series}) / {self.on()} (quantile {self.by()} (0.5, {series}) > 0)",
+                           series)
+
+    def ref(self, name: str) -> str | None:
+        body = self.signal(name)
+        if body is None:
+            return None
+        return f"({body})" if self.inline else record_name(name, self.window)

@@ -143,8 +143,11 @@ def _diagnose_fleet(kb, args: argparse.Namespace) -> int:
             if row.diagnosis.empty:
                 item["empty"] = row.diagnosis.empty
             groups.append(item)
-        print(json.dumps({"source": label, "by": list(window.by), "engine": window.engine.id,
-                          "read": result.read.as_json(), "groups": groups}, ensure_ascii=False, indent=2))
+        out: dict[str, object] = {"source": label, "by": list(window.by), "engine": window.engine.id,
+                                  "read": result.read.as_json(), "groups": groups}
+        if result.fleet is not None:
+            out["fleet"] = fleet_json(result.fleet, label)
+        print(json.dumps(out, ensure_ascii=False, indent=2))
         return 0
     print(f"source: {label} (engine {window.engine.id}, grouped by {', '.join(window.by)}), {len(rows)} group(s)")
     print(f"read: {result.read.sentence()}")
@@ -155,7 +158,31 @@ def _diagnose_fleet(kb, args: argparse.Namespace) -> int:
             continue
         causes = ", ".join(f.cause for f in row.diagnosis.findings) or "no finding"
         print(f"{who}: symptoms {', '.join(row.symptoms) or 'none'}; causes {causes}")
+    if result.fleet is not None:
+        print(fleet_text(result.fleet))
     return 0
+
+
+def fleet_json(diag, label: str) -> dict:
+    """The fleet's own diagnosis (fleet signals, the fleet symptom, its findings) in the diagnose --json shape."""
+    out = diagnosis_json(diag, source=label, fmt="fleet", runs=[])
+    if diag.empty:
+        out["empty"] = diag.empty
+    return out
+
+
+def fleet_text(diag) -> str:
+    """One line for the fleet's own causes, then the evidence of each (value, rule, how it was measured)."""
+    if diag.empty:
+        return f"fleet: not measurable ({diag.empty})"
+    present = [c.symptom for c in diag.symptoms if c.present]
+    causes = ", ".join(f.cause for f in diag.findings) or "no finding"
+    lines = [f"fleet: symptoms {', '.join(present) or 'none'}; causes {causes}"]
+    for f in diag.findings:
+        for e in f.evidence:
+            if e.holds:
+                lines.append(f"  {f.cause}: {e.signal} = {e.value:.3g} ({e.op} {e.threshold:g}): {e.source}")
+    return "\n".join(lines)
 
 
 def cmd_diagnose(args: argparse.Namespace) -> int:

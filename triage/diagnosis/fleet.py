@@ -12,6 +12,7 @@ from datetime import datetime
 
 from triage.alerting.export import target_labels
 from triage.alerting.promql import duration_text, record_name, replica_labels
+from triage.diagnosis.fleet_signals import Replica, fleet_signals
 from triage.diagnosis.readings import Need, Readings
 from triage.diagnosis.roofline import Hardware
 from triage.diagnosis.rules import Diagnosis, Slo, diagnose
@@ -80,6 +81,17 @@ class FleetRead:
 class FleetDiagnosis:
     rows: list[FleetRow]
     read: FleetRead
+    fleet: Diagnosis | None = None  # the fleet symptoms over every row's signals (straggler, skew, capacity)
+
+
+def fleet_diagnosis(kb: KnowledgeBase, rows: list[FleetRow], slo: Slo) -> Diagnosis:
+    """The fleet symptoms and causes judged once over the fleet signals of every row with something to judge
+    (a row with no traffic is left out: it has no latency to compare, and its idle queue is not a peer's room)."""
+    replicas = [Replica(row.labels, row.diagnosis.signals) for row in rows if not row.diagnosis.empty]
+    diag = diagnose(kb, fleet_signals(kb, replicas), slo)
+    if len(replicas) < 2:
+        diag.empty = f"{len(replicas)} replica(s) with traffic in the window: a fleet needs at least 2 to compare"
+    return diag
 
 
 def diagnose_fleet(kb: KnowledgeBase, window: FleetWindow, slo: Slo,
@@ -93,9 +105,12 @@ def diagnose_fleet(kb: KnowledgeBase, window: FleetWindow, slo: Slo,
         found = window.read_recorded(duration_text(window.window_seconds), rule_labels(window),
                                      base_signals(kb), INFO_NEEDS)
         if isinstance(found, Recorded):
-            return _from_recorded(kb, window, slo, hardware, found, rules)
+            result = _from_recorded(kb, window, slo, hardware, found, rules)
+            result.fleet = fleet_diagnosis(kb, result.rows, slo)
+            return result
         reason = found
-    return FleetDiagnosis(_from_raw(kb, window, slo, hardware), FleetRead("raw", window.end, rules, reason))
+    rows = _from_raw(kb, window, slo, hardware)
+    return FleetDiagnosis(rows, FleetRead("raw", window.end, rules, reason), fleet_diagnosis(kb, rows, slo))
 
 
 def base_signals(kb: KnowledgeBase) -> list[str]:

@@ -164,11 +164,15 @@ def _root_cause_first(kb: KnowledgeBase, findings: list[Finding]) -> list[Findin
 
 
 def diagnose(kb: KnowledgeBase, signals: SignalSet, slo: Slo) -> Diagnosis:
-    """No symptom, no finding: causes are judged only under a symptom whose trigger holds."""
+    """No symptom, no finding: causes are judged only under a symptom whose trigger holds. Fleet signals
+    (kind ``fleet``) are judged under the fleet symptoms only, every other set under the replica ones."""
     checks: list[SymptomCheck] = []
     findings: list[Finding] = []
     notes: list[Finding] = []
+    scope = "fleet" if signals.kind == "fleet" else "replica"
     for sym in kb.symptoms:
+        if sym.scope != scope:
+            continue
         evidence = _checks(sym.trigger, signals, slo)
         measured = [e for e in evidence if e.holds is not None]
         present = any(e.holds for e in measured) if measured else None

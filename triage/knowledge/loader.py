@@ -281,10 +281,33 @@ def _check_rules(symptoms, causes, signals, presets, tree_path: Path) -> None:
         for slo in (cond.slo, cond.only_if):
             if slo is not None and slo not in slo_keys:
                 raise TriageError(f"unknown SLO key '{slo}' (see slo.yaml)", where=str(tree_path), key=key)
+    _check_fleet(symptoms, signals, tree_path)
     for cause in causes.values():
         for target in cause.rule.explains if cause.rule else []:
             if target not in causes:
                 raise TriageError(f"explains unknown cause '{target}'", where=str(tree_path), key=f"{cause.id}.rule")
+
+
+def _check_fleet(symptoms, signals: dict[str, SignalDef], tree_path: Path) -> None:
+    """A fleet recipe reads replica signals only; a fleet symptom's conditions read fleet signals only, a replica
+    symptom's never (each is judged over the signals its scope computes)."""
+    for name, sig in signals.items():
+        if sig.fleet is None:
+            continue
+        conds = sig.fleet.share or []
+        for read in sig.fleet.reads():
+            if read not in signals or signals[read].fleet is not None:
+                raise TriageError(f"fleet recipe of '{name}' reads '{read}', which is not a replica signal",
+                                  where=str(tree_path.parent / "signals.yaml"), key=name)
+        if any(c.slo is not None or c.requires or c.only_if for c in conds):
+            raise TriageError("a share condition is a plain 'signal op value'",
+                              where=str(tree_path.parent / "signals.yaml"), key=name)
+    for key, cond in _conditions(symptoms):
+        scope = next(s.scope for s in symptoms if key.startswith(f"{s.id}."))
+        conds = [cond, *cond.requires]
+        if any((signals[c.signal].fleet is not None) != (scope == "fleet") for c in conds):
+            want = "fleet signals (with a fleet recipe)" if scope == "fleet" else "replica signals, not fleet ones"
+            raise TriageError(f"a {scope} symptom's conditions read {want}", where=str(tree_path), key=key)
 
 
 def _mapping_with_list(path: Path, key: str, extra: tuple[str, ...] = ()) -> tuple[dict, list]:

@@ -141,6 +141,8 @@ class Symptom(Strict):
     key_point: Text
     trigger: list[Condition] = Field(default_factory=list)
     causes: list[Cause] = Field(min_length=1)
+    # ``fleet``: judged once over every replica of a window (signals with a ``fleet`` recipe), never per replica
+    scope: Literal["replica", "fleet"] = "replica"
 
 
 class Flag(Strict):
@@ -274,7 +276,7 @@ class Guidance(Strict):
     self_check: list[Text] = Field(default_factory=list)
 
 
-SourceKind = Literal["benchmark", "server", "model"]
+SourceKind = Literal["benchmark", "server", "model", "fleet"]
 
 
 NeedKindName = Literal["rate", "quantile", "hist_mean", "gauge_mean", "gauge_max", "gauge_last"]
@@ -318,6 +320,48 @@ class Recipe(Strict):
         return self
 
 
+class PeerRatio(Strict):
+    """A replica's value ÷ the median of its peers' (the other replicas of the same model); the largest such ratio
+    in the fleet, or (``at``) the ratio at the replica whose ``at`` signals stand furthest above their peers."""
+
+    signal: str
+    at: list[str] = Field(default_factory=list)
+
+
+class FleetRecipe(Strict):
+    """How a fleet signal is computed from the replicas' own signals of one window, as data: exactly one field.
+    Every kind needs at least two replicas that measure its signals; with fewer it is not measurable.
+
+    max              the largest replica value          spread   largest − smallest replica value
+    max_over_median  the largest ÷ the fleet median     share    share of replicas where any condition holds
+    peer_ratio       a replica ÷ its peers' median (PeerRatio)
+    """
+
+    max: str | None = None
+    spread: str | None = None
+    max_over_median: str | None = None
+    share: list[Condition] | None = Field(default=None, min_length=1)
+    peer_ratio: PeerRatio | None = None
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> FleetRecipe:
+        given = [f for f in ("max", "spread", "max_over_median", "share", "peer_ratio") if getattr(self, f) is not None]
+        if len(given) != 1:
+            raise ValueError(f"a fleet recipe is exactly one of max, spread, max_over_median, share, peer_ratio "
+                             f"(got {given or 'none'})")
+        return self
+
+    def reads(self) -> list[str]:
+        """The replica signals this recipe reads."""
+        if self.share is not None:
+            return list(dict.fromkeys(c.signal for c in self.share))
+        if self.peer_ratio is not None:
+            return list(dict.fromkeys([self.peer_ratio.signal, *self.peer_ratio.at]))
+        one = self.max or self.spread or self.max_over_median
+        assert one is not None
+        return [one]
+
+
 Worse = Literal["higher", "lower", "neither"]
 
 
@@ -339,6 +383,7 @@ class SignalDef(Strict):
     meaning: Text
     sources: dict[SourceKind, str] = Field(min_length=1)
     recipe: Recipe | None = None
+    fleet: FleetRecipe | None = None  # a fleet signal: computed across the replicas of one window
 
     @property
     def higher_is_better(self) -> bool:
@@ -410,4 +455,6 @@ class AlertingConfig(Strict):
     group: str = "inference-triage"
     dashboard_url: str = "http://localhost:8501"
     target_labels: list[str] = Field(default_factory=list)
+    # the replicas whose recorded signals one fleet alert compares (the fleet symptom's causes)
+    fleet_labels: list[str] = Field(default_factory=lambda: ["namespace", "job", "model_name"])
     severity: dict[str, str] = Field(default_factory=dict)

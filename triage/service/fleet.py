@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 from triage.diagnosis.fleet import FleetRead, diagnose_fleet, fleet_records
-from triage.diagnosis.rules import Slo
+from triage.diagnosis.rules import Diagnosis, Slo
 from triage.knowledge.loader import KnowledgeBase
 from triage.sources.metrics.profiles import Profile
 from triage.sources.metrics.prometheus_fleet import FleetWindow
@@ -27,6 +27,7 @@ def fleet_window(profile: Profile | str, end: datetime | None, minutes: float, b
 class FleetTable:
     records: list[dict[str, object]]
     read: FleetRead  # recorded (the rules' series) or raw, and why
+    fleet: Diagnosis | None = None  # the causes only a fleet answers (straggler, routing skew, out of capacity)
 
 
 def fleet_refresh(kb: KnowledgeBase, profile: Profile, minutes: float, window: str, by: tuple[str, ...],
@@ -38,4 +39,5 @@ def fleet_refresh(kb: KnowledgeBase, profile: Profile, minutes: float, window: s
     """
     fleet = fleet_window(profile, end, minutes, by)
     result = diagnose_fleet(kb, fleet, slo)
-    return FleetTable(fleet_records(result.rows, profile=profile.name or None, window=window, end=end), result.read)
+    return FleetTable(fleet_records(result.rows, profile=profile.name or None, window=window, end=end), result.read,
+                      result.fleet)

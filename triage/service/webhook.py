@@ -296,6 +296,8 @@ class Receiver:
         end = alert.startsAt
         source = (f"{self.profile.label()}, {self.config.window} window to {end:%Y-%m-%dT%H:%M:%SZ}")
         out = Outcome(alert=alert, replica=replica, lead=lead, link="", source=source)
+        if lead is not None and self.kb.symptom_of(lead).scope == "fleet":
+            return self._diagnose_fleet(out)
         try:
             pair = prometheus_pair(self.profile, end, self.window_s / 60, replica, None, self.config.timeout)
             live = refresh(self.kb, pair, self.slo, series_points=0).live
@@ -309,6 +311,33 @@ class Receiver:
             out.error = f"{COULD_NOT}: {one_line(exc.line(), 240)}"
         except Exception as exc:  # the page must still say something
             log.exception("diagnosis failed")
+            out.error = f"{COULD_NOT}: internal error ({type(exc).__name__})"
+        out.link = self._link(out)
+        return out
+
+    def _diagnose_fleet(self, out: Outcome) -> Outcome:
+        """A fleet alert (straggler, routing skew, out of capacity) names a fleet, not a replica: every replica
+        matching its labels, grouped by the target labels it does not carry, and the fleet's own diagnosis."""
+        from triage.alerting.export import target_labels
+        from triage.diagnosis.fleet import diagnose_fleet
+        from triage.service.fleet import fleet_window
+
+        by = tuple(label for label in target_labels() if label not in out.replica) or ("instance",)
+        try:
+            window = fleet_window(self.profile, out.alert.startsAt, self.window_s / 60, by, dict(out.replica),
+                                  self.config.timeout)
+            result = diagnose_fleet(self.kb, window, self.slo)
+            out.engine = window.engine.id
+            diag = result.fleet
+            if diag is None or diag.empty:
+                out.error = f"{COULD_NOT}: nothing to diagnose: {diag.empty if diag else 'no replica'}"
+            else:
+                out.diagnosis = diag
+                out.contract = diagnosis_json(diag, source=out.source, fmt="fleet", runs=[])
+        except TriageError as exc:
+            out.error = f"{COULD_NOT}: {one_line(exc.line(), 240)}"
+        except Exception as exc:  # the page must still say something
+            log.exception("fleet diagnosis failed")
             out.error = f"{COULD_NOT}: internal error ({type(exc).__name__})"
         out.link = self._link(out)
         return out

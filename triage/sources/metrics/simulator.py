@@ -145,9 +145,13 @@ class Simulator:
     """A deterministic discrete-time model of one vLLM V1 engine (continuous batching, chunked prefill,
     paged KV cache with recompute preemption, optional speculative decoding) and its /metrics."""
 
-    def __init__(self, scenario: str, seed: int = 0, start: float | None = None) -> None:
+    def __init__(self, scenario: str, seed: int = 0, start: float | None = None,
+                 overrides: dict[str, Any] | None = None) -> None:
         self.scenario = get_scenario(scenario)
-        self.p = self.scenario.params
+        # ``overrides``: parameters changed from the scenario's (one replica of a fleet on a slower node, with more
+        # traffic …), validated as the scenario file's are
+        self.p = Params.model_validate({**self.scenario.params.model_dump(), **overrides}) if overrides \
+            else self.scenario.params
         self.rng = np.random.default_rng(seed)
         self.now = time.time() if start is None else float(start)
         self._origin = self.now - WARMUP_TICKS * TICK_S
@@ -563,14 +567,14 @@ def _om_family_lines(snapshots: list[tuple[float, Metric]]) -> list[str]:
 
 
 def write_openmetrics(path: str | Path, scenario: str, minutes: float, step: float = 15.0,
-                      end: float | None = None, seed: int = 0) -> int:
+                      end: float | None = None, seed: int = 0, overrides: dict[str, Any] | None = None) -> int:
     """Write ``minutes`` of the scenario, one sample per series every ``step`` s ending at ``end`` (default
     now), as an OpenMetrics file for ``promtool tsdb create-blocks-from openmetrics``; returns sample count."""
     if minutes <= 0 or step <= 0:
         raise TriageError("--minutes and --step must be positive", key="--minutes")
     end = time.time() if end is None else float(end)
     n_steps = int(minutes * 60 // step)
-    sim = Simulator(scenario, seed=seed, start=end - n_steps * step)
+    sim = Simulator(scenario, seed=seed, start=end - n_steps * step, overrides=overrides)
     by_name: dict[str, list[tuple[float, Metric]]] = {}
     for i in range(n_steps + 1):
         if i:

@@ -1,0 +1,157 @@
+"""Fleet signals: one value for every replica of a window, from the replicas' own signals by the fleet recipes of
+tree/signals.yaml (a straggler against its peers, load spread across replicas, the share that is saturated).
+
+Fewer than two replicas measuring what a recipe reads leaves the signal absent (not measurable): one replica is no
+fleet, and a spread or a share over it would read as an even, healthy one."""
+
+from __future__ import annotations
+
+import operator
+from collections.abc import Sequence
+from dataclasses import dataclass
+from statistics import median
+
+from triage.diagnosis.signals import SignalSet
+from triage.knowledge.loader import KnowledgeBase
+from triage.knowledge.model import Condition, FleetRecipe, PeerRatio
+
+OPS = {">": operator.gt, ">=": operator.ge, "<": operator.lt, "<=": operator.le, "==": operator.eq}
+PEER_LABEL = "model_name"  # peers are the replicas serving the same model, when the groups carry the label
+MAX_NAMED = 5  # replicas named in a share's provenance
+
+
+@dataclass(frozen=True)
+class Replica:
+    """One group of a fleet window: its labels and the signals its own diagnosis computed."""
+
+    labels: dict[str, str]
+    signals: SignalSet
+
+
+def who(labels: dict[str, str]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in labels.items()) or "the whole window"
+
+
+def _num(value: float) -> str:
+    return f"{value:.3g}"
+
+
+def _value(r: Replica, name: str) -> float | None:
+    sig = r.signals.get(name)
+    if sig is None or isinstance(sig.value, bool):
+        return None
+    return float(sig.value)
+
+
+def _measured(replicas: Sequence[Replica], name: str) -> list[tuple[Replica, float]]:
+    return [(r, v) for r in replicas if (v := _value(r, name)) is not None]
+
+
+def _peers(replicas: Sequence[Replica], r: Replica, name: str) -> list[float]:
+    """The other replicas' values of ``name``: those of the same model when the groups carry model_name."""
+    model = r.labels.get(PEER_LABEL)
+    return [v for other, v in _measured(replicas, name)
+            if other is not r and (model is None or other.labels.get(PEER_LABEL) == model)]
+
+
+def _peer_ratio(replicas: Sequence[Replica], r: Replica, name: str) -> tuple[float, float] | None:
+    """(this replica's ``name`` ÷ its peers' median, that median), None without a peer or a positive median."""
+    own, peers = _value(r, name), _peers(replicas, r, name)
+    if own is None or not peers or median(peers) <= 0:
+        return None
+    return own / median(peers), median(peers)
+
+
+def _largest(replicas: Sequence[Replica], name: str) -> tuple[float, str]:
+    vals = _measured(replicas, name)
+    if len(vals) < 2:
+        return float("nan"), ""
+    r, v = max(vals, key=lambda rv: rv[1])
+    return v, f"{name} of {who(r.labels)}, the largest of {len(vals)} replicas"
+
+
+def _spread(replicas: Sequence[Replica], name: str) -> tuple[float, str]:
+    vals = _measured(replicas, name)
+    if len(vals) < 2:
+        return float("nan"), ""
+    (hi, top), (lo, bottom) = max(vals, key=lambda rv: rv[1]), min(vals, key=lambda rv: rv[1])
+    if top == bottom:
+        return 0.0, f"{name} is {_num(top)} on each of {len(vals)} replicas"
+    return top - bottom, (f"{name} of {who(hi.labels)} ({_num(top)}) − of {who(lo.labels)} ({_num(bottom)}), "
+                          f"over {len(vals)} replicas")
+
+
+def _max_over_median(replicas: Sequence[Replica], name: str) -> tuple[float, str]:
+    vals = _measured(replicas, name)
+    if len(vals) < 2 or median(v for _, v in vals) <= 0:
+        return float("nan"), ""
+    r, top = max(vals, key=lambda rv: rv[1])
+    mid = median(v for _, v in vals)
+    return top / mid, f"{name} of {who(r.labels)} ({_num(top)}) ÷ the median of {len(vals)} replicas ({_num(mid)})"
+
+
+def holds_any(conds: Sequence[Condition], r: Replica) -> bool | None:
+    """Whether any condition holds on the replica; None when it measures none of their signals."""
+    results = [OPS[c.op](v, float(c.value or 0)) for c in conds if (v := _value(r, c.signal)) is not None]
+    return any(results) if results else None
+
+
+def _share(replicas: Sequence[Replica], conds: Sequence[Condition]) -> tuple[float, str]:
+    judged = [(r, h) for r in replicas if (h := holds_any(conds, r)) is not None]
+    if len(judged) < 2:
+        return float("nan"), ""
+    hit = [who(r.labels) for r, h in judged if h]
+    named = "; ".join(hit[:MAX_NAMED]) + (f"; {len(hit) - MAX_NAMED} more" if len(hit) > MAX_NAMED else "")
+    rule = " or ".join(f"{c.signal} {c.op} {_num(float(c.value or 0))}" for c in conds)
+    return len(hit) / len(judged), f"{len(hit)} of {len(judged)} replicas with {rule}" + (f": {named}" if hit else "")
+
+
+def _straggler(replicas: Sequence[Replica], spec: PeerRatio) -> tuple[float, str]:
+    """The peer ratio of ``spec.signal``: the largest over replicas, or at the replica furthest above its peers on
+    any of ``spec.at``."""
+    if not spec.at:
+        found = [(r, pr) for r in replicas if (pr := _peer_ratio(replicas, r, spec.signal)) is not None]
+        if not found:
+            return float("nan"), ""
+        r, (ratio, mid) = max(found, key=lambda x: x[1][0])
+        return ratio, (f"{spec.signal} of {who(r.labels)} ({_num(ratio * mid)}) ÷ the median of its "
+                       f"{len(_peers(replicas, r, spec.signal))} peers ({_num(mid)})")
+    worst: tuple[float, Replica, str] | None = None
+    for r in replicas:
+        for name in spec.at:
+            pr = _peer_ratio(replicas, r, name)
+            if pr is not None and (worst is None or pr[0] > worst[0]):
+                worst = (pr[0], r, name)
+    if worst is None:
+        return float("nan"), ""
+    _, r, name = worst
+    pr = _peer_ratio(replicas, r, spec.signal)
+    if pr is None:
+        return float("nan"), ""
+    ratio, mid = pr
+    return ratio, (f"{spec.signal} of {who(r.labels)} ({_num(ratio * mid)}, the replica furthest above its peers' "
+                   f"{name}) ÷ the median of its {len(_peers(replicas, r, spec.signal))} peers ({_num(mid)})")
+
+
+def compute(recipe: FleetRecipe, replicas: Sequence[Replica]) -> tuple[float, str]:
+    """(value, how it was measured) of one fleet recipe; NaN when fewer than two replicas measure it."""
+    if recipe.max is not None:
+        return _largest(replicas, recipe.max)
+    if recipe.spread is not None:
+        return _spread(replicas, recipe.spread)
+    if recipe.max_over_median is not None:
+        return _max_over_median(replicas, recipe.max_over_median)
+    if recipe.share is not None:
+        return _share(replicas, recipe.share)
+    assert recipe.peer_ratio is not None
+    return _straggler(replicas, recipe.peer_ratio)
+
+
+def fleet_signals(kb: KnowledgeBase, replicas: Sequence[Replica]) -> SignalSet:
+    """Every fleet signal the replicas measure (kind ``fleet``: judged under the fleet symptoms only)."""
+    out = SignalSet("fleet")
+    for name, sig in kb.signals.items():
+        if sig.fleet is not None:
+            value, source = compute(sig.fleet, replicas)
+            out.put(kb, name, value, source)
+    return out
