@@ -116,7 +116,11 @@ _WATCH_RUN_JS = """() => {
 
 def after_rerun(page, act, timeout_ms: int = 60000) -> None:
     """Do ``act`` and return once the script run it starts has finished (Streamlit's own run-state attribute),
-    so the next step does not race a rerun that replaces the element it acts on."""
+    so the next step does not race a rerun that replaces the element it acts on. It first waits for the run in
+    progress to end (the element acted on may be drawn before the page's own run finishes): a rerun requested
+    mid-run restarts that run without the attribute leaving 'running', so the watch would miss it."""
+    page.wait_for_function("() => document.querySelector('[data-test-script-state]')"
+                           "?.getAttribute('data-test-script-state') === 'notRunning'", timeout=timeout_ms)
     page.evaluate(_WATCH_RUN_JS)
     act()
     page.wait_for_function("window.__triageRanAgain === true", timeout=timeout_ms)

@@ -37,6 +37,9 @@ def test_memory_page_is_whole_at_1024_px():
         page.goto(f"{url}/memory?model=llama-3.1-8b&len=32768&conc=256&gpu=mi300x")
         page.wait_for_selector(".triage-table", timeout=60000)
         page.wait_for_function("() => document.querySelectorAll('.triage-table').length >= 2", timeout=60000)
+        # the KPI cards may arrive after the tables (the page streams its elements): wait for them, then measure
+        page.wait_for_function("() => document.querySelectorAll('[data-testid=stMetricValue]').length >= 4",
+                               timeout=60000)
         assert page.locator("[data-testid=stMetricValue]").count() == 4
         assert page.evaluate(CUT_JS) == []
         assert page.evaluate(SPLIT_JS) == []
