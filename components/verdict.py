@@ -62,8 +62,9 @@ def action_lines(actions: list[Action], engine: str | None) -> list[str]:
     if not actions:
         return []
     first = actions[0]
-    if engine or first.client:
-        where = t("verdict_client") if first.client else _engine(first.engine)
+    if engine or first.client or first.cluster:
+        where = t("verdict_client") if first.client else t("verdict_cluster") if first.cluster \
+            else _engine(first.engine)
         return [t("verdict_action", where=where) + f" `{first.command}` — {first.do.get(lang())}"]
     commands = " · ".join(f"{_engine(a.engine)} `{a.command}`" for a in actions)
     return [t("verdict_action_any") + f" {commands}", first.do.get(lang())]

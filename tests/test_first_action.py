@@ -63,6 +63,9 @@ def test_first_action_flags_are_the_engines_own(cause: str, engine: str):
     action = KB.causes[cause].first_action
     assert action is not None
     command = action.command(engine)
+    if action.cluster:  # a fleet cause: the deployment's or the router's command, no engine flag
+        assert not any(w in command for w in ("--max-num-seqs", "--max-running-requests"))
+        return
     if action.client:  # the load's concurrency: no engine flag, and the sentence says so
         assert not any(w in command for w in ("--max-num-seqs", "--max-running-requests"))
         return
@@ -86,7 +89,7 @@ def test_first_action_is_not_a_technique_already_on(cause: str, engine: str):
     dump = _dump(engine)
     assert _turns_off(_sets(dump, "--enable-chunked-prefill"), _sets(dump, "--disable-chunked-prefill")) \
         if engine == "vllm" else True  # the check catches the on switch of a default-on technique
-    if action.client:
+    if action.client or action.cluster:
         return
     sets = _sets(dump, action.command(engine))
     for tid, knobs in on.items():
@@ -210,3 +213,16 @@ def test_a_note_under_an_unmeasured_symptom_is_not_called_within_the_slo():
     assert (v.state, v.cause, v.symptom) == ("note", "throughput.low_batch_utilization", "throughput")
     assert "throughput" in v.symptoms and "ttft" not in v.symptoms  # the component then says "cannot be measured"
     assert v.actions[0].client and v.actions[0].command == "--max-concurrency 64"
+
+
+def test_fleet_first_actions_are_the_clusters_not_the_clients():
+    """Scaling out or fixing the routing is done on the deployment or the router: the verdict said 'on the client'
+    for them while they were flagged as the load's."""
+    from triage.service.verdict import first_actions
+
+    fleet = [c for c in CAUSES if c.id.startswith("fleet.")]
+    assert fleet
+    for cause in fleet:
+        actions = first_actions(KB, cause.id, "vllm")
+        assert actions and actions[0].cluster and not actions[0].client, cause.id
+    assert not any(c.first_action.cluster for c in CAUSES if not c.id.startswith("fleet.") and c.first_action)

@@ -34,6 +34,7 @@ class Action:
     command: str
     do: Text
     client: bool = False  # the knob is the load's (the client's concurrency), not an engine flag
+    cluster: bool = False  # the knob is the deployment's or the router's (a fleet cause), not an engine flag
 
 
 @dataclass(frozen=True)
@@ -79,7 +80,8 @@ def first_actions(kb: KnowledgeBase, cause_id: str, engine: str | None) -> list[
     if first is None:
         return []
     engines = [engine] if engine in ENGINES else list(ENGINES)
-    return [Action(e, first.command(e), first.sentence(e), first.client) for e in engines if e is not None]
+    return [Action(e, first.command(e), first.sentence(e), first.client, first.cluster)
+            for e in engines if e is not None]
 
 
 def _deciding(f: Finding) -> list[Evidence]:

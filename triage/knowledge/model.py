@@ -89,10 +89,12 @@ class EngineAction(Strict):
 
 class FirstAction(Strict):
     """The knob that acts first on a cause, per engine: never a technique the engine already runs by default
-    (tests/test_first_action.py). ``client``: the knob belongs to whoever sends the load, not to the engine."""
+    (tests/test_first_action.py). ``client``: the knob belongs to whoever sends the load, not to the engine;
+    ``cluster``: to the deployment or the router in front of the replicas (a fleet cause)."""
 
     do: Text
     client: bool = False
+    cluster: bool = False
     vllm: EngineAction
     sglang: EngineAction
     tgi: EngineAction

@@ -66,7 +66,7 @@ def _finding(kb: KnowledgeBase, f: Finding, i: int, lang: str) -> list[str]:
         out += [f"Not measurable from this source: {', '.join(f'`{s}`' for s in f.not_measurable)}.", ""]
     actions = first_actions(kb, f.cause, None)
     if actions:
-        where = " (on the client)" if actions[0].client else ""
+        where = " (on the client)" if actions[0].client else " (on the cluster)" if actions[0].cluster else ""
         out += [f"First action{where}: " + " · ".join(f"{a.engine} `{a.command}`" for a in actions)
                 + f" — {_cell(actions[0].do.get(lang))}", ""]
     out.append("Techniques, minimal change first (already on by default last):")

@@ -67,7 +67,7 @@ def _findings(kb: KnowledgeBase, diag: Diagnosis, lang: str, blind: str) -> list
         actions = first_actions(kb, f.cause, None)
         if actions:
             lines.append("    first action: " + " · ".join(f"{a.engine} {a.command}" for a in actions)
-                         + (" (client side)" if actions[0].client else ""))
+                         + (" (client side)" if actions[0].client else " (cluster side)" if actions[0].cluster else ""))
         steps = [f"{kb.techniques[r.id].title.get(lang)} ({kb.techniques[r.id].level}"
                  + (", already on by default)" if r.default_on else ")")
                  for r in ranked_techniques(kb, f.techniques, None)]
