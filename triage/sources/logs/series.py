@@ -84,3 +84,19 @@ class LogSeries:
         if self.untimed:
             parts.append(f"{self.untimed} without a time (the default {self.interval_s:g} s interval assumed)")
         return ", ".join(parts)
+
+
+@dataclass
+class Timeline:
+    """When each record of a log happened: its own stamp, else the previous record's time plus the engine's
+    logging interval (and the record is counted as untimed in ``series``)."""
+
+    series: LogSeries
+    last: float | None = None
+
+    def place(self, t: float | None) -> float:
+        if t is None:
+            self.series.untimed += 1
+            t = (self.last if self.last is not None else 0.0) + self.series.interval_s
+        self.last = t
+        return t

@@ -19,7 +19,7 @@ import re
 from collections.abc import Iterable
 
 from triage.sources.logs.lines import Clock
-from triage.sources.logs.series import LogSeries, Sample
+from triage.sources.logs.series import LogSeries, Sample, Timeline
 
 BATCH = re.compile(rb"(Prefill|Decode) batch[.,(]")
 FIELD = re.compile(rb"(#running-req|#queue-req|full token usage|swa token usage|token usage|page usage|"
@@ -45,15 +45,10 @@ class SglangLogParser:
         self.series = LogSeries("sglang_log", "SGLang server log", "sglang", 1.0)
         self.series.preemptions_logged = True  # every retraction is logged at INFO
         self.new_tokens = self.cached_tokens = 0.0
-        self.last_t: float | None = None
+        self.times = Timeline(self.series)
 
     def _time(self, line: bytes) -> float:
-        t = self.clock.stamp(line)
-        if t is None:
-            self.series.untimed += 1
-            t = (self.last_t if self.last_t is not None else 0.0) + self.series.interval_s
-        self.last_t = t
-        return t
+        return self.times.place(self.clock.stamp(line))
 
     def feed(self, line: bytes) -> None:
         s = self.series

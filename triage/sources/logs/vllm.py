@@ -22,7 +22,7 @@ from itertools import repeat
 import numpy as np
 
 from triage.sources.logs.lines import K8S_PARTIAL, Clock, iter_lines
-from triage.sources.logs.series import LogSeries, Sample, SpecSample
+from triage.sources.logs.series import LogSeries, Sample, SpecSample, Timeline
 
 STATS = re.compile(rb"(?:Engine (\d+): |(\d+) Engines Aggregated: )?Avg prompt throughput: ")
 FIELD = re.compile(rb"(Avg prompt throughput|Avg generation throughput|Running|Waiting|Pending|Swapped|Deferred|"
@@ -81,7 +81,7 @@ class VllmLogParser:
         self.clock = Clock()
         self.series = LogSeries("vllm_log", "vLLM server log", "vllm", V1_INTERVAL_S)
         self.v0 = self.v1 = False
-        self.last_t: float | None = None
+        self.times = Timeline(self.series)
         self.held: bytes | None = None  # a stats line that ends early: the paste may have wrapped it
 
     def feed(self, line: bytes) -> None:
@@ -194,16 +194,12 @@ class VllmLogParser:
             for (engine, agg), sample in zip(table[:, 5:7].tolist(), samples, strict=True):
                 key = engine.decode() if engine else ("aggregated" if agg else "000")
                 self.series.engines.setdefault(key, []).append(sample)
-        self.last_t = float(times[-1])
+        self.times.last = float(times[-1])
 
     def _add_row(self, row: tuple[bytes, ...]) -> None:
         month, day, hh, mm, ss, engine, agg, p, g, r, w, pre, kv, hit = row
         s = self.series
-        t = self.clock.yearless_time(int(month), int(day), int(hh), int(mm), int(ss))
-        if t is None:
-            t = (self.last_t if self.last_t is not None else 0.0) + s.interval_s
-            s.untimed += 1
-        self.last_t = t
+        t = self.times.place(self.clock.yearless_time(int(month), int(day), int(hh), int(mm), int(ss)))
         key = engine.decode() if engine else ("aggregated" if agg else "000")
         s.engines.setdefault(key, []).append(Sample(t, float(p), float(g), float(r), float(w), None, float(kv) / 100,
                                                     float(hit) / 100, float(pre) if pre else None))
@@ -222,12 +218,7 @@ class VllmLogParser:
         return hits
 
     def _time(self, line: bytes) -> float:
-        t = self.clock.stamp(line)
-        if t is None:
-            self.series.untimed += 1
-            t = (self.last_t if self.last_t is not None else 0.0) + self.series.interval_s
-        self.last_t = t
-        return t
+        return self.times.place(self.clock.stamp(line))
 
     def _line(self, line: bytes, final: bool = False) -> None:
         s = self.series
