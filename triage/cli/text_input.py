@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
 
-from triage.errors import TriageError, UnknownFormat
+from triage.errors import TriageError
 from triage.run import Benchmark
 from triage.sources import logs
 from triage.sources.bounded import CHUNK, MAX_BENCHMARK_BYTES, check_regular
@@ -34,13 +34,9 @@ def _head(stream: BinaryIO) -> bytes:
 
 def _benchmark(data: bytes, name: str, quote: bool = False) -> Benchmark:
     """The benchmark in ``data``; ``quote``: messages may quote a short head of it (a plain file of the user's)."""
-    from triage.service.uploads import open_benchmark
+    from triage.service.uploads import open_text_benchmark
 
-    try:
-        return open_benchmark(data, name, quote=quote)
-    except UnknownFormat as exc:
-        tried = f"also tried server logs ({logs.tried()}) and a /metrics scrape"
-        raise TriageError(f"{exc.reason}; {tried}", where=exc.where, key=exc.key) from None
+    return open_text_benchmark(data, name, quote)
 
 
 def _rest(stream: BinaryIO, head: bytes, name: str) -> bytes:

@@ -11,7 +11,7 @@ import pandas as pd
 from triage.diagnosis.benchmark import diagnose_run
 from triage.diagnosis.roofline import Hardware
 from triage.diagnosis.rules import Diagnosis, Slo
-from triage.errors import TriageError, UnknownFormat
+from triage.errors import TriageError
 from triage.knowledge.loader import KnowledgeBase
 from triage.sources import logs
 from triage.sources.logs.derived import LogReading
@@ -78,13 +78,9 @@ def _scrape(kb: KnowledgeBase, data: bytes, slo: Slo, hardware: Hardware | None)
 
 
 def _benchmark(kb: KnowledgeBase, data: bytes, slo: Slo, hardware: Hardware | None) -> Pasted:
-    from triage.service.uploads import format_title, open_benchmark
+    from triage.service.uploads import format_title, open_text_benchmark
 
-    try:
-        bench = open_benchmark(data, PASTED)
-    except UnknownFormat as exc:
-        raise TriageError(f"{exc.reason}; also tried server logs ({logs.tried()}) and a /metrics scrape",
-                          where=PASTED) from None
+    bench = open_text_benchmark(data, PASTED)
     run = bench.runs[-1]
     diag = diagnose_run(kb, run, slo, hardware)
     if diag.empty:

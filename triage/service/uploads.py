@@ -20,7 +20,7 @@ from triage.sources.metrics.exposition import Snapshot
 
 __all__ = ["CACHE_MB_ENV", "MB", "SAMPLE_ID", "SAMPLE_PATH", "BoundedCache", "Held", "ParseCache", "Refused",
            "SingleUploads", "Snapshot", "Upload", "Uploads", "digest_of", "format_title", "open_benchmark",
-           "parse_cache_from_env", "sample_benchmark", "snapshot_cache_from_env"]
+           "open_text_benchmark", "parse_cache_from_env", "sample_benchmark", "snapshot_cache_from_env"]
 
 SAMPLE_PATH = DEFAULT_TREE_DIR / "sample" / "benchmark.csv"
 SAMPLE_ID = "sample"
@@ -51,6 +51,19 @@ def open_benchmark(data: bytes, name: str, quote: bool = True) -> Benchmark:
     from triage.sources.files import load_benchmark
 
     return load_benchmark(data, name, quote)
+
+
+def open_text_benchmark(data: bytes, name: str, quote: bool = True) -> Benchmark:
+    """``open_benchmark`` for text that was first tried as a server log and a /metrics scrape (a pasted or piped
+    text, a FILE of diagnose): an unknown format says those were tried too."""
+    from triage.errors import UnknownFormat
+    from triage.sources import logs
+
+    try:
+        return open_benchmark(data, name, quote)
+    except UnknownFormat as exc:
+        raise TriageError(f"{exc.reason}; also tried server logs ({logs.tried()}) and a /metrics scrape",
+                          where=exc.where, key=exc.key) from None
 
 
 def sample_benchmark() -> Benchmark:
