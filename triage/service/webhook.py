@@ -30,7 +30,7 @@ from triage.alerting.receiver.deliver import post_json
 from triage.alerting.receiver.message import COULD_NOT, Outcome, json_body, slack_body, slack_text
 from triage.alerting.receiver.payload import AlertmanagerAlert, AlertmanagerMessage, parse_message
 from triage.alerting.receiver.store import IncidentStore
-from triage.diagnosis.rules import Slo, resolve_slo
+from triage.diagnosis.rules import Diagnosis, Slo, resolve_slo
 from triage.errors import TriageError
 from triage.knowledge.engines import load_engines
 from triage.knowledge.loader import KnowledgeBase, load_knowledge
@@ -296,17 +296,14 @@ class Receiver:
         end = alert.startsAt
         source = (f"{self.profile.label()}, {self.config.window} window to {end:%Y-%m-%dT%H:%M:%SZ}")
         out = Outcome(alert=alert, replica=replica, lead=lead, link="", source=source)
-        if lead is not None and self.kb.symptom_of(lead).scope == "fleet":
-            return self._diagnose_fleet(out)
+        fleet = lead is not None and self.kb.symptom_of(lead).scope == "fleet"
         try:
-            pair = prometheus_pair(self.profile, end, self.window_s / 60, replica, None, self.config.timeout)
-            live = refresh(self.kb, pair, self.slo, series_points=0).live
-            out.engine = live.engine
-            if live.diagnosis.empty:
-                out.error = f"{COULD_NOT}: nothing to diagnose: {live.diagnosis.empty}"
+            out.engine, diag, fmt = self._read_fleet(out) if fleet else self._read_replica(out)
+            if diag is None or diag.empty:
+                out.error = f"{COULD_NOT}: nothing to diagnose: {diag.empty if diag else 'no replica'}"
             else:
-                out.diagnosis = live.diagnosis
-                out.contract = diagnosis_json(live.diagnosis, source=source, fmt=f"metrics:{live.engine}", runs=[])
+                out.diagnosis = diag
+                out.contract = diagnosis_json(diag, source=source, fmt=fmt, runs=[])
         except TriageError as exc:
             out.error = f"{COULD_NOT}: {one_line(exc.line(), 240)}"
         except Exception as exc:  # the page must still say something
@@ -315,7 +312,14 @@ class Receiver:
         out.link = self._link(out)
         return out
 
-    def _diagnose_fleet(self, out: Outcome) -> Outcome:
+    def _read_replica(self, out: Outcome) -> tuple[str, Diagnosis | None, str]:
+        """(engine, diagnosis, format) of the replica's window."""
+        pair = prometheus_pair(self.profile, out.alert.startsAt, self.window_s / 60, out.replica, None,
+                               self.config.timeout)
+        live = refresh(self.kb, pair, self.slo, series_points=0).live
+        return live.engine, live.diagnosis, f"metrics:{live.engine}"
+
+    def _read_fleet(self, out: Outcome) -> tuple[str, Diagnosis | None, str]:
         """A fleet alert (straggler, routing skew, out of capacity) names a fleet, not a replica: every replica
         matching its labels, grouped by the target labels it does not carry, and the fleet's own diagnosis."""
         from triage.alerting.export import target_labels
@@ -323,24 +327,9 @@ class Receiver:
         from triage.service.fleet import fleet_window
 
         by = tuple(label for label in target_labels() if label not in out.replica) or ("instance",)
-        try:
-            window = fleet_window(self.profile, out.alert.startsAt, self.window_s / 60, by, dict(out.replica),
-                                  self.config.timeout)
-            result = diagnose_fleet(self.kb, window, self.slo)
-            out.engine = window.engine.id
-            diag = result.fleet
-            if diag is None or diag.empty:
-                out.error = f"{COULD_NOT}: nothing to diagnose: {diag.empty if diag else 'no replica'}"
-            else:
-                out.diagnosis = diag
-                out.contract = diagnosis_json(diag, source=out.source, fmt="fleet", runs=[])
-        except TriageError as exc:
-            out.error = f"{COULD_NOT}: {one_line(exc.line(), 240)}"
-        except Exception as exc:  # the page must still say something
-            log.exception("fleet diagnosis failed")
-            out.error = f"{COULD_NOT}: internal error ({type(exc).__name__})"
-        out.link = self._link(out)
-        return out
+        window = fleet_window(self.profile, out.alert.startsAt, self.window_s / 60, by, dict(out.replica),
+                              self.config.timeout)
+        return window.engine.id, diagnose_fleet(self.kb, window, self.slo).fleet, "fleet"
 
     def _link(self, out: Outcome) -> str:
         """The Live view of the replica over the window diagnosed, the leading cause's node lit."""
