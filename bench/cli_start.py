@@ -1,6 +1,6 @@
 """How fast the CLI starts: `python -m triage tree --json` against `python -c "import yaml, pydantic"`.
 
-Run: .venv/bin/python bench/cli_start.py [--repeat K]
+Run: .venv/bin/python -m bench.cli_start [--repeat K]
 Both commands run K times (default 5), interleaved, in fresh interpreters; prints the medians and their ratio
 (target ≤ 1.5×) and which heavy modules (pandas, pyarrow, streamlit, numpy) `tree --json` imported. The ratio is
 for the usual start, when the tree passed a check before and nothing changed since (triage/knowledge/checked.py:

@@ -6,7 +6,7 @@ SQLite fsyncs with ``synchronous = FULL``), ``list()`` of every row (JSON parsed
 and the CSV export do) and ``list(technique=…)`` (the indexed filter, 1 row in 50).
 
 Usage (from the repo root):
-    .venv/bin/python bench/experiment_log.py [--rows 100000] [--writes 200] [--postgres URL]
+    .venv/bin/python -m bench.experiment_log [--rows 100000] [--writes 200] [--postgres URL]
 Without --postgres a throw-away PostgreSQL 15 is started like the tests do (tests/pg_harness.py), but with fsync on,
 so both engines' commits reach the disk.
 """
@@ -16,19 +16,17 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import sys
 import tempfile
 import time
 from collections.abc import Callable
 from contextlib import ExitStack
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
+from tests.test_experiment_log import entry
+from triage.store.schema import experiments
+from triage.verify.experiment_log import ExperimentLog
 
-from tests.test_experiment_log import entry  # noqa: E402
-from triage.store.schema import experiments  # noqa: E402
-from triage.verify.experiment_log import ExperimentLog  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
 
 BATCH = 5_000
 

@@ -1,6 +1,6 @@
 """First paint per page against a one-chart Streamlit app, both measured in one run with Playwright + Chromium.
 
-Usage: .venv/bin/python bench/first_paint.py [--repeat 5] [--pages /live,/benchmark]
+Usage: .venv/bin/python -m bench.first_paint [--repeat 5] [--pages /live,/benchmark]
 
 Each measurement opens a fresh browser context (a new session, no cache) and times from navigation to
 the first chart drawn and visible (a plotly SVG; the app's hidden chart that starts loading the chart code
@@ -21,10 +21,9 @@ import tempfile
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from tests.browser_tools import ARGS, CHROMIUM, streamlit_server
 
-from tests.browser_tools import ARGS, CHROMIUM, streamlit_server  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 TARGET = 1.5
 CHART = ".js-plotly-plot .main-svg >> visible=true"  # the first one the user can see

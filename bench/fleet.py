@@ -7,7 +7,7 @@ with the raw blocks, as it keeps its own rule output. Then, in the same run: one
 request per need) and the fleet read from the recorded ``triage:*:1h`` series (``--by instance``), and the client's
 peak memory. Target: the fleet costs at most 3x one engine, and the client stays under 300 MB.
 
-    .venv/bin/python bench/fleet.py [--engines 200] [--hours 1] [--repeat 3] [--keep DIR]
+    .venv/bin/python -m bench.fleet [--engines 200] [--hours 1] [--repeat 3] [--keep DIR]
 """
 
 from __future__ import annotations
@@ -27,14 +27,13 @@ from concurrent.futures import ProcessPoolExecutor
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from bench.live import _family_spans, _simulate, backfill, start
+from tests.prom_harness import PROMETHEUS, PROMTOOL, PromServer, data_end
+from tests.rules_harness import serve_with_recorded
+from triage.alerting.promql import duration_text
+from triage.sources.metrics import simulator
 
-from bench.live import _family_spans, _simulate, backfill, start  # noqa: E402
-from tests.prom_harness import PROMETHEUS, PROMTOOL, PromServer, data_end  # noqa: E402
-from tests.rules_harness import serve_with_recorded  # noqa: E402
-from triage.alerting.promql import duration_text  # noqa: E402
-from triage.sources.metrics import simulator  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 STEP = 15.0
 WORKERS = 2  # the machine has 2 cores

@@ -1,6 +1,6 @@
 """Peak memory under hostile input: an endless /metrics stream, a gzip bomb, and 10 large uploads.
 
-Run: .venv/bin/python bench/hostile_rss.py [--uploads 10] [--rows 1000000] [--skip-fetch] [--skip-uploads]
+Run: .venv/bin/python -m bench.hostile_rss [--uploads 10] [--rows 1000000] [--skip-fetch] [--skip-uploads]
      [--skip-verify]   (TRIAGE_PARSE_CACHE_MB in the environment reaches the server)
 
 * fetch: ``python -m triage diagnose --endpoint URL`` in a fresh child against tests/hostile_server.py on
@@ -25,10 +25,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from tests.hostile_server import hostile_server
 
-from tests.hostile_server import hostile_server  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 SERVER_ARGS = ["--server.headless", "true", "--server.address", "127.0.0.1"]
 MB = 1024 * 1024
@@ -116,10 +115,9 @@ def upload_figures(n: int, rows: int, env: dict[str, str] | None = None, verify:
     """A real ``streamlit run app.py``; Chromium uploads N distinct CSVs on the Benchmark page one by one (and,
     with ``verify``, two more on the Verify page); the server's RSS after each parse, the peak during each
     upload, and the whole run's peak (VmHWM) come from /proc."""
-    sys.path.insert(0, str(ROOT / "bench"))
-    from parse import make_csv  # bench/parse.py
     from playwright.sync_api import expect
 
+    from bench.parse import make_csv
     from tests.browser_tools import _wait_healthy, chromium_page
     from tests.prom_harness import free_port, stop_process
 

@@ -1,6 +1,6 @@
 """Time one live refresh (all queries + signals + diagnosis) against a real Prometheus vs its slowest single query.
 
-Run: .venv/bin/python bench/live.py [--hours 24] [--engines 8] [--repeat 5] [--keep DIR | --reuse DIR]
+Run: .venv/bin/python -m bench.live [--hours 24] [--engines 8] [--repeat 5] [--keep DIR | --reuse DIR]
 The refresh timed is the Live page's own (triage.service.live.refresh over triage.service.windows.prometheus_pair).
 Generating and backfilling 24 h x 8 engines takes long on a small machine: ``--keep DIR`` saves the TSDB after the
 backfill and ``--reuse DIR`` measures on a saved one (its end time is read from the blocks' meta.json).
@@ -14,7 +14,6 @@ import json
 import shutil
 import statistics
 import subprocess
-import sys
 import tempfile
 import time
 from collections.abc import Callable
@@ -22,17 +21,16 @@ from concurrent.futures import ProcessPoolExecutor
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from tests.prom_harness import PROMETHEUS, PROMTOOL, PromServer, data_end, free_port, wait_ready
+from triage.diagnosis.rules import resolve_slo
+from triage.diagnosis.server_signals import NEEDS
+from triage.knowledge.loader import load_knowledge
+from triage.service.live import SERIES_POINTS, panel_needs, refresh
+from triage.service.windows import prometheus_pair
+from triage.sources.metrics import simulator
+from triage.sources.metrics.prometheus_window import MIN_RANGE, PrometheusWindow, promql
 
-from tests.prom_harness import PROMETHEUS, PROMTOOL, PromServer, data_end, free_port, wait_ready  # noqa: E402
-from triage.diagnosis.rules import resolve_slo  # noqa: E402
-from triage.diagnosis.server_signals import NEEDS  # noqa: E402
-from triage.knowledge.loader import load_knowledge  # noqa: E402
-from triage.service.live import SERIES_POINTS, panel_needs, refresh  # noqa: E402
-from triage.service.windows import prometheus_pair  # noqa: E402
-from triage.sources.metrics import simulator  # noqa: E402
-from triage.sources.metrics.prometheus_window import MIN_RANGE, PrometheusWindow, promql  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 STEP = 15.0            # seconds between stored samples
 SIM_TICK_S = 1.0       # the simulator's internal tick (0.2 s by default): 5x fewer ticks, same 15 s samples

@@ -1,6 +1,6 @@
 """Benchmark the generic per-request CSV path: 1,000,000 requests, bare pyarrow read vs load_benchmark.
 
-Run: .venv/bin/python bench/parse.py [--rows N] [--repeat K]
+Run: .venv/bin/python -m bench.parse [--rows N] [--repeat K]
 Prints the times, the ratio load_benchmark / pyarrow.csv.read_csv and the peak extra memory of each
 (measured in a fresh child process with ru_maxrss, so earlier steps do not hide the peak).
 """

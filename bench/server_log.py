@@ -1,6 +1,6 @@
 """Benchmark reading a server log: a 1,000,000-line vLLM V1 log read and diagnosed vs `grep -c` of the same file.
 
-Run: .venv/bin/python bench/server_log.py [--lines N] [--stats-every K] [--repeat R]
+Run: .venv/bin/python -m bench.server_log [--lines N] [--stats-every K] [--repeat R]
 The log is written to a temporary file: one stats line every K lines (default 5, i.e. 200,000 stats lines), the
 rest the uvicorn access lines a busy server prints between them. Prints the best time of R runs of
 `grep -c 'Avg prompt throughput'` and of read + diagnose (what `python -m triage diagnose FILE` does, in a fresh

@@ -1,19 +1,17 @@
 """Python run time of each page and of a node-click rerun (median of 20), measured through AppTest.
 
-Usage: .venv/bin/python bench/ui.py   — prints one line per case; target ≤ 150 ms each.
+Usage: .venv/bin/python -m bench.ui   — prints one line per case; target ≤ 150 ms each.
 """
 
 from __future__ import annotations
 
 import statistics
-import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from tests.apptest_tools import click_plotly, new_app
 
-from tests.apptest_tools import click_plotly, new_app  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 REPEAT = 20
 TARGET_MS = 150

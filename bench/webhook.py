@@ -6,7 +6,7 @@ Alertmanager's API, which routes each to the receiver (a child ``python -m triag
 webhook; the sink stamps each arrival. Latency = arrival − the post to Alertmanager. Also prints the receiver's
 peak RSS (VmHWM).
 
-    .venv/bin/python bench/webhook.py [--replicas 200] [--singles 10]
+    .venv/bin/python -m bench.webhook [--replicas 200] [--singles 10]
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import re
 import statistics
-import sys
 import tempfile
 import time
 from datetime import UTC, datetime
@@ -22,13 +21,12 @@ from pathlib import Path
 
 import requests
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from tests.prom_harness import data_end, start_prometheus
+from tests.rules_harness import merge_openmetrics
+from tests.webhook_harness import sink_server, start_alertmanager, start_receiver
+from triage.sources.metrics.simulator import write_openmetrics
 
-from tests.prom_harness import data_end, start_prometheus  # noqa: E402
-from tests.rules_harness import merge_openmetrics  # noqa: E402
-from tests.webhook_harness import sink_server, start_alertmanager, start_receiver  # noqa: E402
-from triage.sources.metrics.simulator import write_openmetrics  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 SCENARIOS = ("queueing", "kv_pressure", "healthy", "prefill_bound")
 TOKEN = "bench-token"

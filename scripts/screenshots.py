@@ -1,19 +1,17 @@
 """Screenshots of every page in the light and the dark theme (docs/<page>-light.png, docs/<page>-dark.png).
 
 Debian Chromium against a fresh local server; the theme follows the browser's color scheme (the app sets
-no base theme). Usage: .venv/bin/python scripts/screenshots.py [--pages diagnose,memory] [--schemes dark]
+no base theme). Usage: .venv/bin/python -m scripts.screenshots [--pages diagnose,memory] [--schemes dark]
 """
 
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT))
+from tests.browser_tools import ARGS, CHROMIUM, streamlit_server
 
-from tests.browser_tools import ARGS, CHROMIUM, streamlit_server  # noqa: E402
+ROOT = Path(__file__).resolve().parent.parent
 
 DOCS = ROOT / "docs"
 PLOT = ".js-plotly-plot .main-svg"

@@ -8,3 +8,5 @@ if [ ! -x .venv/bin/python ]; then
   "$PY" -m venv .venv
 fi
 .venv/bin/python -m pip install --quiet --disable-pip-version-check -r "$REQS"
+# the project itself, editable: `import triage` and the `triage` command work from any folder, no sys.path edits
+.venv/bin/python -m pip install --quiet --disable-pip-version-check --no-deps -e .

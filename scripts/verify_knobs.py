@@ -1,8 +1,8 @@
 """Dump the engines' own argument parsers and parse every technique example with them.
 
-    .venv/bin/python scripts/verify_knobs.py                       # all tools, throw-away venvs
-    .venv/bin/python scripts/verify_knobs.py --venv-root /tmp/kv --keep   # keep (and reuse) the venvs
-    .venv/bin/python scripts/verify_knobs.py --tgi-repo /path/to/text-generation-inference.git
+    .venv/bin/python -m scripts.verify_knobs                       # all tools, throw-away venvs
+    .venv/bin/python -m scripts.verify_knobs --venv-root /tmp/kv --keep   # keep (and reuse) the venvs
+    .venv/bin/python -m scripts.verify_knobs --tgi-repo /path/to/text-generation-inference.git
 
 For each pinned tool (vLLM, SGLang, sglang-router, vllm-router) it makes a venv, installs the engine without its
 dependencies plus a CPU build of torch, then installs only the modules the parser's import chain asks for (one
@@ -31,16 +31,15 @@ import sys
 import tempfile
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
-
-from triage.knowledge.knobs import (  # noqa: E402
+from triage.knowledge.knobs import (
     FLAGS_DIR,
     check_technique,
     dump_path,
     example_commands,
 )
-from triage.knowledge.loader import load_knowledge  # noqa: E402
+from triage.knowledge.loader import load_knowledge
+
+ROOT = Path(__file__).resolve().parents[1]
 
 PINS: dict[str, str] = {"vllm": "0.33.0", "sglang": "0.5.23", "sglang-router": "0.3.2", "vllm-router": "0.1.17"}
 TGI_TAG = "v3.3.7"

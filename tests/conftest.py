@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import sys
 import tempfile
 from pathlib import Path
 
@@ -17,7 +16,6 @@ ROOT = Path(__file__).resolve().parent.parent
 os.environ.setdefault("TRIAGE_DEBUG", "1")
 # Records of checked trees (triage/knowledge/checked.py) go to a folder of this run, never the user's ~/.cache.
 os.environ["TRIAGE_CACHE_DIR"] = tempfile.mkdtemp(prefix="triage-test-cache-")
-sys.path.insert(0, str(ROOT))
 
 from tests.fleet_history import fleet_history  # noqa: E402,F401  (session fixture: the simulated fleet)
 from triage.knowledge.loader import DEFAULT_TREE_DIR, load_knowledge  # noqa: E402

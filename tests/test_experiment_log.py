@@ -29,9 +29,8 @@ from triage.verify.experiment_log import (
 
 ROOT = Path(__file__).resolve().parent.parent
 
-WRITER = f"""
+WRITER = """
 import sys
-sys.path.insert(0, {str(ROOT)!r})
 from tests.test_experiment_log import entry
 from triage.verify.experiment_log import ExperimentLog
 
@@ -195,11 +194,10 @@ def _rows(path: Path) -> int:
 def test_killed_writer_loses_nothing_it_saved(tmp_path):
     path = tmp_path / "log.sqlite3"
     ExperimentLog(path)
-    script = tmp_path / "writer.py"
-    script.write_text(WRITER, encoding="utf-8")
     printed = tmp_path / "ids.txt"
     with printed.open("w") as out:
-        proc = subprocess.Popen([sys.executable, str(script), str(path), "killed", "1000000"], stdout=out)
+        proc = subprocess.Popen([sys.executable, "-c", WRITER, str(path), "killed", "1000000"], stdout=out,
+                                cwd=ROOT)
         deadline = time.monotonic() + 60
         while _rows(path) < 40:
             assert time.monotonic() < deadline, "writer never reached 40 rows"
@@ -220,10 +218,8 @@ def test_killed_writer_loses_nothing_it_saved(tmp_path):
 
 def test_two_concurrent_writers_both_land(tmp_path):
     path = tmp_path / "fresh" / "log.sqlite3"  # neither process finds a schema: both race to migrate
-    script = tmp_path / "writer.py"
-    script.write_text(WRITER, encoding="utf-8")
-    procs = [subprocess.Popen([sys.executable, str(script), str(path), tag, "50"], stdout=subprocess.DEVNULL,
-                              stderr=subprocess.PIPE) for tag in ("one", "two")]
+    procs = [subprocess.Popen([sys.executable, "-c", WRITER, str(path), tag, "50"], stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, cwd=ROOT) for tag in ("one", "two")]
     for p in procs:
         _, err = p.communicate(timeout=120)
         assert p.returncode == 0, err.decode()

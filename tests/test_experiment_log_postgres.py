@@ -19,9 +19,8 @@ from triage.store import database
 from triage.verify.experiment_log import SCHEMA_VERSION, ExperimentLog
 
 # One app process: `threads` writers sharing the process's pooled engine, `rows` saves each; every saved id printed.
-REPLICA = f"""
+REPLICA = """
 import sys, threading
-sys.path.insert(0, {str(ROOT)!r})
 from tests.test_experiment_log import entry
 from triage.verify.experiment_log import ExperimentLog
 
@@ -30,7 +29,7 @@ log = ExperimentLog(url)
 out = []
 def write(t):
     for i in range(rows):
-        out.append(log.save(entry(technique=tag, note=f"{{tag}}-{{t}}-{{i}}")))
+        out.append(log.save(entry(technique=tag, note=f"{tag}-{t}-{i}")))
 workers = [threading.Thread(target=write, args=(t,)) for t in range(threads)]
 for w in workers: w.start()
 for w in workers: w.join()
@@ -38,16 +37,15 @@ print("\\n".join(map(str, out)), flush=True)
 """
 
 # A writer that inserts inside a transaction, says so, and waits with the transaction open until it is killed.
-HELD = f"""
+HELD = """
 import sys
-sys.path.insert(0, {str(ROOT)!r})
 from tests.test_experiment_log import entry
 from triage.store.schema import experiments
 from triage.verify.experiment_log import ExperimentLog
 
 log = ExperimentLog(sys.argv[1])
 with log.engine.connect() as conn, conn.begin():
-    conn.execute(experiments.insert().values(created_at="x", workload="{{}}", baseline_name="held",
+    conn.execute(experiments.insert().values(created_at="x", workload="{}", baseline_name="held",
                  baseline_sha256="a", candidate_name="held", candidate_sha256="b", metrics="[]", overall="held"))
     print("inside", flush=True)
     sys.stdin.read()
@@ -112,10 +110,8 @@ def test_unreachable_or_refused_database_is_one_line_without_the_password(postgr
 def test_two_replicas_sixteen_writers_lose_and_duplicate_nothing(postgres, tmp_path):
     """Two app processes × 8 threads × 100 saves, all at once against one fresh database (both race to
     migrate it): 1,600 rows, every id a process printed is there once, every (writer, row) pair once."""
-    script = tmp_path / "replica.py"
-    script.write_text(REPLICA, encoding="utf-8")
-    procs = [subprocess.Popen([sys.executable, str(script), postgres, tag, "8", "100"], stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE) for tag in ("one", "two")]
+    procs = [subprocess.Popen([sys.executable, "-c", REPLICA, postgres, tag, "8", "100"], stdout=subprocess.PIPE,
+                              stderr=subprocess.PIPE, cwd=ROOT) for tag in ("one", "two")]
     printed: list[int] = []
     for p in procs:
         out, err = p.communicate(timeout=240)
@@ -134,10 +130,8 @@ def test_two_replicas_sixteen_writers_lose_and_duplicate_nothing(postgres, tmp_p
 def test_a_writer_killed_mid_transaction_loses_only_that_transaction(postgres, tmp_path):
     log = ExperimentLog(postgres)
     before = [log.save(entry(note=f"before {i}")) for i in range(5)]
-    script = tmp_path / "held.py"
-    script.write_text(HELD, encoding="utf-8")
-    proc = subprocess.Popen([sys.executable, str(script), postgres], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE)
+    proc = subprocess.Popen([sys.executable, "-c", HELD, postgres], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, cwd=ROOT)
     assert proc.stdout is not None
     assert proc.stdout.readline().strip() == b"inside", proc.stderr.read().decode() if proc.stderr else ""
     os.kill(proc.pid, signal.SIGKILL)
@@ -153,19 +147,15 @@ def test_a_writer_killed_mid_transaction_loses_only_that_transaction(postgres, t
 def test_a_replica_killed_while_saving_keeps_every_saved_row(postgres, tmp_path):
     """A writer saving in a loop is killed at an arbitrary point: every id it reported saved is there, whole."""
     ExperimentLog(postgres)
-    script = tmp_path / "replica.py"
-    script.write_text(REPLICA.replace('print("\\\\n".join(map(str, out)), flush=True)', ""), encoding="utf-8")
-    loop = tmp_path / "loop.py"
-    loop.write_text(f"""
+    loop = """
 import sys
-sys.path.insert(0, {str(ROOT)!r})
 from tests.test_experiment_log import entry
 from triage.verify.experiment_log import ExperimentLog
 log = ExperimentLog(sys.argv[1])
 for i in range(1_000_000):
     print(log.save(entry(note=str(i))), flush=True)
-""", encoding="utf-8")
-    proc = subprocess.Popen([sys.executable, str(loop), postgres], stdout=subprocess.PIPE)
+"""
+    proc = subprocess.Popen([sys.executable, "-c", loop, postgres], stdout=subprocess.PIPE, cwd=ROOT)
     assert proc.stdout is not None
     saved = [int(proc.stdout.readline()) for _ in range(40)]
     os.kill(proc.pid, signal.SIGKILL)

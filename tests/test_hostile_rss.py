@@ -3,14 +3,9 @@ measures the same, plus 10 large uploads, for the README)."""
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
-
-from hostile_rss import fetch_figures, peak_rss_mb  # noqa: E402
+from bench.hostile_rss import fetch_figures, peak_rss_mb
 
 CAP_MB = 32          # the body cap of the bounded fetch (after decompression)
 SLACK_MB = 48        # one read chunk, one inflate step, the error path; unbounded it was 4.5 GB after 60 s

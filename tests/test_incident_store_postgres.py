@@ -24,10 +24,9 @@ AT = datetime(2026, 12, 2, 1, 0, tzinfo=UTC)
 # One receiver process: `threads` threads storing `rows` incidents each under their own fingerprints, and every
 # thread also storing the same `shared` fingerprints the other process stores; prints "id fingerprint" per row
 # it stored (a duplicate it was refused prints nothing).
-WRITER = f"""
+WRITER = """
 import sys, threading
 from datetime import UTC, datetime
-sys.path.insert(0, {str(ROOT)!r})
 from triage.alerting.receiver.store import IncidentStore
 
 url, tag, threads, rows, shared = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
@@ -35,13 +34,13 @@ store = IncidentStore(url)
 at = datetime(2026, 12, 2, 1, 0, tzinfo=UTC)
 out = []
 def write(t):
-    names = [f"{{tag}}-{{t}}-{{i}}" for i in range(rows)] + [f"shared-{{i}}" for i in range(shared)]
+    names = [f"{tag}-{t}-{i}" for i in range(rows)] + [f"shared-{i}" for i in range(shared)]
     for name in names:
-        new = store.record(fingerprint=name, starts_at=at, alertname="A", labels={{"instance": name}},
-                           replica={{"instance": name}}, cause=None, message=name, diagnosis=None, error=None,
+        new = store.record(fingerprint=name, starts_at=at, alertname="A", labels={"instance": name},
+                           replica={"instance": name}, cause=None, message=name, diagnosis=None, error=None,
                            link="l")
         if new is not None:
-            out.append(f"{{new}} {{name}}")
+            out.append(f"{new} {name}")
 workers = [threading.Thread(target=write, args=(t,)) for t in range(threads)]
 for w in workers: w.start()
 for w in workers: w.join()
@@ -94,10 +93,8 @@ def test_a_receiver_stores_folds_and_resolves_on_postgres(postgres):
 def test_two_receivers_storing_at_once_lose_and_duplicate_nothing(postgres, tmp_path):
     """Two processes × 8 threads × 50 own fingerprints, plus 20 fingerprints every thread of both stores: 800 +
     20 rows, each id a process reported once, each shared alert stored by exactly one writer."""
-    script = tmp_path / "writer.py"
-    script.write_text(WRITER, encoding="utf-8")
-    procs = [subprocess.Popen([sys.executable, str(script), postgres, tag, "8", "50", "20"],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE) for tag in ("one", "two")]
+    procs = [subprocess.Popen([sys.executable, "-c", WRITER, postgres, tag, "8", "50", "20"],
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT) for tag in ("one", "two")]
     reported: list[tuple[int, str]] = []
     for p in procs:
         out, err = p.communicate(timeout=240)

@@ -1,0 +1,1 @@
+"""Speed scripts that print ratios against a plain baseline in the same run (python -m bench.<name>)."""

@@ -1,0 +1,1 @@
+"""Helper scripts run from the repository root as modules (python -m scripts.<name>)."""
