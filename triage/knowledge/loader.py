@@ -121,7 +121,7 @@ class KnowledgeBase:
 def _read_yaml(path: Path) -> Any:
     """A tree or gate YAML file (``--tree-dir``, ``gate --gate FILE``): read within bounds, then the safe loader
     (depth checked before libyaml builds anything, no aliases)."""
-    from triage.sources.bounded import MAX_CONFIG_BYTES, read_text_bounded
+    from triage.bounded import MAX_CONFIG_BYTES, read_text_bounded
 
     text = read_text_bounded(path, MAX_CONFIG_BYTES)
     # aliases stay allowed here (yaml.safe_dump writes them for repeated values) but counted: no billion laughs

@@ -9,13 +9,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 
+from triage.bounded import MAX_METRICS_BYTES, MB
 from triage.diagnosis.readings import MetricWindow
 from triage.diagnosis.window import window_signals
 from triage.errors import TriageError
 from triage.knowledge.loader import KnowledgeBase
 from triage.run import Run
 from triage.safe_text import redact_url
-from triage.sources.bounded import MAX_METRICS_BYTES, MB
 from triage.sources.metrics.demo_feed import DemoFeed, shared_feed, warm
 from triage.sources.metrics.exposition import Snapshot, parse_metrics_text
 from triage.sources.metrics.profiles import Profile, list_profiles
