@@ -33,10 +33,10 @@ from tests.rules_harness import (
 from triage.alerting.export import alert_name, build
 from triage.alerting.promql import MODEL_TABLE_SIGNALS, evaluate_recipe
 from triage.cli import main
-from triage.diagnosis.readings import Need
 from triage.diagnosis.rules import resolve_slo
 from triage.diagnosis.server_signals import NEEDS, server_signals
 from triage.diagnosis.window import diagnose_window
+from triage.knowledge.needs import Need
 from triage.sources.metrics.exposition import parse_metrics_text
 from triage.sources.metrics.prometheus_window import PrometheusWindow
 from triage.sources.metrics.simulator import ENGINE, MODEL_NAME, SCENARIOS, Simulator

@@ -13,7 +13,6 @@ from datetime import datetime
 from triage.alerting.export import target_labels
 from triage.alerting.promql import duration_text, record_name, replica_labels
 from triage.diagnosis.fleet_signals import Replica, fleet_signals
-from triage.diagnosis.readings import Need, Readings
 from triage.diagnosis.roofline import Hardware
 from triage.diagnosis.rules import Diagnosis, Slo, diagnose
 from triage.diagnosis.server_signals import (
@@ -26,9 +25,11 @@ from triage.diagnosis.server_signals import (
 from triage.diagnosis.signals import SignalSet
 from triage.diagnosis.window import LiveDiagnosis, empty_reason
 from triage.knowledge.loader import KnowledgeBase
+from triage.knowledge.needs import Need
 from triage.knowledge.recipes import recipe_needs, recipe_signals
 from triage.report.links import LiveLink, live_url
 from triage.sources.metrics.prometheus_fleet import FleetWindow, GroupKey, Recorded
+from triage.sources.readings import Readings
 
 
 @dataclass

@@ -10,7 +10,6 @@ from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 
 from triage.bounded import MAX_METRICS_BYTES, MB
-from triage.diagnosis.readings import MetricWindow
 from triage.diagnosis.window import window_signals
 from triage.errors import TriageError
 from triage.knowledge.loader import KnowledgeBase
@@ -22,6 +21,7 @@ from triage.sources.metrics.profiles import Profile, list_profiles
 from triage.sources.metrics.scrape import scrape, two_scrapes
 from triage.sources.metrics.simulator import SCENARIOS, Scenario
 from triage.sources.metrics.snapshot_window import ScrapeBuffer, SnapshotWindow
+from triage.sources.readings import MetricWindow
 from triage.verify.windows import run_from_signals
 
 __all__ = ["BUFFER_CAPACITY", "DemoFeed", "LiveFeeds", "Profile", "Scenario", "WindowPair", "demo_pair",

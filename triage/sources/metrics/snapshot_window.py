@@ -10,10 +10,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from triage.diagnosis.readings import Need, Readings, SeriesPoint
 from triage.errors import TriageError
 from triage.knowledge.engines import EngineSpec, MetricSpec, detect_engines, load_engines
+from triage.knowledge.needs import Need, SeriesPoint
 from triage.sources.metrics.exposition import Labels, Snapshot, present_names
+from triage.sources.readings import Readings
 
 ADDON_IDS = frozenset({"dcgm"})
 SERVING_ORDER = ("vllm", "sglang", "tgi")
