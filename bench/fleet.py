@@ -33,7 +33,7 @@ sys.path.insert(0, str(ROOT))
 from bench.live import _family_spans, _simulate, backfill, start  # noqa: E402
 from tests.prom_harness import PROMETHEUS, PROMTOOL, PromServer, data_end  # noqa: E402
 from tests.rules_harness import serve_with_recorded  # noqa: E402
-from triage.alerting.promql import duration_text  # noqa: E402
+from triage.knowledge.replicas import duration_text  # noqa: E402
 from triage.sources.metrics import simulator  # noqa: E402
 
 STEP = 15.0

@@ -416,10 +416,11 @@ def kb_of():
 def test_info_flag_found_when_matching_a_label_the_info_metric_lacks(kb, fleet_history):
     """`rules --evaluate --match model_name=…`: vllm:cache_config_info has no model_name, so its flag is selected
     without that matcher and joined onto the replica's running gauge, which applies it."""
-    from triage.alerting.export import load_config
-    from triage.alerting.promql import Compiler, replica_labels
+    from triage.alerting.promql import Compiler
+    from triage.knowledge.loader import load_alerting_config
+    from triage.knowledge.replicas import replica_labels
 
-    group = replica_labels(load_config().target_labels, kb.engines)
+    group = replica_labels(load_alerting_config().target_labels, kb.engines)
     for match, expected in (({"model_name": MODEL_NAME, "instance": "kv_pressure"}, 1),
                             ({"model_name": "another-model", "instance": "kv_pressure"}, 0)):
         query = Compiler(kb, kb.engines, "15m", group, match, inline=True).signal("prefix_caching_enabled")

@@ -361,6 +361,12 @@ def read_gate_file(path: Path) -> tuple[GateRule, ...]:
     return tuple(spec.metrics)
 
 
+def load_alerting_config(tree_dir: Path = DEFAULT_TREE_DIR) -> AlertingConfig:
+    """tree/alerting.yaml of ``tree_dir``: the rule export's window, target labels, fleet labels, severities."""
+    path = Path(tree_dir) / "alerting.yaml"
+    return _parse(AlertingConfig, _read_yaml(path), path)
+
+
 def _load_provenance(path: Path) -> tuple[Text, ...]:
     """The phrases of provenance.yaml, each with the same {placeholders} in both languages."""
     phrases: list[Text] = _load_list(path, "phrases", Text)

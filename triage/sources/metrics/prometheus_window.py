@@ -113,8 +113,7 @@ def info_promql(r: Resolved, range_s: int, by: tuple[str, ...] = ()) -> str:
     `model_name`), its series are joined onto the engine's running gauge on the replica labels both carry, which
     copies the missing labels over; selecting on them directly would find nothing."""
     # the rules join the same way; imported here because triage.alerting imports this layer
-    from triage.alerting.export import target_labels
-    from triage.alerting.promql import CARRIER_KEY, replica_labels
+    from triage.knowledge.replicas import CARRIER_KEY, replica_labels, target_labels
 
     w = f"[{range_s}s]"
     lacked = [label for label in r.spec.lacks_labels if label in r.match or label in by]
