@@ -30,7 +30,7 @@ from pathlib import Path
 from bench.live import _family_spans, _simulate, backfill, start
 from tests.prom_harness import PROMETHEUS, PROMTOOL, PromServer, data_end
 from tests.rules_harness import serve_with_recorded
-from triage.alerting.promql import duration_text
+from triage.knowledge.replicas import duration_text
 from triage.sources.metrics import simulator
 
 ROOT = Path(__file__).resolve().parent.parent

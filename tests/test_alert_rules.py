@@ -33,10 +33,10 @@ from tests.rules_harness import (
 from triage.alerting.export import alert_name, build
 from triage.alerting.promql import MODEL_TABLE_SIGNALS, evaluate_recipe
 from triage.cli import main
-from triage.diagnosis.readings import Need
 from triage.diagnosis.rules import resolve_slo
 from triage.diagnosis.server_signals import NEEDS, server_signals
 from triage.diagnosis.window import diagnose_window
+from triage.knowledge.needs import Need
 from triage.sources.metrics.exposition import parse_metrics_text
 from triage.sources.metrics.prometheus_window import PrometheusWindow
 from triage.sources.metrics.simulator import ENGINE, MODEL_NAME, SCENARIOS, Simulator
@@ -416,10 +416,11 @@ def kb_of():
 def test_info_flag_found_when_matching_a_label_the_info_metric_lacks(kb, fleet_history):
     """`rules --evaluate --match model_name=…`: vllm:cache_config_info has no model_name, so its flag is selected
     without that matcher and joined onto the replica's running gauge, which applies it."""
-    from triage.alerting.export import load_config
-    from triage.alerting.promql import Compiler, replica_labels
+    from triage.alerting.promql import Compiler
+    from triage.knowledge.loader import load_alerting_config
+    from triage.knowledge.replicas import replica_labels
 
-    group = replica_labels(load_config().target_labels, kb.engines)
+    group = replica_labels(load_alerting_config().target_labels, kb.engines)
     for match, expected in (({"model_name": MODEL_NAME, "instance": "kv_pressure"}, 1),
                             ({"model_name": "another-model", "instance": "kv_pressure"}, 0)):
         query = Compiler(kb, kb.engines, "15m", group, match, inline=True).signal("prefix_caching_enabled")

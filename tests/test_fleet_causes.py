@@ -103,9 +103,9 @@ def test_fleet_symptom_and_causes_read_fleet_signals_only(kb):
 
 
 def _live(kb, signals: SignalSet):
-    from triage.diagnosis.readings import Readings
     from triage.diagnosis.rules import diagnose
     from triage.diagnosis.window import LiveDiagnosis
+    from triage.sources.readings import Readings
 
     return LiveDiagnosis(diagnose(kb, signals, resolve_slo(kb)), Readings(), "vllm")
 

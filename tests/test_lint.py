@@ -306,9 +306,8 @@ def test_inconsistent_history_fails_the_tree(tmp_path, history, message):
 
 
 def test_router_maps_are_never_the_serving_engine():
-    from triage.alerting.promql import serving_engines
     from triage.errors import TriageError
-    from triage.knowledge.engines import load_engines
+    from triage.knowledge.engines import load_engines, serving_engines
     from triage.sources.metrics.snapshot_window import pick_engines
 
     engines = load_engines()

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from triage.diagnosis.readings import Need
+from triage.knowledge.needs import Need
 from triage.sources.metrics.exposition import parse_metrics_text
 from triage.sources.metrics.since_start import SinceStartWindow, implausible_histograms, looks_like_metrics
 

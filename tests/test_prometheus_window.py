@@ -24,9 +24,9 @@ from tests.prom_harness import (
     prometheus_fixture,
 )
 from tests.rules_harness import have_victoria, series_count, start_victoria, vmctl_import, with_import_padding
-from triage.diagnosis.readings import Need
 from triage.errors import TriageError
 from triage.knowledge.engines import load_engines
+from triage.knowledge.needs import Need
 from triage.sources.metrics.profiles import Profile, list_profiles
 from triage.sources.metrics.prometheus_window import PrometheusWindow, _error_detail
 from triage.sources.metrics.snapshot_window import bucket_quantile

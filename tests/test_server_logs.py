@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from triage.diagnosis.readings import Need
 from triage.diagnosis.rules import resolve_slo
+from triage.knowledge.needs import Need
 from triage.service.logs import diagnose_log
 from triage.sources.logs import detect_log, read_log
 from triage.sources.logs.derived import log_readings

@@ -11,10 +11,10 @@ import pytest
 
 from tests.prom_harness import FakeBehaviour, fake_prometheus
 from triage.diagnosis.compare import signal_deltas
-from triage.diagnosis.readings import MetricWindow, Need, Readings, SeriesPoint
 from triage.diagnosis.rules import resolve_slo
 from triage.diagnosis.window import window_signals
 from triage.errors import TriageError
+from triage.knowledge.needs import Need, SeriesPoint
 from triage.run import Benchmark
 from triage.service.live import CACHE_CONFIG, SERIES_POINTS, evidence_group, panel_needs, refresh, signal_keys
 from triage.service.uploads import (
@@ -35,6 +35,7 @@ from triage.service.windows import DemoFeed, WindowPair, demo_pair, prometheus_p
 from triage.sources.files.parse_cache import benchmark_bytes
 from triage.sources.metrics.demo_feed import BUFFER_CAPACITY, HISTORY_S, KEEP_UP_S, keep_up, keep_up_once
 from triage.sources.metrics.simulator import Simulator
+from triage.sources.readings import MetricWindow, Readings
 
 T0 = 1_750_000_000.0
 

@@ -6,9 +6,9 @@ import math
 
 import pytest
 
-from triage.diagnosis.readings import Need
 from triage.errors import TriageError
 from triage.knowledge.engines import load_engines
+from triage.knowledge.needs import Need
 from triage.sources.metrics.exposition import parse_metrics_text
 from triage.sources.metrics.snapshot_window import ONE_SCRAPE, ScrapeBuffer, SnapshotWindow, bucket_quantile
 

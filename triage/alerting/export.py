@@ -12,27 +12,19 @@ import os
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import lru_cache
-from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 import yaml
 
-from triage.alerting.promql import (
-    Compiler,
-    FleetCompiler,
-    duration_seconds,
-    duration_text,
-    record_name,
-    replica_labels,
-)
+from triage.alerting.promql import Compiler, FleetCompiler
 from triage.diagnosis.rules import Slo
 from triage.errors import TriageError
 from triage.knowledge.engines import EngineSpec, load_engines
-from triage.knowledge.loader import DEFAULT_TREE_DIR, KnowledgeBase, _parse, _read_yaml
+from triage.knowledge.loader import KnowledgeBase, load_alerting_config
 from triage.knowledge.model import AlertingConfig, Condition
 from triage.knowledge.recipes import recipe_signals
+from triage.knowledge.replicas import duration_seconds, duration_text, record_name, replica_labels
 
 NEGATE = {">": "<=", ">=": "<", "<": ">=", "<=": ">", "==": "!="}
 DASHBOARD_ENV = "TRIAGE_DASHBOARD_URL"
@@ -42,18 +34,6 @@ PROFILE_RE = re.compile(r"[A-Za-z0-9_.\-]{1,64}")
 MAX_URL_CHARS = 2000
 # C0/C1 controls, DEL, whitespace of any kind and the bidi/zero-width characters that disguise a link
 _URL_BAD_CHAR = re.compile(r"[\x00-\x20\x7f-\xa0\u1680\u180e\u2000-\u200f\u2028-\u202f\u205f-\u206f\u3000\ufeff]")
-
-
-def load_config(tree_dir: Path = DEFAULT_TREE_DIR) -> AlertingConfig:
-    path = Path(tree_dir) / "alerting.yaml"
-    return _parse(AlertingConfig, _read_yaml(path), path)
-
-
-@lru_cache(maxsize=1)
-def target_labels() -> tuple[str, ...]:
-    """The default tree's alerting target labels (job, instance, …), read once per process: the fleet and the
-    info join ask for them on every refresh."""
-    return tuple(load_config().target_labels)
 
 
 def default_dashboard_url(config: AlertingConfig) -> str:
@@ -224,7 +204,7 @@ def build(kb: KnowledgeBase, slo: Slo, *, window: str | None = None, for_: str |
     """The rule set for an SLO. ``match`` narrows every selector and ``inline`` writes each recording rule's
     expression into the alerts that read it (both for the dry run, which has no rules loaded). Without
     ``alert_time`` the runbook links leave the time out (vmalert -replay refuses the template that reads it)."""
-    config = config or load_config(kb.source_dir)
+    config = config or load_alerting_config(kb.source_dir)
     engines = dict(engines or load_engines())
     window = window or config.window
     try:

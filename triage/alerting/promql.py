@@ -10,13 +10,12 @@ import math
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
-from triage.knowledge.engines import EngineSpec, MetricSpec
+from triage.knowledge.engines import EngineSpec, MetricSpec, serving_engines
 from triage.knowledge.loader import KnowledgeBase
 from triage.knowledge.model import NeedRef, Recipe
+from triage.knowledge.replicas import CARRIER_KEY, duration_seconds, record_name
 from triage.sources.metrics.snapshot_window import (
-    ADDON_IDS,
     OVER_TIME,
-    SERVING_ORDER,
     gauge_agg,
     gauge_over_window,
     selector,
@@ -25,27 +24,6 @@ from triage.sources.metrics.snapshot_window import (
 # server signals computed from tree/models.yaml and tree/gpus.yaml (model_name / DCGM modelName labels looked up in
 # tables): no PromQL can give them, so the rule export treats them as not measurable
 MODEL_TABLE_SIGNALS = frozenset({"decode_gb_per_step", "tpot_over_roofline"})
-CARRIER_KEY = "running"  # every serving engine exports it with all its replica labels: info labels join onto it
-
-
-def duration_seconds(text: str) -> int:
-    """'15m' → 900 (s, m, h, d)."""
-    units = {"s": 1, "m": 60, "h": 3600, "d": 86400}
-    text = text.strip()
-    if len(text) < 2 or text[-1] not in units or not text[:-1].isdigit() or int(text[:-1]) <= 0:
-        raise ValueError(f"'{text}' is not a duration like 5m, 15m, 1h")
-    return int(text[:-1]) * units[text[-1]]
-
-
-def duration_text(seconds: int) -> str:
-    for unit, size in (("d", 86400), ("h", 3600), ("m", 60)):
-        if seconds % size == 0:
-            return f"{seconds // size}{unit}"
-    return f"{seconds}s"
-
-
-def record_name(signal: str, window: str) -> str:
-    return f"triage:{signal}:{window}"
 
 
 @dataclass(frozen=True)
@@ -171,23 +149,9 @@ class Compiler:
         return " or ".join(f"({p})" for p in parts) if parts else None
 
 
-def serving_engines(engines: Mapping[str, EngineSpec]) -> list[EngineSpec]:
-    """Serving engine maps, vLLM first (SERVING_ORDER), add-ons left out."""
-    found = [e for e in engines.values() if e.id not in ADDON_IDS and e.role == "serving"]
-    return sorted(found, key=lambda e: SERVING_ORDER.index(e.id) if e.id in SERVING_ORDER else len(SERVING_ORDER))
-
-
 def _fits(need: NeedRef, spec: MetricSpec) -> bool:
     allowed = {"rate": ("counter", "histogram"), "quantile": ("histogram",), "hist_mean": ("histogram",)}
     return spec.type in allowed.get(need.kind, ("gauge",))
-
-
-def replica_labels(target: list[str] | tuple[str, ...], engines: Mapping[str, EngineSpec]) -> tuple[str, ...]:
-    """Target labels, then every serving engine's replica labels, each once."""
-    out: list[str] = list(target)
-    for engine in serving_engines(engines):
-        out += [label for label in engine.replica_labels if label not in out]
-    return tuple(out)
 
 
 Reading = Callable[[NeedRef], float | None]

@@ -29,8 +29,8 @@ from triage.sources.metrics.since_start import SINCE_START
 
 
 def read_benchmark(path: Path) -> Benchmark:
+    from triage.bounded import quotable, read_bounded
     from triage.service.uploads import open_benchmark
-    from triage.sources.bounded import quotable, read_bounded
 
     data = read_bounded(path)
     return open_benchmark(data, path.name, quote=quotable(path, data))

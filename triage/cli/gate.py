@@ -35,8 +35,8 @@ class Loaded:
 
 
 def read_side(path: Path, run_number: int | None, key: str) -> Loaded:
+    from triage.bounded import quotable, read_bounded
     from triage.service.uploads import open_benchmark
-    from triage.sources.bounded import quotable, read_bounded
 
     data = read_bounded(path)
     bench = open_benchmark(data, path.name, quote=quotable(path, data))

@@ -92,8 +92,8 @@ def live_pair(args: argparse.Namespace) -> WindowPair:
 
 
 def _snapshot_files(paths: list[Path], interval: float, match: dict[str, str]) -> WindowPair:
+    from triage.bounded import MAX_METRICS_BYTES, read_bounded
     from triage.service.windows import WindowPair, snapshot_pair
-    from triage.sources.bounded import MAX_METRICS_BYTES, read_bounded
 
     if interval <= 0:
         raise TriageError("the interval between the snapshots must be positive", key="--interval")

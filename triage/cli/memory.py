@@ -31,7 +31,7 @@ def _model(args: argparse.Namespace) -> ModelSpec:
         return pick(load_models(), args.model or DEFAULT_MODEL, "--model")
     if args.model:
         raise TriageError("give --model or --config, not both", key="--config")
-    from triage.sources.bounded import MAX_CONFIG_BYTES, read_text_bounded
+    from triage.bounded import MAX_CONFIG_BYTES, read_text_bounded
 
     text = read_text_bounded(args.config, MAX_CONFIG_BYTES)
     return parse_hf_config(text, params_b=args.params, where=str(args.config))

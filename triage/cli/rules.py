@@ -7,11 +7,11 @@ import json
 import re
 import sys
 
-from triage.alerting.export import RuleSet, Skipped, build, dump_yaml, load_config
+from triage.alerting.export import RuleSet, Skipped, build, dump_yaml
 from triage.cli.diagnose import preset_names, slo_from_args
 from triage.cli.live import parse_end, parse_match
 from triage.errors import TriageError
-from triage.knowledge.loader import active_tree_dir, load_knowledge
+from triage.knowledge.loader import active_tree_dir, load_alerting_config, load_knowledge
 
 # Kubernetes object names: a DNS subdomain (name) and a DNS label (namespace)
 K8S_NAME_RE = re.compile(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?")
@@ -38,7 +38,7 @@ def _print_skipped(skipped: list[Skipped]) -> None:
 
 
 def _rules(kb, args: argparse.Namespace, inline: bool = False) -> RuleSet:
-    config = load_config(args.tree_dir or active_tree_dir())
+    config = load_alerting_config(args.tree_dir or active_tree_dir())
     return build(kb, slo_from_args(kb, args), window=args.window, for_=args.for_, dashboard_url=args.dashboard_url,
                  profile=args.profile, config=config, inline=inline,
                  match=parse_match(args.match) if inline else None, alert_time=not args.replayable)

@@ -7,10 +7,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import BinaryIO
 
+from triage.bounded import CHUNK, MAX_BENCHMARK_BYTES, check_regular
 from triage.errors import TriageError
 from triage.run import Benchmark
 from triage.sources import logs
-from triage.sources.bounded import CHUNK, MAX_BENCHMARK_BYTES, check_regular
 from triage.sources.logs.series import LogSeries
 from triage.sources.metrics.exposition import Snapshot
 from triage.sources.metrics.since_start import looks_like_metrics
@@ -76,7 +76,7 @@ def read_source(path: Path) -> Source:
         fmt = logs.detect_log(head)
         if fmt is not None:
             return logs.read_log(_chunks(head, stream), fmt, path.name)
-    from triage.sources.bounded import MAX_METRICS_BYTES, quotable, read_bounded
+    from triage.bounded import MAX_METRICS_BYTES, quotable, read_bounded
 
     if looks_like_metrics(head):
         return _scrape(read_bounded(path, MAX_METRICS_BYTES), path.name, info.st_mtime)

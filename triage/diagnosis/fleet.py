@@ -10,10 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from triage.alerting.export import target_labels
-from triage.alerting.promql import duration_text, record_name, replica_labels
 from triage.diagnosis.fleet_signals import Replica, fleet_signals
-from triage.diagnosis.readings import Need, Readings
 from triage.diagnosis.roofline import Hardware
 from triage.diagnosis.rules import Diagnosis, Slo, diagnose
 from triage.diagnosis.server_signals import (
@@ -26,9 +23,11 @@ from triage.diagnosis.server_signals import (
 from triage.diagnosis.signals import SignalSet
 from triage.diagnosis.window import LiveDiagnosis, empty_reason
 from triage.knowledge.loader import KnowledgeBase
+from triage.knowledge.needs import Need
 from triage.knowledge.recipes import recipe_needs, recipe_signals
-from triage.report.links import LiveLink, live_url
+from triage.knowledge.replicas import duration_text, record_name, replica_labels, target_labels
 from triage.sources.metrics.prometheus_fleet import FleetWindow, GroupKey, Recorded
+from triage.sources.readings import Readings
 
 
 @dataclass
@@ -185,17 +184,3 @@ def _from_recorded(kb: KnowledgeBase, window: FleetWindow, slo: Slo, hardware: H
     read = FleetRead("recorded", found.at, rules, signals=found.signals,
                      raw_needs=[f"{n.kind}:{n.key}" + (f":{n.q:g}" if n.q is not None else "") for n in needs])
     return FleetDiagnosis(rows, read)
-
-
-def fleet_records(rows: list[FleetRow], *, profile: str | None, window: str,
-                  end: datetime | None) -> list[dict[str, object]]:
-    """One flat record per replica for a table: its labels, symptoms, top cause, and the link to its Live view (with
-    the top cause lit)."""
-    out: list[dict[str, object]] = []
-    for row in rows:
-        link = LiveLink(profile=profile, window=window, end=end, match=row.labels, node=row.top_cause)
-        out.append({"replica": ", ".join(f"{k}={v}" for k, v in row.labels.items()), "labels": row.labels,
-                    "symptoms": row.symptoms, "top_cause": row.top_cause or "",
-                    "findings": len(row.diagnosis.findings), "empty": row.diagnosis.empty,
-                    "link": live_url(link)})
-    return out

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from triage.diagnosis.readings import Need, Readings
 from triage.diagnosis.roofline import Hardware, add_server_roofline
 from triage.diagnosis.signals import SignalSet
 from triage.knowledge.loader import KnowledgeBase
+from triage.knowledge.needs import Need
+from triage.sources.readings import Readings
 
 PCT = {"p50": 0.5, "p90": 0.9, "p99": 0.99}
 DCGM = "dcgm"

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from triage.diagnosis.readings import MetricWindow, Readings
 from triage.diagnosis.roofline import Hardware
 from triage.diagnosis.rules import Diagnosis, Slo, diagnose
 from triage.diagnosis.server_signals import FIRST_NEEDS, ITL_NEEDS, needs_itl, server_signals
 from triage.diagnosis.signals import SignalSet
 from triage.knowledge.loader import KnowledgeBase
+from triage.sources.readings import MetricWindow, Readings
 
 
 @dataclass

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Literal
 
@@ -14,6 +15,8 @@ MetricType = Literal["counter", "gauge", "histogram", "info"]
 METRIC_NAME_RE = re.compile(r"[A-Za-z_:][A-Za-z0-9_:]*")
 # what a histogram or counter adds to its base name in the exposition; a renamed base renames all of these
 SERIES_SUFFIXES = ("_bucket", "_sum", "_count", "_total", "_created")
+ADDON_IDS = frozenset({"dcgm"})
+SERVING_ORDER = ("vllm", "sglang", "tgi")
 
 
 class MetricSpec(Strict):
@@ -146,3 +149,9 @@ def detect_engines(present: set[str], engines: dict[str, EngineSpec] | None = No
     """Engines whose detection metrics are present; DCGM is an add-on, listed after the serving engine."""
     engines = engines or load_engines()
     return [e for e in engines.values() if e.detected_in(present)]
+
+
+def serving_engines(engines: Mapping[str, EngineSpec]) -> list[EngineSpec]:
+    """Serving engine maps, vLLM first (SERVING_ORDER), add-ons left out."""
+    found = [e for e in engines.values() if e.id not in ADDON_IDS and e.role == "serving"]
+    return sorted(found, key=lambda e: SERVING_ORDER.index(e.id) if e.id in SERVING_ORDER else len(SERVING_ORDER))

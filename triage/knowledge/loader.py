@@ -121,7 +121,7 @@ class KnowledgeBase:
 def _read_yaml(path: Path) -> Any:
     """A tree or gate YAML file (``--tree-dir``, ``gate --gate FILE``): read within bounds, then the safe loader
     (depth checked before libyaml builds anything, no aliases)."""
-    from triage.sources.bounded import MAX_CONFIG_BYTES, read_text_bounded
+    from triage.bounded import MAX_CONFIG_BYTES, read_text_bounded
 
     text = read_text_bounded(path, MAX_CONFIG_BYTES)
     # aliases stay allowed here (yaml.safe_dump writes them for repeated values) but counted: no billion laughs
@@ -359,6 +359,12 @@ def read_gate_file(path: Path) -> tuple[GateRule, ...]:
             raise TriageError(f"metric '{rule.metric}' is gated twice", where=str(path), key=f"metrics[{i}]")
         seen.add(rule.metric)
     return tuple(spec.metrics)
+
+
+def load_alerting_config(tree_dir: Path = DEFAULT_TREE_DIR) -> AlertingConfig:
+    """tree/alerting.yaml of ``tree_dir``: the rule export's window, target labels, fleet labels, severities."""
+    path = Path(tree_dir) / "alerting.yaml"
+    return _parse(AlertingConfig, _read_yaml(path), path)
 
 
 def _load_provenance(path: Path) -> tuple[Text, ...]:

@@ -285,7 +285,7 @@ NeedKindName = Literal["rate", "quantile", "hist_mean", "gauge_mean", "gauge_max
 
 
 class NeedRef(Strict):
-    """One reading of a metric window by canonical metric key (see triage/diagnosis/readings.py Need)."""
+    """One reading of a metric window by canonical metric key (see triage/knowledge/needs.py Need)."""
 
     kind: NeedKindName
     key: str

@@ -6,8 +6,8 @@ from pathlib import Path
 
 from pydantic import Field, model_validator
 
-from triage.diagnosis.readings import Need, NeedKind, SeriesPoint
 from triage.knowledge.model import Strict, Text
+from triage.knowledge.needs import Need, NeedKind, SeriesPoint
 
 
 class NeedSpec(Strict):

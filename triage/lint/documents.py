@@ -15,9 +15,9 @@ from typing import Any
 
 import yaml
 
+from triage.bounded import MB, read_text_bounded
 from triage.errors import TriageError
 from triage.lint.promql_names import label_values_query, metric_names
-from triage.sources.bounded import MB, read_text_bounded
 
 MAX_DOCUMENT_BYTES = 16 * MB  # an exported dashboard with many panels stays well below this
 

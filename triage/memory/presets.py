@@ -46,7 +46,7 @@ def _cfg_int(cfg: dict, key: str, where: str, default: int | None = None, why: s
 
 
 def _load_config(text: str, where: str) -> dict:
-    from triage.sources.bounded import MAX_CONFIG_BYTES
+    from triage.bounded import MAX_CONFIG_BYTES
 
     # a pasted or uploaded config.json: size and depth bounded like every other user file
     try:

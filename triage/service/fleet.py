@@ -5,9 +5,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from triage.diagnosis.fleet import FleetRead, diagnose_fleet, fleet_records
+from triage.diagnosis.fleet import FleetRead, FleetRow, diagnose_fleet
 from triage.diagnosis.rules import Diagnosis, Slo
 from triage.knowledge.loader import KnowledgeBase
+from triage.report.links import LiveLink, live_url
 from triage.sources.metrics.profiles import Profile
 from triage.sources.metrics.prometheus_fleet import FleetWindow
 
@@ -41,3 +42,17 @@ def fleet_refresh(kb: KnowledgeBase, profile: Profile, minutes: float, window: s
     result = diagnose_fleet(kb, fleet, slo)
     return FleetTable(fleet_records(result.rows, profile=profile.name or None, window=window, end=end), result.read,
                       result.fleet)
+
+
+def fleet_records(rows: list[FleetRow], *, profile: str | None, window: str,
+                  end: datetime | None) -> list[dict[str, object]]:
+    """One flat record per replica for a table: its labels, symptoms, top cause, and the link to its Live view (with
+    the top cause lit)."""
+    out: list[dict[str, object]] = []
+    for row in rows:
+        link = LiveLink(profile=profile, window=window, end=end, match=row.labels, node=row.top_cause)
+        out.append({"replica": ", ".join(f"{k}={v}" for k, v in row.labels.items()), "labels": row.labels,
+                    "symptoms": row.symptoms, "top_cause": row.top_cause or "",
+                    "findings": len(row.diagnosis.findings), "empty": row.diagnosis.empty,
+                    "link": live_url(link)})
+    return out

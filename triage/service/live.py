@@ -7,11 +7,11 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from triage.diagnosis.compare import SignalDelta, signal_deltas
-from triage.diagnosis.readings import Need, SeriesPoint
 from triage.diagnosis.roofline import Hardware
 from triage.diagnosis.rules import Diagnosis, Slo
 from triage.diagnosis.window import LiveDiagnosis, diagnose_window, window_signals
 from triage.knowledge.loader import KnowledgeBase
+from triage.knowledge.needs import Need, SeriesPoint
 from triage.knowledge.panels import load_panels
 from triage.knowledge.recipes import recipe_needs
 from triage.service.windows import Clock, WindowPair

@@ -23,8 +23,6 @@ from dataclasses import dataclass, field
 from prometheus_client import CollectorRegistry, Counter, Gauge
 
 from triage.alerting.export import default_dashboard_url
-from triage.alerting.export import load_config as load_alerting
-from triage.alerting.promql import replica_labels
 from triage.alerting.receiver.config import ReceiverConfig
 from triage.alerting.receiver.deliver import post_json
 from triage.alerting.receiver.message import COULD_NOT, Outcome, json_body, slack_body, slack_text
@@ -33,7 +31,8 @@ from triage.alerting.receiver.store import IncidentStore
 from triage.diagnosis.rules import Diagnosis, Slo, resolve_slo
 from triage.errors import TriageError
 from triage.knowledge.engines import load_engines
-from triage.knowledge.loader import KnowledgeBase, load_knowledge
+from triage.knowledge.loader import KnowledgeBase, load_alerting_config, load_knowledge
+from triage.knowledge.replicas import replica_labels
 from triage.report.json_contract import diagnosis_json
 from triage.report.links import LABEL_RE, MAX_VALUE, LiveLink, live_url
 from triage.safe_text import one_line
@@ -118,9 +117,9 @@ class Receiver:
         self.window_s = window_seconds(config.window)
         self.slo: Slo = self._slo()
         self.profile: Profile = resolve_profile(config.prometheus, config.secrets_path or None)
-        self.labels = config.labels or replica_labels(load_alerting(self.kb.source_dir).target_labels,
+        self.labels = config.labels or replica_labels(load_alerting_config(self.kb.source_dir).target_labels,
                                                       load_engines())
-        self.base = config.dashboard_url or default_dashboard_url(load_alerting(self.kb.source_dir))
+        self.base = config.dashboard_url or default_dashboard_url(load_alerting_config(self.kb.source_dir))
         self.store = IncidentStore(config.incident_db) if config.incident_db else None
         self.queue: queue.Queue[Job | None] = queue.Queue(maxsize=config.queue)
         self.metrics = Metrics(self.queue.qsize)
@@ -322,8 +321,8 @@ class Receiver:
     def _read_fleet(self, out: Outcome) -> tuple[str, Diagnosis | None, str]:
         """A fleet alert (straggler, routing skew, out of capacity) names a fleet, not a replica: every replica
         matching its labels, grouped by the target labels it does not carry, and the fleet's own diagnosis."""
-        from triage.alerting.export import target_labels
         from triage.diagnosis.fleet import diagnose_fleet
+        from triage.knowledge.replicas import target_labels
         from triage.service.fleet import fleet_window
 
         by = tuple(label for label in target_labels() if label not in out.replica) or ("instance",)

@@ -9,19 +9,19 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 
-from triage.diagnosis.readings import MetricWindow
+from triage.bounded import MAX_METRICS_BYTES, MB
 from triage.diagnosis.window import window_signals
 from triage.errors import TriageError
 from triage.knowledge.loader import KnowledgeBase
 from triage.run import Run
 from triage.safe_text import redact_url
-from triage.sources.bounded import MAX_METRICS_BYTES, MB
 from triage.sources.metrics.demo_feed import DemoFeed, shared_feed, warm
 from triage.sources.metrics.exposition import Snapshot, parse_metrics_text
 from triage.sources.metrics.profiles import Profile, list_profiles
 from triage.sources.metrics.scrape import scrape, two_scrapes
 from triage.sources.metrics.simulator import SCENARIOS, Scenario
 from triage.sources.metrics.snapshot_window import ScrapeBuffer, SnapshotWindow
+from triage.sources.readings import MetricWindow
 from triage.verify.windows import run_from_signals
 
 __all__ = ["BUFFER_CAPACITY", "DemoFeed", "LiveFeeds", "Profile", "Scenario", "WindowPair", "demo_pair",

@@ -5,9 +5,10 @@ from __future__ import annotations
 import statistics
 from operator import itemgetter
 
-from triage.diagnosis.readings import Need, Readings, SeriesPoint
 from triage.knowledge.engines import EngineSpec, load_engines
+from triage.knowledge.needs import Need, SeriesPoint
 from triage.sources.logs.series import LogSeries, Sample
+from triage.sources.readings import Readings
 
 NOT_IN_LOG = "not measurable from a log: the {title} has no {what}"
 WHAT = {  # why a need has no answer from a log, by metric key

@@ -11,8 +11,8 @@ from datetime import UTC, datetime, timedelta
 from functools import partial
 from typing import Any
 
-from triage.diagnosis.readings import Need, Readings, SeriesPoint
 from triage.errors import TriageError
+from triage.knowledge.needs import Need, SeriesPoint
 from triage.sources.metrics.profiles import Profile
 from triage.sources.metrics.prometheus_window import (
     PrometheusWindow,
@@ -27,6 +27,7 @@ from triage.sources.metrics.snapshot_window import (
     EngineMaps,
     _escape,
 )
+from triage.sources.readings import Readings
 
 GroupKey = tuple[tuple[str, str], ...]  # sorted (label, value) pairs
 RECORD_PREFIX = "triage:"  # recording rules triage:<signal>:<window> (python -m triage rules)

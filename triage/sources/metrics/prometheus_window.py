@@ -16,9 +16,9 @@ import requests
 from prometheus_api_client import PrometheusApiClientException, PrometheusConnect
 from urllib3.util.retry import Retry
 
-from triage.diagnosis.readings import Need, Readings, SeriesPoint
 from triage.errors import TriageError
 from triage.knowledge.engines import EngineSpec, detect_match
+from triage.knowledge.needs import Need, SeriesPoint
 from triage.safe_text import one_line
 from triage.sources.metrics.fetch import BoundedRefusal, BoundedSession
 from triage.sources.metrics.profiles import Profile, profile_for_url, redact_url
@@ -41,6 +41,7 @@ from triage.sources.metrics.snapshot_window import (
     selector,
     serving_titles,
 )
+from triage.sources.readings import Readings
 
 MAX_WORKERS = 8  # below requests' default pool of 10 connections per host
 GRACE = 0.5  # seconds past the timeout before a stuck query is abandoned
@@ -112,8 +113,7 @@ def info_promql(r: Resolved, range_s: int, by: tuple[str, ...] = ()) -> str:
     `model_name`), its series are joined onto the engine's running gauge on the replica labels both carry, which
     copies the missing labels over; selecting on them directly would find nothing."""
     # the rules join the same way; imported here because triage.alerting imports this layer
-    from triage.alerting.export import target_labels
-    from triage.alerting.promql import CARRIER_KEY, replica_labels
+    from triage.knowledge.replicas import CARRIER_KEY, replica_labels, target_labels
 
     w = f"[{range_s}s]"
     lacked = [label for label in r.spec.lacks_labels if label in r.match or label in by]

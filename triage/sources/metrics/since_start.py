@@ -7,9 +7,10 @@ import math
 import re
 from dataclasses import dataclass, replace
 
-from triage.diagnosis.readings import Need, Readings
+from triage.knowledge.needs import Need
 from triage.sources.metrics.exposition import Labels, Snapshot
 from triage.sources.metrics.snapshot_window import EngineMaps, SnapshotWindow
+from triage.sources.readings import Readings
 
 SINCE_START = "since the server started (one scrape: counters and histograms cumulative, gauges at that instant)"
 CUMULATIVE = ("_total", "_bucket", "_count", "_sum")

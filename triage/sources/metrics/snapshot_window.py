@@ -10,13 +10,19 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from triage.diagnosis.readings import Need, Readings, SeriesPoint
 from triage.errors import TriageError
-from triage.knowledge.engines import EngineSpec, MetricSpec, detect_engines, load_engines
+from triage.knowledge.engines import (
+    ADDON_IDS,
+    SERVING_ORDER,
+    EngineSpec,
+    MetricSpec,
+    detect_engines,
+    load_engines,
+)
+from triage.knowledge.needs import Need, SeriesPoint
 from triage.sources.metrics.exposition import Labels, Snapshot, present_names
+from triage.sources.readings import Readings
 
-ADDON_IDS = frozenset({"dcgm"})
-SERVING_ORDER = ("vllm", "sglang", "tgi")
 # Gauges in these units are fractions or percentages: across series (engines, ranks, GPUs) the window takes the
 # MAX (the fullest KV cache, the busiest GPU) because a sum of ratios means nothing. Other gauges (requests,
 # MiB) are SUMMED across series, e.g. the requests running on all data-parallel engines.

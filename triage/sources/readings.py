@@ -1,37 +1,12 @@
-"""What server signals need from a metric window, and the typed answers a window returns."""
+"""The typed answers a metric window returns to needs, and the window every source of server metrics provides."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal, Protocol
+from typing import Protocol
 
 from triage.knowledge.engines import EngineSpec
-
-NeedKind = Literal["rate", "quantile", "hist_mean", "gauge_mean", "gauge_max", "gauge_last", "info"]
-
-
-@dataclass(frozen=True)
-class Need:
-    """One number (or label set, for ``info``) over the window, by canonical metric key.
-
-    rate        counter increase per second over the window
-    quantile    histogram quantile ``q`` of the observations made in the window (bucket deltas)
-    hist_mean   histogram sum delta ÷ count delta over the window
-    gauge_mean / gauge_max / gauge_last   of the gauge over the window
-    info        the labels of an info-style gauge (e.g. vllm:cache_config_info)
-    """
-
-    kind: NeedKind
-    key: str
-    q: float | None = None
-    engine: str = ""  # which engine's map to use; "" = the window's serving engine
-
-    @property
-    def quantile(self) -> float:
-        """``q`` of a quantile need (ValueError for a need without one)."""
-        if self.q is None:
-            raise ValueError(f"need {self.kind} {self.key} has no quantile")
-        return self.q
+from triage.knowledge.needs import Need, SeriesPoint
 
 
 @dataclass
@@ -51,12 +26,6 @@ class Readings:
         self.values.update(other.values)
         self.missing.update(other.missing)
         self.errors += [e for e in other.errors if e not in self.errors]
-
-
-@dataclass(frozen=True)
-class SeriesPoint:
-    t: float  # unix seconds
-    value: float
 
 
 class MetricWindow(Protocol):
