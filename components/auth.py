@@ -12,9 +12,9 @@ import streamlit as st
 
 from components import session
 from components.shell import t
-from triage.errors import TriageError
-from triage.safe_text import md_escape
 from triage.service.access import Policy, Role
+from triage.service.display import md_escape
+from triage.service.model import TriageError
 
 # url paths an anonymous visitor may open when allow_anonymous_demo = true: the tree's demo and the reference
 ANONYMOUS_PAGES = frozenset({"", "memory", "technique"})

@@ -9,8 +9,8 @@ import streamlit as st
 
 from components.chart_style import LEGEND_ABOVE, show
 from components.shell import t
-from triage.diagnosis.sweep import SweepPoint, knee_index
-from triage.run import Run
+from triage.service.benchmark import knee_index
+from triage.service.model import Run, SweepPoint
 
 MAX_POINTS = 5000  # scatter plots draw a fixed-seed sample; histograms use every request
 HEIGHT = 300

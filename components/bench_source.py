@@ -13,7 +13,7 @@ import streamlit as st
 
 from components import session
 from components.upload_store import release, uploader_ids
-from triage.run import Benchmark
+from triage.service.model import Benchmark
 from triage.service.uploads import SAMPLE_ID, ParseCache, Upload, Uploads, parse_cache_from_env, sample_benchmark
 
 __all__ = ["SAMPLE_ID", "Loaded", "adopt", "current", "dropped", "fresh", "ingest", "loaded", "parse_cache", "picked",

@@ -13,14 +13,9 @@ from components.kpi import kpi_row
 from components.shell import knowledge, t
 from components.static_table import static_table
 from components.verdict import verdict_block
-from triage.diagnosis.benchmark import diagnose_run
-from triage.diagnosis.roofline import Hardware
-from triage.diagnosis.rules import Slo
-from triage.diagnosis.sweep import sweep_points
-from triage.report.run_summary import run_summary
-from triage.report.units import fmt_value, number
-from triage.run import Run
-from triage.safe_text import md_escape
+from triage.service.benchmark import diagnose_benchmark, summary, sweep
+from triage.service.display import fmt_value, md_escape, number
+from triage.service.model import Hardware, Run, Slo
 from triage.service.uploads import format_title
 from triage.service.verdict import run_engine
 
@@ -107,7 +102,7 @@ def _ms(value: float | None) -> str:
 
 def summary_table(run: Run) -> None:
     """The run as the load tools print it: mean, median, p90, p99 per latency, then counts, load and errors."""
-    s = run_summary(run)
+    s = summary(run)
     st.markdown(f"#### {t('bench_summary')}")
     if s.latencies:
         static_table(pd.DataFrame(
@@ -152,7 +147,7 @@ def panels(loaded: bench_source.Loaded, run: Run, slo: Slo) -> None:
             tab.info(t("summary_only"))
     if multi and tabs[3].open:
         with tabs[3]:
-            bench_charts.sweep_curve(sweep_points(knowledge(), loaded.bench, slo.values), slo.values)
+            bench_charts.sweep_curve(sweep(knowledge(), loaded.bench, slo.values), slo.values)
     if run.definitions:
         with st.expander(t("definitions")):
             st.markdown("\n".join(f"- **{md_escape(k)}**: {md_escape(v)}" for k, v in run.definitions.items()))
@@ -171,7 +166,7 @@ def benchmark_page(slo: Slo, hardware: Hardware | None = None, paste: PasteArea 
         return
     file_in_url(loaded)
     run = run_picker(loaded)
-    diag = diagnose_run(knowledge(), run, slo, hardware)
+    diag = diagnose_benchmark(knowledge(), run, slo, hardware)
     engine = run_engine(run)
     with answer:
         verdict_block(diag, engine, t("sample_label") if loaded.is_sample else f"{loaded.bench.source} · {run.label}",

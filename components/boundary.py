@@ -15,8 +15,8 @@ import streamlit as st
 from streamlit.runtime.scriptrunner_utils.exceptions import ScriptControlException
 
 from components.shell import t
-from triage.errors import TriageError
-from triage.safe_text import install_log_redaction, md_escape
+from triage.service.display import install_log_redaction, md_escape
+from triage.service.model import TriageError
 
 LOG = logging.getLogger("inference_triage.pages")
 

@@ -12,10 +12,9 @@ from components.shell import knowledge, lang, t
 from components.static_table import static_table
 from components.tree_chart import request_scroll, selected_node, tree_chart
 from components.verdict import action_lines, ranked_links
-from triage.diagnosis.rules import Diagnosis, Evidence, Finding
-from triage.knowledge.i18n import tr
-from triage.knowledge.provenance import translate_provenance
-from triage.report.text import fmt_threshold, fmt_value
+from triage.service.evidence_text import fmt_threshold, fmt_value
+from triage.service.knowledge import tr, translate_provenance
+from triage.service.model import Diagnosis, Evidence, Finding
 from triage.service.verdict import first_actions
 
 # Material icons ship with Streamlit's own font: no emoji font needed (🟢 / 🔴 / ❔ were empty boxes without one)

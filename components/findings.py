@@ -7,8 +7,9 @@ import streamlit as st
 from components import session
 from components.bench_source import sample
 from components.shell import knowledge, t
-from triage.diagnosis.benchmark import diagnose_run
-from triage.diagnosis.rules import Diagnosis, resolve_slo
+from triage.service.benchmark import diagnose_benchmark
+from triage.service.knowledge import resolve_slo
+from triage.service.model import Diagnosis
 
 
 def remember(label: str, diag: Diagnosis, engine: str | None = None) -> None:
@@ -32,7 +33,7 @@ def forget() -> None:
 @st.cache_resource(show_spinner=False)
 def _sample_diagnosis() -> Diagnosis:
     kb = knowledge()
-    return diagnose_run(kb, sample().bench.runs[0], resolve_slo(kb))
+    return diagnose_benchmark(kb, sample().bench.runs[0], resolve_slo(kb))
 
 
 def current_diagnosis() -> tuple[str, Diagnosis]:

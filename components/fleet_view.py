@@ -12,9 +12,8 @@ from components import session
 from components.evidence import findings_block, symptom_summary
 from components.live_picker import WINDOWS_MIN, end_time, prometheus_profile
 from components.shell import knowledge, lang, t
-from triage.diagnosis.rules import Diagnosis, Slo
-from triage.errors import TriageError
 from triage.service.fleet import FleetTable, fleet_refresh
+from triage.service.model import Diagnosis, Slo, TriageError
 from triage.service.windows import Profile
 
 DEFAULT_BY = "instance"

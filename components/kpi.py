@@ -6,9 +6,9 @@ from __future__ import annotations
 import streamlit as st
 
 from components.shell import knowledge, lang, t
-from triage.diagnosis.signals import SignalSet
-from triage.knowledge.provenance import translate_provenance
-from triage.report.units import fmt_against, fmt_value
+from triage.service.display import fmt_against, fmt_value
+from triage.service.knowledge import translate_provenance
+from triage.service.model import SignalSet
 
 
 def kpi_row(signals: SignalSet, slo: dict) -> None:

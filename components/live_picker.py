@@ -12,9 +12,9 @@ import streamlit as st
 
 from components import live_source, session, upload_store
 from components.shell import labels_now, lang, t
-from triage.errors import TriageError
-from triage.report.links import parse_live_link
-from triage.safe_text import md_escape
+from triage.service.display import md_escape
+from triage.service.model import TriageError
+from triage.service.params import parse_live_link
 from triage.service.typed_urls import TypedUrls, live_typed_urls
 from triage.service.uploads import Refused
 from triage.service.windows import Profile, demo_scenarios, prometheus_profiles

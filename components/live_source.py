@@ -7,9 +7,9 @@ from datetime import datetime
 
 from components import session, upload_store
 from components.shell import t
-from triage.errors import TriageError
-from triage.safe_text import redact_url
 from triage.service import windows
+from triage.service.display import redact_url
+from triage.service.model import TriageError
 from triage.service.typed_urls import ScrapeRefused
 from triage.service.windows import LiveFeeds, Profile, WindowPair
 

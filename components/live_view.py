@@ -16,16 +16,10 @@ from components.chart_style import LEGEND_ABOVE, show
 from components.evidence import diagnosis_panel
 from components.shell import knowledge, lang, t
 from components.verdict import verdict_block
-from triage.diagnosis.compare import SignalDelta
-from triage.diagnosis.rules import Slo
-from triage.errors import TriageError
-from triage.knowledge.engines import load_engines
-from triage.knowledge.model import Text
-from triage.knowledge.panels import Panel, line_points
-from triage.knowledge.provenance import translate_provenance
-from triage.report.units import fmt_delta, fmt_value
-from triage.safe_text import md_escape
+from triage.service.display import fmt_delta, fmt_value, md_escape
+from triage.service.knowledge import Panel, Text, line_points, load_engines, translate_provenance
 from triage.service.live import LiveResult, evidence_group, refresh
+from triage.service.model import SignalDelta, Slo, TriageError
 from triage.service.windows import WindowPair
 
 

@@ -9,8 +9,8 @@ from components import session
 from components.shell import knowledge, labels_now, lang, t
 from components.static_table import static_table
 from components.verify_view import comparison_table, log, stored_deltas, verdict_text, when_text
-from triage.errors import TriageError
-from triage.safe_text import md_escape
+from triage.service.display import md_escape
+from triage.service.model import TriageError
 
 VERDICTS = ("gain confirmed", "no effect", "regression", "unsound")
 

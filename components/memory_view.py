@@ -15,19 +15,21 @@ from components.chart_style import show
 from components.node_panel import technique_link
 from components.shell import knowledge, lang, t
 from components.static_table import static_table
-from triage.errors import TriageError
-from triage.memory.calculator import (
+from triage.service.display import fmt_value, md_escape, number
+from triage.service.memory import (
     KV_DTYPES,
     WEIGHT_DTYPES,
     MemoryBreakdown,
     MemoryInput,
     ModelSpec,
     WhatIf,
-    estimate,
+    estimate_memory,
+    load_gpus,
+    load_models,
+    measured_capacity,
+    model_from_config,
 )
-from triage.memory.presets import from_cache_config, load_gpus, load_models, parse_hf_config
-from triage.report.units import fmt_value, number
-from triage.safe_text import md_escape
+from triage.service.model import TriageError
 
 CUSTOM, PASTED = "__custom__", "__config__"
 
@@ -122,7 +124,7 @@ def _pasted_model() -> ModelSpec | None:
         st.info(t("mem_paste_hint"))
         return None
     try:
-        return parse_hf_config(text, where="config.json")
+        return model_from_config(text, where="config.json")
     except TriageError as exc:
         st.error(md_escape(exc.line()))
         return None
@@ -296,7 +298,7 @@ def _measured(inp: MemoryInput, b: MemoryBreakdown) -> None:
     if not labels:
         return
     try:
-        measured = from_cache_config(labels, inp)
+        measured = measured_capacity(labels, inp)
     except TriageError as exc:
         st.caption(md_escape(exc.line()))
         return
@@ -324,7 +326,7 @@ def memory_page() -> None:
     _to_url([w for w, _ in URL_FIELDS.values()] if model.id == "custom" else
             [w for p, (w, _) in URL_FIELDS.items() if p not in ("layers", "kv_heads", "head_dim", "params")])
     try:
-        b = estimate(inp, knowledge())
+        b = estimate_memory(inp, knowledge())
     except TriageError as exc:
         st.error(md_escape(exc.line()))
         return

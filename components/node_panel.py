@@ -8,7 +8,7 @@ from components import session
 from components.shell import knowledge, labels_now, lang, t
 from components.tree_chart import request_scroll
 from components.verdict import action_lines, already_on_note
-from triage.knowledge.loader import ROOT_ID, KnowledgeBase
+from triage.service.knowledge import ROOT_ID, KnowledgeBase
 from triage.service.verdict import first_actions, ranked_techniques
 
 TECHNIQUE_PAGE = "pages/technique.py"

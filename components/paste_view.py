@@ -11,10 +11,8 @@ from components.chart_style import LEGEND_ABOVE
 from components.evidence import diagnosis_panel
 from components.shell import knowledge, t
 from components.static_table import static_table
-from triage.diagnosis.roofline import Hardware
-from triage.diagnosis.rules import Slo
-from triage.errors import TriageError
-from triage.report.units import fmt_value
+from triage.service.display import fmt_value
+from triage.service.model import Hardware, Slo, TriageError
 from triage.service.pasted import Pasted, read_pasted
 
 CHART_HEIGHT = 240

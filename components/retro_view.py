@@ -14,12 +14,19 @@ from components.evidence import findings_block, symptom_summary
 from components.findings import current_diagnosis, current_engine, remember, showing_sample
 from components.node_panel import technique_link
 from components.shell import knowledge, labels_now, lang, t
-from triage.diagnosis.rules import Diagnosis
-from triage.errors import TriageError
-from triage.params import int_param
-from triage.report.markdown import WRONG_TEXT, report_markdown, restore_walk
-from triage.report.retro import RetroState, RetroStep, load_steps, suggested, wrong_usages
-from triage.safe_text import md_escape
+from triage.service.display import md_escape
+from triage.service.model import Diagnosis, TriageError
+from triage.service.params import int_param
+from triage.service.retro import (
+    WRONG_TEXT,
+    RetroState,
+    RetroStep,
+    incident_report,
+    load_steps,
+    restore_report,
+    suggested,
+    wrong_usages,
+)
 
 STEP_PARAM = "step"
 WALK_PARAM = "walk"  # an opaque id of this walk in the server's store: a reload (F5) or the same link reopens it
@@ -162,7 +169,7 @@ def _warnings(s: RetroState, diag: Diagnosis | None) -> None:
 def _export(s: RetroState, diag: Diagnosis | None) -> None:
     from components import auth
 
-    md = report_markdown(knowledge(), diag, s, lang=lang())
+    md = incident_report(knowledge(), diag, s, lang())
     if not auth.can_edit():
         st.caption(t("auth_viewer_cannot_export"))
     else:
@@ -171,7 +178,7 @@ def _export(s: RetroState, diag: Diagnosis | None) -> None:
     upload = st.file_uploader(t("retro_import"), type=["md", "markdown", "txt"], key=session.RETRO_IMPORT.name)
     if upload is not None and session.RETRO_IMPORTED.get() != upload.file_id:
         try:
-            session.RETRO.set(restore_walk(upload.getvalue().decode("utf-8", errors="replace"), knowledge()))
+            session.RETRO.set(restore_report(upload.getvalue().decode("utf-8", errors="replace"), knowledge()))
         except TriageError as exc:
             st.error(t("retro_import_failed", name=upload.name, reason=exc.line()))
             return

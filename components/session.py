@@ -20,10 +20,10 @@ import streamlit as st
 if TYPE_CHECKING:
     from datetime import date, datetime, time
 
-    from triage.diagnosis.rules import Diagnosis
-    from triage.report.retro import RetroState
     from triage.service.fleet import FleetTable
     from triage.service.live import LiveResult
+    from triage.service.model import Diagnosis
+    from triage.service.retro import RetroState
     from triage.service.uploads import SingleUploads, Uploads
     from triage.service.windows import LiveFeeds
 

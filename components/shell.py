@@ -8,10 +8,8 @@ from typing import Any
 import streamlit as st
 
 from components import session
-from triage.knowledge.i18n import tr
-from triage.knowledge.loader import KnowledgeBase, load_knowledge
-from triage.knowledge.model import LANGS
-from triage.safe_text import md_escape
+from triage.service.display import md_escape
+from triage.service.knowledge import LANGS, KnowledgeBase, load_knowledge, tr
 
 LANG_KEY = session.LANG.name
 LANG_LABELS = {"en": "English", "zh": "中文"}

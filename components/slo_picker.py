@@ -6,9 +6,9 @@ import streamlit as st
 
 from components import session
 from components.shell import knowledge, labels_now, lang, t
-from triage.diagnosis.roofline import Hardware
-from triage.diagnosis.rules import Slo, resolve_slo
-from triage.memory.presets import load_gpus, load_models
+from triage.service.knowledge import resolve_slo
+from triage.service.memory import load_gpus, load_models
+from triage.service.model import Hardware, Slo
 
 
 def slo_sidebar() -> Slo:

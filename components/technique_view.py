@@ -7,8 +7,7 @@ import streamlit as st
 
 from components import session
 from components.shell import knowledge, lang, t
-from triage.knowledge.knobs import paper_url, versions_line
-from triage.knowledge.model import ENGINES, LEVEL_ORDER, PublishedGain, Technique
+from triage.service.knowledge import ENGINES, LEVEL_ORDER, PublishedGain, Technique, paper_url, versions_line
 
 DIAGNOSE_PAGE = "pages/diagnose.py"
 

@@ -12,7 +12,7 @@ from components import session
 from components.chart_style import dark as dark_theme
 from components.chart_style import template
 from components.shell import knowledge, lang
-from triage.knowledge.layout import PlacedNode, highlight_keys, layout, selected_keys, wrap_label
+from triage.service.knowledge import PlacedNode, highlight_keys, layout, selected_keys, wrap_label
 
 CHART_KEY = session.TREE_CHART.name
 NODE_PARAM = "node"

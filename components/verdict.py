@@ -6,9 +6,9 @@ import streamlit as st
 
 from components import session
 from components.shell import knowledge, lang, t
-from triage.diagnosis.rules import Diagnosis, Evidence
-from triage.knowledge.knobs import TOOL_LABELS
-from triage.report.text import fmt_threshold, fmt_value
+from triage.service.evidence_text import fmt_threshold, fmt_value
+from triage.service.knowledge import TOOL_LABELS
+from triage.service.model import Diagnosis, Evidence
 from triage.service.verdict import Action, RankedTechnique, Verdict, ranked_techniques, verdict_of
 
 BADGE = {"high": ":red-badge[{}]", "medium": ":orange-badge[{}]", "low": ":gray-badge[{}]"}

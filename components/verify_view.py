@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 from dataclasses import fields
 from datetime import datetime
 from typing import Any
@@ -16,27 +15,26 @@ from components.bench_source import parse_cache
 from components.chart_style import LEGEND_ABOVE, show
 from components.shell import knowledge, labels_now, lang, t
 from components.static_table import static_table
-from triage.diagnosis.rules import Slo
-from triage.errors import TriageError
-from triage.params import SQLITE_MAX_ID, int_param, shown_param
-from triage.report.units import fmt_value, number
-from triage.run import Run
-from triage.safe_text import md_escape
-from triage.service.uploads import Refused
-from triage.service.windows import prometheus_run
-from triage.verify.comparison import (
+from triage.service.display import fmt_value, md_escape, number
+from triage.service.experiments import (
     GAIN,
     NOISE_FLOOR_PCT,
     REGRESSION,
     SPECS,
     SUMMARY_TOLERANCE_PCT,
     Comparison,
+    ExperimentLog,
     MetricDelta,
     Note,
-    compare,
-    comparison_json,
+    compare_runs,
+    experiment_log,
+    label_digest,
+    save_experiment,
 )
-from triage.verify.experiment_log import ExperimentLog, entry_from, sha256
+from triage.service.model import Run, Slo, TriageError
+from triage.service.params import SQLITE_MAX_ID, int_param, shown_param
+from triage.service.uploads import Refused
+from triage.service.windows import prometheus_run
 
 # text symbols every UI font has (the evidence tables use the same ✔ / ✘): emoji circles were empty boxes
 # where no emoji font is installed
@@ -76,7 +74,7 @@ def note_text(note: Note) -> str:
 
 def log() -> ExperimentLog:
     """The experiment log: TRIAGE_LOG_DB (a path, sqlite:/// or postgresql:// URL), else the user data directory."""
-    return ExperimentLog(os.environ.get("TRIAGE_LOG_DB") or None)
+    return experiment_log()
 
 
 Picked = tuple[str, str, Run]  # (file name or window label, SHA-256 of the file or label, the run compared)
@@ -122,7 +120,7 @@ def _pick_windows() -> tuple[Picked, Picked] | None:
     except TriageError as exc:
         st.error(md_escape(exc.line()))
         return None
-    return tuple((r.label, sha256(r.label.encode()), r) for r in runs)  # type: ignore[return-value]
+    return tuple((r.label, label_digest(r.label), r) for r in runs)  # type: ignore[return-value]
 
 
 def _label_of(metric: str, fallback: str) -> str:
@@ -237,8 +235,7 @@ def _save(c: Comparison, base: Picked, cand: Picked) -> None:
         note = st.text_area(t("verify_note"), key=session.VERIFY_NOTE.name)
         if st.button(t("verify_save"), icon=":material/save:", key=session.VERIFY_SAVE.name):
             try:
-                entry_id = log().save(entry_from(comparison_json(c), base[:2], cand[:2], who or None, note,
-                                                 created_by=auth.current().user))
+                entry_id = save_experiment(c, base[:2], cand[:2], who or None, note, created_by=auth.current().user)
             except TriageError as exc:
                 st.error(md_escape(exc.line()))
                 return
@@ -310,8 +307,7 @@ def verify_page(slo: Slo) -> None:
     if base is None or cand is None:
         st.info(t("verify_need_two"))
         return
-    # few requests are compared with their wide intervals, never refused for that alone (the CI gate refuses)
-    c = compare(base[2], cand[2], slo, technique=technique, kb=kb, refuse_few=False)
+    c = compare_runs(base[2], cand[2], slo, technique, kb)  # few requests: compared, never refused for that alone
     session.VERIFY_VERDICT.set(c.overall)
     _verdict(c, base[2].has_requests and cand[2].has_requests)
     static_table(comparison_table(c.metrics))  # every row shown: no inner scroll hides the last one

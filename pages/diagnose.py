@@ -9,7 +9,7 @@ from components.node_panel import jump_box, node_panel
 from components.shell import t
 from components.tree_chart import NODE_PARAM, selected_node, tree_chart
 from components.verdict import verdict_block
-from triage.params import shown_param
+from triage.service.params import shown_param
 
 adopt_navigation()
 

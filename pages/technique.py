@@ -6,7 +6,7 @@ from components.boundary import error_boundary
 from components.navigation import adopt_navigation
 from components.shell import knowledge, t
 from components.technique_view import technique_index, technique_view
-from triage.params import shown_param
+from triage.service.params import shown_param
 
 adopt_navigation()
 

@@ -40,11 +40,40 @@ def _offenders(files: list[Path], forbidden: tuple[str, ...]) -> list[str]:
             if name in forbidden or name.startswith(tuple(f"{f}." for f in forbidden))]
 
 
-def test_ui_imports_no_source_module() -> None:
-    """Pages and components reach sources only through triage.service."""
-    offenders = _offenders(UI_FILES, ("triage.sources",))
-    assert not offenders, "components/ and pages/ must not import triage.sources (use triage.service):\n" + \
+def _core_below_service(path: Path) -> list[tuple[int, str]]:
+    """(line, module) of every import of triage other than triage.service and its modules, at any depth
+    (lazy and TYPE_CHECKING imports count): ``from triage import errors`` names triage.errors, ``import triage``
+    the package itself."""
+    out = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            names = [f"{node.module}.{alias.name}" for alias in node.names] if node.module == "triage" \
+                else [node.module]
+        else:
+            continue
+        out += [(node.lineno, name) for name in names if (name == "triage" or name.startswith("triage."))
+                and name != "triage.service" and not name.startswith("triage.service.")]
+    return out
+
+
+def test_ui_imports_the_core_only_through_the_service() -> None:
+    """app.py, pages and components reach triage only through triage.service (issue 25); the import-linter
+    contract in pyproject.toml says the same for the packages, this covers app.py and runs without it."""
+    offenders = [f"{_rel(path)}:{line} imports {name}" for path in UI_FILES for line, name in _core_below_service(path)]
+    assert not offenders, "app.py, components/ and pages/ import triage only through triage.service:\n" + \
         "\n".join(offenders)
+
+
+def test_the_service_checker_sees_every_form(tmp_path: Path) -> None:
+    ui = tmp_path / "ui.py"
+    ui.write_text("from triage.service.model import Diagnosis\nfrom triage.service import windows\n"
+                  "import triage.service.live\nfrom triage import errors, service\nimport triage.run\n"
+                  "if TYPE_CHECKING:\n    from triage.diagnosis.rules import Slo\n"
+                  "def f():\n    from triage.safe_text import md_escape\nimport triage\n", encoding="utf-8")
+    assert sorted(_core_below_service(ui)) == [(4, "triage.errors"), (5, "triage.run"), (7, "triage.diagnosis.rules"),
+                                       (9, "triage.safe_text"), (10, "triage")]
 
 
 def test_core_imports_no_ui() -> None:

@@ -1,0 +1,19 @@
+"""The UI's read-only view of the knowledge in tree/: the loaded tree, UI strings and languages, SLO presets,
+techniques and their knobs, engines' metrics, the Live panels, provenance and the tree chart's layout."""
+
+from __future__ import annotations
+
+from triage.diagnosis.rules import resolve_slo
+from triage.knowledge.engines import load_engines
+from triage.knowledge.i18n import tr
+from triage.knowledge.knobs import TOOL_LABELS, paper_url, versions_line
+from triage.knowledge.layout import PlacedNode, highlight_keys, layout, selected_keys, wrap_label
+from triage.knowledge.loader import ROOT_ID, KnowledgeBase, load_knowledge
+from triage.knowledge.model import ENGINES, LANGS, LEVEL_ORDER, PublishedGain, Technique, Text
+from triage.knowledge.panels import Panel, line_points
+from triage.knowledge.provenance import translate_provenance
+
+__all__ = ["ENGINES", "LANGS", "LEVEL_ORDER", "ROOT_ID", "TOOL_LABELS", "KnowledgeBase", "Panel", "PlacedNode",
+           "PublishedGain", "Technique", "Text", "highlight_keys", "layout", "line_points", "load_engines",
+           "load_knowledge", "paper_url", "resolve_slo", "selected_keys", "tr", "translate_provenance",
+           "versions_line", "wrap_label"]
