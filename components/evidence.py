@@ -14,7 +14,7 @@ from components.tree_chart import request_scroll, selected_node, tree_chart
 from components.verdict import action_lines, ranked_links
 from triage.diagnosis.rules import Diagnosis, Evidence, Finding
 from triage.knowledge.i18n import tr
-from triage.knowledge.provenance import translate_provenance
+from triage.knowledge.messages import message_text
 from triage.report.text import fmt_threshold, fmt_value
 from triage.service.verdict import first_actions
 
@@ -38,7 +38,7 @@ def _rows(evidence: list[Evidence]) -> pd.DataFrame:
 
 
 def _how(e: Evidence) -> str:
-    return translate_provenance(e.source, lang()) or t("not_measurable_short")
+    return message_text(e.source, lang()) or t("not_measurable_short")
 
 
 def _unmet(r: Evidence) -> str:

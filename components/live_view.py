@@ -20,9 +20,9 @@ from triage.diagnosis.compare import SignalDelta
 from triage.diagnosis.rules import Slo
 from triage.errors import TriageError
 from triage.knowledge.engines import load_engines
+from triage.knowledge.messages import message_text
 from triage.knowledge.model import Text
 from triage.knowledge.panels import Panel, line_points
-from triage.knowledge.provenance import translate_provenance
 from triage.report.units import fmt_delta, fmt_value
 from triage.safe_text import md_escape
 from triage.service.live import LiveResult, evidence_group, refresh
@@ -66,7 +66,7 @@ def kpi_deltas(result: LiveResult) -> None:
                 continue
             st.metric(label, fmt_value(sig.value, spec.unit), delta=delta_text(by_name.get(name), spec.unit),
                       delta_color=delta_color(by_name.get(name), spec.higher_is_better), border=True,
-                      help=f"{meaning} · {translate_provenance(sig.source, lang())}")
+                      help=f"{meaning} · {message_text(sig.source, lang())}")
 
 
 def all_deltas(result: LiveResult) -> None:
