@@ -13,7 +13,7 @@ from components.static_table import static_table
 from components.tree_chart import request_scroll, selected_node, tree_chart
 from components.verdict import action_lines, ranked_links
 from triage.service.evidence_text import fmt_threshold, fmt_value
-from triage.service.knowledge import tr, translate_provenance
+from triage.service.knowledge import message_text, tr
 from triage.service.model import Diagnosis, Evidence, Finding
 from triage.service.verdict import first_actions
 
@@ -37,7 +37,7 @@ def _rows(evidence: list[Evidence]) -> pd.DataFrame:
 
 
 def _how(e: Evidence) -> str:
-    return translate_provenance(e.source, lang()) or t("not_measurable_short")
+    return message_text(e.source, lang()) or t("not_measurable_short")
 
 
 def _unmet(r: Evidence) -> str:

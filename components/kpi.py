@@ -7,7 +7,7 @@ import streamlit as st
 
 from components.shell import knowledge, lang, t
 from triage.service.display import fmt_against, fmt_value
-from triage.service.knowledge import translate_provenance
+from triage.service.knowledge import message_text
 from triage.service.model import SignalSet
 
 
@@ -26,8 +26,8 @@ def kpi_row(signals: SignalSet, slo: dict) -> None:
             shown = fmt_value(value, spec.unit)
             limit = slo.get(spec.slo) if spec.slo else None
             if limit is None or isinstance(limit, bool):
-                st.metric(label, shown, border=True, help=translate_provenance(sig.source, lang()))
+                st.metric(label, shown, border=True, help=message_text(sig.source, lang()))
                 continue
             delta = fmt_against(value, float(limit), spec.unit, t("vs_slo"))
             st.metric(label, shown, delta=delta, delta_color="inverse" if spec.worse == "higher" else "normal",
-                      border=True, help=translate_provenance(sig.source, lang()))
+                      border=True, help=message_text(sig.source, lang()))

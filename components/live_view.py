@@ -17,7 +17,7 @@ from components.evidence import diagnosis_panel
 from components.shell import knowledge, lang, t
 from components.verdict import verdict_block
 from triage.service.display import fmt_delta, fmt_value, md_escape
-from triage.service.knowledge import Panel, Text, line_points, load_engines, translate_provenance
+from triage.service.knowledge import Panel, Text, line_points, load_engines, message_text
 from triage.service.live import LiveResult, evidence_group, refresh
 from triage.service.model import SignalDelta, Slo, TriageError
 from triage.service.windows import WindowPair
@@ -60,7 +60,7 @@ def kpi_deltas(result: LiveResult) -> None:
                 continue
             st.metric(label, fmt_value(sig.value, spec.unit), delta=delta_text(by_name.get(name), spec.unit),
                       delta_color=delta_color(by_name.get(name), spec.higher_is_better), border=True,
-                      help=f"{meaning} · {translate_provenance(sig.source, lang())}")
+                      help=f"{meaning} · {message_text(sig.source, lang())}")
 
 
 def all_deltas(result: LiveResult) -> None:

@@ -12,6 +12,7 @@ import pytest
 import streamlit as st
 
 from tests.apptest_tools import open_page, static_tables, texts
+from triage.knowledge.messages import message_text
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = sorted((ROOT / "tests" / "fixtures" / "bench").glob("*.*"))
@@ -98,7 +99,7 @@ def test_naming_the_hardware_adds_the_roofline_signal():
     assert not at.exception, at.exception
     label, diag = at.session_state["diagnosis"]
     sig = diag.signals.get("tpot_over_roofline")
-    assert sig is not None and sig.value > 1 and "H100" in sig.source
+    assert sig is not None and sig.value > 1 and "H100" in message_text(sig.source, "en")
 
 
 def test_slo_picker_offers_the_interactive_preset():

@@ -1,7 +1,9 @@
-"""How each signal was measured reads in Chinese too: every sentence the bundled sources produce has a phrase."""
+"""How each signal was measured, as a message with an id: every message renders in English and Chinese with its
+parameters filled; every id the core names has a template; the bundled sources and demo produce only such messages."""
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 
 import pytest
@@ -12,19 +14,20 @@ from triage.diagnosis.roofline import Hardware
 from triage.diagnosis.rules import resolve_slo
 from triage.diagnosis.window import diagnose_window
 from triage.errors import TriageError
-from triage.knowledge.loader import load_knowledge
-from triage.knowledge.provenance import known_provenance, translate_provenance
+from triage.knowledge.loader import PLACEHOLDER, load_knowledge
+from triage.knowledge.messages import Msg, message_text
 from triage.sources.files import load_benchmark
 from triage.sources.metrics.snapshot_window import SnapshotWindow
 
 ROOT = Path(__file__).resolve().parent.parent
 FILES = sorted(p for d in ("tests/fixtures/bench", "tests/fixtures/real", "tree/sample")
                for p in (ROOT / d).rglob("*") if p.is_file())
+LANGS = ("en", "zh")
 
 
-def _sources(kb) -> dict[str, str]:
-    """Every provenance sentence of the demo scenarios and the bundled files, with one signal that had it."""
-    found: dict[str, str] = {}
+def _sources(kb) -> dict[Msg, str]:
+    """Every provenance message of the demo scenarios and the bundled files, with one signal that had it."""
+    found: dict[Msg, str] = {}
     slo = resolve_slo(kb)
     diagnoses = [diagnose_window(kb, SnapshotWindow(snapshots(s, 5)), slo).diagnosis for s in kb.scenarios]
     for path in FILES:
@@ -37,40 +40,141 @@ def _sources(kb) -> dict[str, str]:
             diagnoses.append(diagnose_run(kb, run, slo, Hardware("llama-3.1-8b", "h100")))  # rooflines too
     for d in diagnoses:
         for sig in d.signals.values.values():
-            if sig.source:
-                found.setdefault(sig.source, sig.name)
+            found.setdefault(sig.source, sig.name)
     return found
 
 
-def test_every_sentence_the_bundled_sources_produce_reads_in_chinese(kb):
+def _ids(message: Msg) -> set[str]:
+    return {message.id} | {i for _, v in message.params if isinstance(v, Msg) for i in _ids(v)}
+
+
+def test_every_message_the_bundled_sources_produce_renders_in_both_languages(kb):
     found = _sources(kb)
-    assert len(found) > 40, "the demo and fixtures should exercise most of the sentences"
-    untranslated = {text: name for text, name in found.items() if not known_provenance(text)}
-    assert untranslated == {}, "add a phrase to tree/provenance.yaml for each"
-    assert any("TPOT p50 ÷" in text and "floor" in text for text in found), "the roofline sentence was exercised"
+    assert len(found) > 40, "the demo and fixtures should exercise most of the messages"
+    assert all(isinstance(m, Msg) for m in found), "a signal's source is a message, never an English sentence"
+    for message in found:
+        en, zh = message_text(message, "en"), message_text(message, "zh")
+        assert en and zh and (en != zh or message.id in SAME_IN_BOTH), message
+        assert not PLACEHOLDER.search(en) and not PLACEHOLDER.search(zh), message  # every {name} filled
+    used = {i for m in found for i in _ids(m)}
+    assert {"roofline.decode_floor", "roofline.where", "bench.percentile", "bench.prefill_rate"} <= used
 
 
-@pytest.mark.parametrize("text, zh", [
-    ("p99 of 1,987 successful requests", "1,987 个成功请求的 p99"),
-    ("Spearman r, in-flight requests vs TTFT (5,000-request sample)",
+def _templates(kb) -> list[tuple[str, str]]:
+    return [(key, lang) for key in kb.messages for lang in LANGS]
+
+
+def _filled(template: str) -> dict[str, str]:
+    return {name: f"<{name}>" for name in PLACEHOLDER.findall(template)}
+
+
+@pytest.mark.parametrize("key", sorted(load_knowledge().messages))
+def test_each_message_renders_in_both_languages_with_its_parameters_filled(kb, key):
+    """Each template, in each language, takes the parameters its id names and shows every one of them."""
+    names = sorted(set(PLACEHOLDER.findall(kb.messages[key].en)))
+    message = Msg(key, **{n: f"<{n}>" for n in names})
+    for lang in LANGS:
+        text = message_text(message, lang)
+        assert text.strip() and all(f"<{n}>" in text for n in names), (key, lang, text)
+        assert "{" not in text and "}" not in text, (key, lang, text)
+    if names:
+        assert message_text(message, "en") != message_text(message, "zh") or key in SAME_IN_BOTH, key
+
+
+# formulas that read the same in both languages (metric names and symbols only)
+SAME_IN_BOTH = {"tail_ratio", "bench.ttft_over_p5", "bench.prefill_rate"}
+
+
+def _ids_in_code() -> set[tuple[str, str]]:
+    """(file, id) of every Msg("literal id", …) in triage/ and components/ (a computed id is listed separately)."""
+    out = set()
+    for path in [*(ROOT / "triage").rglob("*.py"), *(ROOT / "components").glob("*.py")]:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) == "Msg" and node.args:
+                arg = node.args[0]
+                if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+                    out.add((str(path.relative_to(ROOT)), arg.value))
+                elif isinstance(arg, ast.IfExp):
+                    out |= {(str(path.relative_to(ROOT)), b.value) for b in (arg.body, arg.orelse)
+                            if isinstance(b, ast.Constant)}
+    return out
+
+
+def test_every_id_the_core_names_has_a_template(kb):
+    named = _ids_in_code()
+    assert len(named) > 50
+    missing = sorted((f, i) for f, i in named if i not in kb.messages)
+    assert missing == [], "add each to tree/provenance.yaml in en and zh"
+    computed = {f"roofline.{b}" for b in ("memory", "compute")} | {"server.tpot_req_hist", "server.itl_hist"}
+    assert computed <= set(kb.messages)
+    unused = set(kb.messages) - {i for _, i in named} - computed
+    assert unused == set(), "a template no code names"
+
+
+@pytest.mark.parametrize("message, en, zh", [
+    (Msg("bench.percentile", p="p99", n=1987), "p99 of 1,987 successful requests", "1,987 个成功请求的 p99"),
+    (Msg("bench.spearman_ttft", sample=Msg("bench.sample", n=5000)),
+     "Spearman r, in-flight requests vs TTFT (5,000-request sample)",
      "Spearman 相关系数 r：在途请求数与 TTFT（抽样 5,000 个请求）"),
-    ("mean prompt tokens (tool summary) ÷ TTFT p5", "prompt token 数的均值（工具汇总） ÷ TTFT p5"),
-    ("something no phrase knows", "something no phrase knows"),
+    (Msg("bench.spearman_ttft", sample=""), "Spearman r, in-flight requests vs TTFT",
+     "Spearman 相关系数 r：在途请求数与 TTFT"),
+    (Msg("bench.prefill_rate", prompt=Msg("bench.mean_prompt_summary")),
+     "mean prompt tokens (tool summary) ÷ TTFT p5", "prompt token 数的均值（工具汇总） ÷ TTFT p5"),
+    (Msg("roofline.decode_floor", ms="5.12", where=Msg("roofline.where", model="Llama 3.1 8B", tp=2, gpu="H100"),
+         batch=16, context=1536, bound=Msg("roofline.memory")),
+     "TPOT p50 ÷ 5.12 ms floor (Llama 3.1 8B on 2× H100, batch ≈ 16, context ≈ 1,536 tokens, memory-bound)",
+     "TPOT p50 ÷ 5.12 ms 下限（2× H100 上的 Llama 3.1 8B，batch ≈ 16，上下文 ≈ 1,536 token，带宽受限）"),
+    (Msg("fleet.largest", s="waiting_mean", who=Msg("fleet.whole_window"), n=3),
+     "waiting_mean of the whole window, the largest of 3 replicas", "整个窗口 的 waiting_mean，3 个副本中最大"),
 ])
-def test_placeholders_are_kept_and_nested_phrases_translated(text, zh):
-    assert translate_provenance(text, "zh") == zh
-    assert translate_provenance(text, "en") == text
+def test_parameters_are_filled_and_nested_messages_rendered_in_the_same_language(message, en, zh):
+    assert message_text(message, "en") == en
+    assert message_text(message, "zh") == zh
 
 
-def test_a_phrase_whose_languages_disagree_on_placeholders_is_refused(tmp_path):
+def test_a_plain_text_is_shown_as_is_and_none_as_nothing():
+    assert message_text("test", "zh") == "test" and message_text(None, "zh") == ""
+
+
+def test_a_message_is_a_value():
+    """Hashable and equal by id and parameters (the views cache diagnoses; sets of sources dedupe)."""
+    import pickle
+
+    m = Msg("bench.percentile", p="p99", n=3)
+    assert m == Msg("bench.percentile", p="p99", n=3) and m != Msg("bench.percentile", p="p50", n=3)
+    assert len({m, Msg("bench.percentile", p="p99", n=3)}) == 1 and pickle.loads(pickle.dumps(m)) == m
+    assert m.param("n") == 3
+
+
+def test_a_message_whose_languages_disagree_on_placeholders_is_refused(tmp_path):
     import shutil
 
     tree = tmp_path / "tree"
     shutil.copytree(ROOT / "tree", tree)
     path = tree / "provenance.yaml"
-    path.write_text('phrases:\n  - {en: "{p} of the E2E histogram", zh: "E2E 直方图的 {q}"}\n', encoding="utf-8")
-    with pytest.raises(TriageError, match=r"phrases\[0\]: placeholders differ"):
+    path.write_text('messages:\n  server.e2e_hist: {en: "{p} of the E2E histogram", zh: "E2E 直方图的 {q}"}\n',
+                    encoding="utf-8")
+    with pytest.raises(TriageError, match=r"server.e2e_hist: placeholders differ"):
         load_knowledge(tree)
+
+
+@pytest.mark.parametrize("text", ["phrases:\n  - {en: a, zh: b}\n", "messages:\n  x: {en: a}\n"])
+def test_a_provenance_file_of_the_old_shape_or_missing_a_language_is_refused(tmp_path, text):
+    import shutil
+
+    tree = tmp_path / "tree"
+    shutil.copytree(ROOT / "tree", tree)
+    (tree / "provenance.yaml").write_text(text, encoding="utf-8")
+    with pytest.raises(TriageError, match="provenance.yaml"):
+        load_knowledge(tree)
+
+
+def test_no_triage_module_translates_by_pattern():
+    """The old way (an English sentence matched back to its Chinese by regex) is gone for good."""
+    for path in (ROOT / "triage").rglob("*.py"):
+        text = path.read_text(encoding="utf-8")
+        assert "translate_provenance" not in text and "known_provenance" not in text, path
+    assert not (ROOT / "triage/knowledge/provenance.py").exists()
 
 
 def test_the_benchmark_page_in_chinese_says_how_each_signal_was_measured_in_chinese():

@@ -10,6 +10,7 @@ from triage.diagnosis.benchmark import diagnose_run
 from triage.diagnosis.client_signals import benchmark_signals, in_flight_at_arrival
 from triage.diagnosis.rules import diagnose, resolve_slo
 from triage.diagnosis.signals import SignalSet
+from triage.knowledge.messages import message_text
 from triage.run import Run
 
 
@@ -58,7 +59,7 @@ def test_summary_only_run_lists_blind_spots(kb):
     summary = {"ttft_p50_s": 0.5, "ttft_p90_s": 2.0, "ttft_p99_s": 4.0, "tpot_p50_s": 0.03, "tpot_p99_s": 0.05,
                "completed": 1000, "failed": 0, "req_per_s": 9.0, "offered_rate": 10.0}
     signals = benchmark_signals(kb, Run("summary", summary=summary), resolve_slo(kb).values)
-    assert signals.get("ttft_p99_s").source.startswith("tool summary")
+    assert message_text(signals.get("ttft_p99_s").source, "en").startswith("tool summary")
     assert signals.get("ttft_load_corr") is None and signals.get("prompt_tail_ratio") is None
     diag = diagnose(kb, signals, resolve_slo(kb))
     assert any(c.symptom == "ttft" and c.present for c in diag.symptoms)

@@ -21,6 +21,7 @@ from triage.diagnosis.roofline import Hardware
 from triage.diagnosis.rules import resolve_slo
 from triage.errors import TriageError
 from triage.knowledge.loader import DEFAULT_TREE_DIR, load_knowledge
+from triage.knowledge.messages import message_text
 from triage.report.json_contract import diagnosis_json
 from triage.report.text import diagnosis_text
 from triage.run import Benchmark
@@ -181,7 +182,8 @@ def fleet_text(diag) -> str:
     for f in diag.findings:
         for e in f.evidence:
             if e.holds:
-                lines.append(f"  {f.cause}: {e.signal} = {e.value:.3g} ({e.op} {e.threshold:g}): {e.source}")
+                how = message_text(e.source, "en")
+                lines.append(f"  {f.cause}: {e.signal} = {e.value:.3g} ({e.op} {e.threshold:g}): {how}")
     return "\n".join(lines)
 
 

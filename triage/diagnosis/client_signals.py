@@ -10,6 +10,7 @@ import pandas as pd
 
 from triage.diagnosis.signals import SignalSet
 from triage.knowledge.loader import KnowledgeBase
+from triage.knowledge.messages import Msg
 from triage.run import Run
 
 MIN_REQUESTS_FOR_CORRELATION = 30
@@ -161,15 +162,15 @@ def _latency(kb: KnowledgeBase, out: SignalSet, table: _Table | None, run: Run) 
             if name not in kb.signals:
                 continue
             if table is not None and table[f"{metric}_s"] is not None:
-                how = f"{pname} of {table.n:,} successful requests"
+                how = Msg("bench.percentile", p=pname, n=table.n)
                 out.put(kb, name, table.pct(f"{metric}_s", q), how)
             elif name in run.summary:
-                label = run.definitions.get(metric, "the tool's summary")
-                out.put(kb, name, run.summary[name], f"tool summary ({label})")
+                label = run.definitions.get(metric) or Msg("bench.the_tools_summary")
+                out.put(kb, name, run.summary[name], Msg("bench.tool_summary_of", definition=label))
     for metric in ("ttft", "tpot", "e2e"):
         p99, p50 = out.get(f"{metric}_p99_s"), out.get(f"{metric}_p50_s")
         if p99 and p50:
-            out.put(kb, f"{metric}_tail_ratio", _ratio(p99.value, p50.value), f"{metric} p99 ÷ p50")
+            out.put(kb, f"{metric}_tail_ratio", _ratio(p99.value, p50.value), Msg("tail_ratio", metric=metric))
     _floor(kb, out, table, run)
 
 
@@ -178,45 +179,47 @@ def _floor(kb: KnowledgeBase, out: SignalSet, table: _Table | None, run: Run) ->
     p99, p5 = out.get("ttft_p99_s"), out.get("ttft_p5_s")
     if p99 is None or p5 is None:
         return
-    out.put(kb, "ttft_spread", _ratio(p99.value, p5.value), "TTFT p99 ÷ p5")
+    out.put(kb, "ttft_spread", _ratio(p99.value, p5.value), Msg("bench.ttft_over_p5", p="p99"))
     p50 = out.get("ttft_p50_s")
     if p50 is not None:
-        out.put(kb, "ttft_median_over_floor", _ratio(p50.value, p5.value), "TTFT p50 ÷ p5")
+        out.put(kb, "ttft_median_over_floor", _ratio(p50.value, p5.value), Msg("bench.ttft_over_p5", p="p50"))
     if table is not None and table["prompt_tokens"] is not None:
-        prompt, how = table.pct("prompt_tokens", 0.5), "median prompt tokens"
+        prompt, how = table.pct("prompt_tokens", 0.5), Msg("bench.median_prompt")
     else:
-        prompt, how = run.summary.get("prompt_tokens_mean"), "mean prompt tokens (tool summary)"
-    out.put(kb, "prefill_tok_per_s", _ratio(prompt, p5.value), f"{how} ÷ TTFT p5")
+        prompt, how = run.summary.get("prompt_tokens_mean"), Msg("bench.mean_prompt_summary")
+    out.put(kb, "prefill_tok_per_s", _ratio(prompt, p5.value), Msg("bench.prefill_rate", prompt=how))
 
 
 def _shape(kb: KnowledgeBase, out: SignalSet, t: _Table) -> None:
     prompt, output = t["prompt_tokens"], t["output_tokens"]
     p = t.pct
-    out.put(kb, "prompt_tail_ratio", _ratio(p("prompt_tokens", 0.99), p("prompt_tokens", 0.5)), "prompt p99 ÷ p50")
-    out.put(kb, "prompt_max_over_p99", _ratio(p("prompt_tokens", 1.0), p("prompt_tokens", 0.99)), "prompt max ÷ p99")
-    out.put(kb, "output_max_over_p99", _ratio(p("output_tokens", 1.0), p("output_tokens", 0.99)), "output max ÷ p99")
+    out.put(kb, "prompt_tail_ratio", _ratio(p("prompt_tokens", 0.99), p("prompt_tokens", 0.5)),
+            Msg("tail_ratio", metric="prompt"))
+    out.put(kb, "prompt_max_over_p99", _ratio(p("prompt_tokens", 1.0), p("prompt_tokens", 0.99)),
+            Msg("bench.prompt_max"))
+    out.put(kb, "output_max_over_p99", _ratio(p("output_tokens", 1.0), p("output_tokens", 0.99)),
+            Msg("bench.output_max"))
     if prompt is not None and output is not None:
         out.put(kb, "prompt_to_output_ratio", _ratio(float(np.nanmean(prompt)), float(np.nanmean(output))),
-                "mean prompt ÷ mean output tokens")
+                Msg("bench.prompt_over_output"))
 
 
 def _load(kb: KnowledgeBase, out: SignalSet, t: _Table) -> None:
     ttft, start, prompt = t.sample("ttft_s"), t.sample("start_s"), t.sample("prompt_tokens")
-    sampled = f" ({CORRELATION_SAMPLE:,}-request sample)" if t.idx is not None else ""
-    out.put(kb, "ttft_prompt_corr", _pearson(prompt, ttft), f"Pearson r, prompt tokens vs TTFT{sampled}")
+    sampled: str | Msg = Msg("bench.sample", n=CORRELATION_SAMPLE) if t.idx is not None else ""
+    out.put(kb, "ttft_prompt_corr", _pearson(prompt, ttft), Msg("bench.pearson_prompt", sample=sampled))
     out.put(kb, "ttft_prompt_slope_ms_per_ktok", _slope_ms_per_ktok(prompt, ttft),
-            f"least-squares slope of TTFT on prompt tokens{sampled}")
-    out.put(kb, "ttft_rise_ratio", _rise_ratio(start, ttft),
-            f"median TTFT, last quarter ÷ first quarter of the run{sampled}")
+            Msg("bench.slope", sample=sampled))
+    out.put(kb, "ttft_rise_ratio", _rise_ratio(start, ttft), Msg("bench.rise", sample=sampled))
     starts, e2e = t["start_s"], t["e2e_s"]
     if start is not None and starts is not None and e2e is not None:
         flight = in_flight_at_arrival(starts, e2e, at=start).astype("float64")
-        out.put(kb, "ttft_load_corr", _spearman(flight, ttft), f"Spearman r, in-flight requests vs TTFT{sampled}")
+        out.put(kb, "ttft_load_corr", _spearman(flight, ttft), Msg("bench.spearman_ttft", sample=sampled))
         out.put(kb, "tpot_load_corr", _spearman(flight, t.sample("tpot_s")),
-                f"Spearman r, in-flight requests vs TPOT{sampled}")
+                Msg("bench.spearman_tpot", sample=sampled))
     if t["queue_s"] is not None and ttft is not None:
         out.put(kb, "queue_share_of_ttft", _ratio(t.pct("queue_s", 0.5), t.pct("ttft_s", 0.5)),
-                "median queue time ÷ median TTFT")
+                Msg("bench.queue_share"))
 
 
 def _throughput(kb: KnowledgeBase, out: SignalSet, t: _Table | None, run: Run, slo: dict) -> None:
@@ -225,24 +228,25 @@ def _throughput(kb: KnowledgeBase, out: SignalSet, t: _Table | None, run: Run, s
     failed = s.get("failed", t.failed if t else None)
     if completed is not None and failed is not None and completed + failed > 0:
         total = completed + failed
-        out.put(kb, "error_rate", failed / total, f"{int(failed):,} failed of {int(total):,}")
+        out.put(kb, "error_rate", failed / total, Msg("bench.failed", failed=int(failed), total=int(total)))
     rate = s.get("req_per_s")
     if rate is None and t is not None and t["start_s"] is not None and t["e2e_s"] is not None:
         span = float(np.nanmax(t["start_s"] + t["e2e_s"]) - np.nanmin(t["start_s"]))
         rate = t.n / span if span > 0 else None
-    out.put(kb, "req_per_s", rate, "tool summary" if "req_per_s" in s else "completed ÷ run span")
+    out.put(kb, "req_per_s", rate, Msg("bench.tool_summary" if "req_per_s" in s else "bench.completed_over_span"))
     _inflight(kb, out, t, s, rate)
-    out.put(kb, "out_tok_per_s", s.get("out_tok_per_s"), "tool summary")
+    out.put(kb, "out_tok_per_s", s.get("out_tok_per_s"), Msg("bench.tool_summary"))
     offered = s.get("offered_rate")
     enough = (completed or 0) >= MIN_REQUESTS_FOR_RATE
     if rate is not None and offered and np.isfinite(offered) and enough:
-        out.put(kb, "achieved_over_offered", rate / offered, f"achieved {rate:.2f} ÷ offered {offered:.2f} req/s")
+        out.put(kb, "achieved_over_offered", rate / offered,
+                Msg("bench.achieved", a=f"{rate:.2f}", b=f"{offered:.2f}"))
     if t is not None and t["ttft_s"] is not None and t.all_count:
         ttft_ok = t["ttft_s"] <= slo["ttft_p99_s"]
         tpot = t["tpot_s"]
         tpot_ok = ~(tpot > slo["tpot_p99_s"]) if tpot is not None else np.ones_like(ttft_ok)
         out.put(kb, "slo_attainment", float((ttft_ok & tpot_ok).sum()) / t.all_count,
-                "requests within the TTFT and TPOT SLO ÷ all requests")
+                Msg("bench.slo_attainment"))
 
 
 LITTLE = {"inflight_mean": ("e2e", "E2E"), "awaiting_first_token_mean": ("ttft", "TTFT")}
@@ -257,14 +261,14 @@ def _inflight(kb: KnowledgeBase, out: SignalSet, t: _Table | None, s: dict, rate
         for name, (col, label) in LITTLE.items():
             per_request = t[f"{col}_s"]
             if per_request is not None:
-                out.put(kb, name, float(np.nansum(per_request)) / span, f"sum of per-request {label} ÷ run span")
+                out.put(kb, name, float(np.nansum(per_request)) / span, Msg("bench.little_requests", metric=label))
         return
     if not rate or (s.get("completed") or 0) < MIN_REQUESTS_FOR_CORRELATION:
         return
     for name, (col, label) in LITTLE.items():
         mean = s.get(f"{col}_mean_s")
         if mean:
-            out.put(kb, name, rate * mean, f"requests per second × mean {label} (tool summary)")
+            out.put(kb, name, rate * mean, Msg("bench.little_summary", metric=label))
 
 
 def benchmark_signals(kb: KnowledgeBase, run: Run, slo: dict) -> SignalSet:

@@ -23,6 +23,7 @@ from triage.diagnosis.server_signals import (
 from triage.diagnosis.signals import SignalSet
 from triage.diagnosis.window import LiveDiagnosis, empty_reason
 from triage.knowledge.loader import KnowledgeBase
+from triage.knowledge.messages import Msg
 from triage.knowledge.needs import Need
 from triage.knowledge.recipes import recipe_needs, recipe_signals
 from triage.knowledge.replicas import duration_text, record_name, replica_labels, target_labels
@@ -178,7 +179,9 @@ def _from_recorded(kb: KnowledgeBase, window: FleetWindow, slo: Slo, hardware: H
     _read_more(at_eval, [n for n in needs if n not in ITL_NEEDS and n not in INFO_NEEDS], groups, keys)
     itl = [n for n in needs if n in ITL_NEEDS]
     _read_more(at_eval, itl, groups, [key for key in keys if needs_itl(groups[key])])
-    source = f"recorded {record_name('{signal}', found.window)} (rules evaluated at {found.at:%H:%M:%S} UTC)"
+    def source(signal: str) -> Msg:
+        return Msg("server.recorded", series=record_name(signal, found.window), at=f"{found.at:%H:%M:%S}")
+
     outs: dict[GroupKey, SignalSet] = {key: RecordedSignals(found.groups[key], source) for key in keys}
     rows = _rows(kb, at_eval, slo, hardware, {key: groups[key] for key in keys}, outs)
     read = FleetRead("recorded", found.at, rules, signals=found.signals,

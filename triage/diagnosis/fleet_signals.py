@@ -13,6 +13,7 @@ from statistics import median
 
 from triage.diagnosis.signals import SignalSet
 from triage.knowledge.loader import KnowledgeBase
+from triage.knowledge.messages import Msg
 from triage.knowledge.model import Condition, FleetRecipe, PeerRatio
 
 OPS = {">": operator.gt, ">=": operator.ge, "<": operator.lt, "<=": operator.le, "==": operator.eq}
@@ -28,8 +29,12 @@ class Replica:
     signals: SignalSet
 
 
-def who(labels: dict[str, str]) -> str:
-    return ", ".join(f"{k}={v}" for k, v in labels.items()) or "the whole window"
+def _label_text(labels: dict[str, str]) -> str:
+    return ", ".join(f"{k}={v}" for k, v in labels.items())
+
+
+def who(labels: dict[str, str]) -> str | Msg:
+    return _label_text(labels) or Msg("fleet.whole_window")
 
 
 def _num(value: float) -> str:
@@ -62,32 +67,32 @@ def _peer_ratio(replicas: Sequence[Replica], r: Replica, name: str) -> tuple[flo
     return own / median(peers), median(peers)
 
 
-def _largest(replicas: Sequence[Replica], name: str) -> tuple[float, str]:
+def _largest(replicas: Sequence[Replica], name: str) -> tuple[float, Msg | None]:
     vals = _measured(replicas, name)
     if len(vals) < 2:
-        return float("nan"), ""
+        return float("nan"), None
     r, v = max(vals, key=lambda rv: rv[1])
-    return v, f"{name} of {who(r.labels)}, the largest of {len(vals)} replicas"
+    return v, Msg("fleet.largest", s=name, who=who(r.labels), n=len(vals))
 
 
-def _spread(replicas: Sequence[Replica], name: str) -> tuple[float, str]:
+def _spread(replicas: Sequence[Replica], name: str) -> tuple[float, Msg | None]:
     vals = _measured(replicas, name)
     if len(vals) < 2:
-        return float("nan"), ""
+        return float("nan"), None
     (hi, top), (lo, bottom) = max(vals, key=lambda rv: rv[1]), min(vals, key=lambda rv: rv[1])
     if top == bottom:
-        return 0.0, f"{name} is {_num(top)} on each of {len(vals)} replicas"
-    return top - bottom, (f"{name} of {who(hi.labels)} ({_num(top)}) − of {who(lo.labels)} ({_num(bottom)}), "
-                          f"over {len(vals)} replicas")
+        return 0.0, Msg("fleet.spread_even", s=name, v=_num(top), n=len(vals))
+    return top - bottom, Msg("fleet.spread", s=name, who=who(hi.labels), v=_num(top), who2=who(lo.labels),
+                             v2=_num(bottom), n=len(vals))
 
 
-def _max_over_median(replicas: Sequence[Replica], name: str) -> tuple[float, str]:
+def _max_over_median(replicas: Sequence[Replica], name: str) -> tuple[float, Msg | None]:
     vals = _measured(replicas, name)
     if len(vals) < 2 or median(v for _, v in vals) <= 0:
-        return float("nan"), ""
+        return float("nan"), None
     r, top = max(vals, key=lambda rv: rv[1])
     mid = median(v for _, v in vals)
-    return top / mid, f"{name} of {who(r.labels)} ({_num(top)}) ÷ the median of {len(vals)} replicas ({_num(mid)})"
+    return top / mid, Msg("fleet.max_over_median", s=name, who=who(r.labels), v=_num(top), n=len(vals), m=_num(mid))
 
 
 def holds_any(conds: Sequence[Condition], r: Replica) -> bool | None:
@@ -96,26 +101,34 @@ def holds_any(conds: Sequence[Condition], r: Replica) -> bool | None:
     return any(results) if results else None
 
 
-def _share(replicas: Sequence[Replica], conds: Sequence[Condition]) -> tuple[float, str]:
+def _share(replicas: Sequence[Replica], conds: Sequence[Condition]) -> tuple[float, Msg | None]:
     judged = [(r, h) for r in replicas if (h := holds_any(conds, r)) is not None]
     if len(judged) < 2:
-        return float("nan"), ""
-    hit = [who(r.labels) for r, h in judged if h]
-    named = "; ".join(hit[:MAX_NAMED]) + (f"; {len(hit) - MAX_NAMED} more" if len(hit) > MAX_NAMED else "")
-    rule = " or ".join(f"{c.signal} {c.op} {_num(float(c.value or 0))}" for c in conds)
-    return len(hit) / len(judged), f"{len(hit)} of {len(judged)} replicas with {rule}" + (f": {named}" if hit else "")
+        return float("nan"), None
+    hit = [r.labels for r, h in judged if h]
+    # a replica without labels ("the whole window") cannot be one of two judged: the names are label texts
+    named: str | Msg = "; ".join(_label_text(labels) for labels in hit[:MAX_NAMED])
+    if len(hit) > MAX_NAMED:
+        named = Msg("fleet.more", names=named, n=len(hit) - MAX_NAMED)
+    rules = [f"{c.signal} {c.op} {_num(float(c.value or 0))}" for c in conds]
+    rule: str | Msg = rules[0]
+    for more in rules[1:]:
+        rule = Msg("fleet.either", a=rule, b=more)
+    if not hit:
+        return 0.0, Msg("fleet.share", k=0, n=len(judged), rule=rule)
+    return len(hit) / len(judged), Msg("fleet.share_named", k=len(hit), n=len(judged), rule=rule, names=named)
 
 
-def _straggler(replicas: Sequence[Replica], spec: PeerRatio) -> tuple[float, str]:
+def _straggler(replicas: Sequence[Replica], spec: PeerRatio) -> tuple[float, Msg | None]:
     """The peer ratio of ``spec.signal``: the largest over replicas, or at the replica furthest above its peers on
     any of ``spec.at``."""
     if not spec.at:
         found = [(r, pr) for r in replicas if (pr := _peer_ratio(replicas, r, spec.signal)) is not None]
         if not found:
-            return float("nan"), ""
+            return float("nan"), None
         r, (ratio, mid) = max(found, key=lambda x: x[1][0])
-        return ratio, (f"{spec.signal} of {who(r.labels)} ({_num(ratio * mid)}) ÷ the median of its "
-                       f"{len(_peers(replicas, r, spec.signal))} peers ({_num(mid)})")
+        return ratio, Msg("fleet.straggler", s=spec.signal, who=who(r.labels), v=_num(ratio * mid),
+                          n=len(_peers(replicas, r, spec.signal)), m=_num(mid))
     worst: tuple[float, Replica, str] | None = None
     for r in replicas:
         for name in spec.at:
@@ -123,17 +136,17 @@ def _straggler(replicas: Sequence[Replica], spec: PeerRatio) -> tuple[float, str
             if pr is not None and (worst is None or pr[0] > worst[0]):
                 worst = (pr[0], r, name)
     if worst is None:
-        return float("nan"), ""
+        return float("nan"), None
     _, r, name = worst
     pr = _peer_ratio(replicas, r, spec.signal)
     if pr is None:
-        return float("nan"), ""
+        return float("nan"), None
     ratio, mid = pr
-    return ratio, (f"{spec.signal} of {who(r.labels)} ({_num(ratio * mid)}, the replica furthest above its peers' "
-                   f"{name}) ÷ the median of its {len(_peers(replicas, r, spec.signal))} peers ({_num(mid)})")
+    return ratio, Msg("fleet.straggler_at", s=spec.signal, who=who(r.labels), v=_num(ratio * mid), at=name,
+                      n=len(_peers(replicas, r, spec.signal)), m=_num(mid))
 
 
-def compute(recipe: FleetRecipe, replicas: Sequence[Replica]) -> tuple[float, str]:
+def compute(recipe: FleetRecipe, replicas: Sequence[Replica]) -> tuple[float, Msg | None]:
     """(value, how it was measured) of one fleet recipe; NaN when fewer than two replicas measure it."""
     if recipe.max is not None:
         return _largest(replicas, recipe.max)
@@ -153,5 +166,6 @@ def fleet_signals(kb: KnowledgeBase, replicas: Sequence[Replica]) -> SignalSet:
     for name, sig in kb.signals.items():
         if sig.fleet is not None:
             value, source = compute(sig.fleet, replicas)
-            out.put(kb, name, value, source)
+            if source is not None:
+                out.put(kb, name, value, source)
     return out

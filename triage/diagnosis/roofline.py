@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from triage.diagnosis.signals import SignalSet
 from triage.errors import TriageError
 from triage.knowledge.loader import KnowledgeBase, load_knowledge
+from triage.knowledge.messages import Msg
 from triage.memory.calculator import (
     GpuSpec,
     MemoryInput,
@@ -57,19 +58,19 @@ def add_roofline(kb: KnowledgeBase, signals: SignalSet, summary: dict[str, float
     """``tpot_over_roofline`` (TPOT p50 ÷ the decode floor for the run's mean batch) and ``prefill_over_roofline``
     (TTFT p5 ÷ the prefill floor of the mean prompt) into ``signals``."""
     inp = _input(hw)
-    where = f"{inp.model.title} on {hw.tp}× {inp.gpu.title}"
+    where = Msg("roofline.where", model=inp.model.title, tp=hw.tp, gpu=inp.gpu.title)
     tpot, shape = signals.get("tpot_p50_s"), _mean_batch_and_context(signals, summary)
     if tpot is not None and shape is not None:
         batch, context = shape
         floor = decode_floor(inp, batch=batch, context=context)
         signals.put(kb, "tpot_over_roofline", float(tpot.value) * 1000 / floor.ms,
-                    f"TPOT p50 ÷ {floor.ms:.2f} ms floor ({where}, batch ≈ {batch}, "
-                    f"context ≈ {context:,} tokens, {floor.bound}-bound)")
+                    Msg("roofline.decode_floor", ms=f"{floor.ms:.2f}", where=where, batch=batch, context=context,
+                        bound=Msg(f"roofline.{floor.bound}")))
     ttft, prompt = signals.get("ttft_p5_s"), summary.get("prompt_tokens_mean")
     if ttft is not None and prompt:
         ms = prefill_floor_ms(inp, int(prompt))
         signals.put(kb, "prefill_over_roofline", float(ttft.value) * 1000 / ms,
-                    f"TTFT p5 ÷ {ms:.2f} ms prefill floor ({where}, one {int(prompt):,}-token prompt)")
+                    Msg("roofline.prefill_floor", ms=f"{ms:.2f}", where=where, n=int(prompt)))
 
 
 # ---------------------------------------------------------------- from a server's labels
@@ -145,13 +146,13 @@ def add_server_roofline(kb: KnowledgeBase, signals: SignalSet, model_name: str |
         tokens = 0.0
     kv_dtype = hw.kv_dtype if hw and hw.kv_dtype != "auto" else _kv_dtype(cache_config.get("cache_dtype"))
     kv = tokens * kv_bytes_per_token(model, kv_dtype) / kv_shards(model, tp)
-    how = (f"{model.title} weights ÷ TP {tp} + {tokens:,.0f} KV tokens in use (kv usage × num_gpu_blocks × "
-           f"block_size)" if tokens else f"{model.title} weights ÷ TP {tp} (KV in use unknown)")
+    how = Msg("roofline.weights_kv", model=model.title, tp=tp, tokens=round(tokens)) if tokens \
+        else Msg("roofline.weights", model=model.title, tp=tp)
     signals.put(kb, "decode_gb_per_step", (weights + kv) / 1e9, how)
     gpu = pick(load_gpus(), hw.gpu, "--gpu") if hw else dcgm_gpu(gpu_name) if gpu_name else None
     tpot = signals.get("tpot_p50_s")
     if gpu is not None and tpot is not None:
         floor_ms = (weights + kv) / (gpu.bandwidth_gbs * 1e9) * 1e3
         signals.put(kb, "tpot_over_roofline", float(tpot.value) * 1000 / floor_ms,
-                    f"TPOT p50 ÷ {floor_ms:.2f} ms ({(weights + kv) / 1e9:.1f} GB per step ÷ {gpu.title} "
-                    f"{gpu.bandwidth_gbs:,.0f} GB/s)")
+                    Msg("roofline.decode_bandwidth", ms=f"{floor_ms:.2f}", gb=f"{(weights + kv) / 1e9:.1f}",
+                        gpu=gpu.title, bw=round(gpu.bandwidth_gbs)))

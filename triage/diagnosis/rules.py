@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 
 from triage.diagnosis.signals import SignalSet
 from triage.knowledge.loader import KnowledgeBase
+from triage.knowledge.messages import Msg
 from triage.knowledge.model import LEVEL_ORDER, Condition, Text
 
 OPS = {">": operator.gt, ">=": operator.ge, "<": operator.lt, "<=": operator.le, "==": operator.eq}
@@ -33,7 +34,7 @@ class Evidence:
     unit: str
     holds: bool | None
     meaning: Text
-    source: str = ""
+    source: Msg | None = None  # how the signal was measured; None when it was not
     context: bool = False  # shown for its value only; it neither matches nor contradicts the cause
     # the requirements that failed while the condition's own comparison held: why a "5.04× >= 5×" is ✘
     unmet: list[Evidence] = field(default_factory=list)

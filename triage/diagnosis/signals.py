@@ -5,16 +5,18 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from triage.knowledge.loader import KnowledgeBase
+from triage.knowledge.messages import Msg
 
 
 @dataclass(frozen=True)
 class Signal:
-    """One measured value and how it was obtained (``source`` is shown as evidence provenance)."""
+    """One measured value and how it was obtained (``source``, a message each reader renders in its language, is
+    shown as evidence provenance)."""
 
     name: str
     value: float | bool
     unit: str
-    source: str
+    source: Msg
 
 
 @dataclass
@@ -24,7 +26,7 @@ class SignalSet:
     kind: str  # benchmark | server | model
     values: dict[str, Signal] = field(default_factory=dict)
 
-    def put(self, kb: KnowledgeBase, name: str, value: float | bool | None, source: str) -> None:
+    def put(self, kb: KnowledgeBase, name: str, value: float | bool | None, source: Msg) -> None:
         """Record ``name`` if it has a finite value; refuse names signals.yaml does not declare."""
         if name not in kb.signals:
             raise KeyError(f"signal '{name}' is not declared in signals.yaml")

@@ -42,7 +42,7 @@ from triage.knowledge.model import (
 from triage.knowledge.panels import Panel, PanelGroup
 from triage.knowledge.scenarios import Scenario
 
-PLACEHOLDER = re.compile(r"\{(\w+)\}")  # a {name} in a provenance phrase
+PLACEHOLDER = re.compile(r"\{(\w+)\}")  # a {name} in a message template (both languages must name the same)
 ROOT_ID = "root"
 
 
@@ -67,7 +67,7 @@ class KnowledgeBase:
     models: dict[str, ModelEntry] = field(default_factory=dict)
     gpus: dict[str, GpuEntry] = field(default_factory=dict)
     strings: dict[str, Text] = field(default_factory=dict)
-    provenance: tuple[Text, ...] = ()  # how a signal was measured: English phrase → Chinese (provenance.yaml)
+    messages: dict[str, Text] = field(default_factory=dict)  # message id → template (provenance.yaml)
     scenarios: dict[str, Scenario] = field(default_factory=dict)
     kpis: KpiRows | None = None
     compare: dict[str, CompareMetric] = field(default_factory=dict)
@@ -367,20 +367,27 @@ def load_alerting_config(tree_dir: Path = DEFAULT_TREE_DIR) -> AlertingConfig:
     return _parse(AlertingConfig, _read_yaml(path), path)
 
 
-def _load_provenance(path: Path) -> tuple[Text, ...]:
-    """The phrases of provenance.yaml, each with the same {placeholders} in both languages."""
-    phrases: list[Text] = _load_list(path, "phrases", Text)
-    for i, phrase in enumerate(phrases):
-        en, zh = (sorted(PLACEHOLDER.findall(x)) for x in (phrase.en, phrase.zh))
+def _load_messages(path: Path) -> dict[str, Text]:
+    """The message templates of provenance.yaml by id, each with the same {placeholders} in both languages."""
+    raw = _read_yaml(path)
+    if not isinstance(raw, dict) or set(raw) != {"messages"} or not isinstance(raw["messages"], dict):
+        raise TriageError("expected 'messages:' holding a mapping of id → {en, zh}", where=str(path))
+    messages = _strings(raw["messages"], path)
+    for key, text in messages.items():
+        en, zh = (sorted(PLACEHOLDER.findall(x)) for x in (text.en, text.zh))
         if en != zh:
-            raise TriageError(f"placeholders differ: en has {en}, zh has {zh}", where=str(path), key=f"phrases[{i}]")
-    return tuple(phrases)
+            raise TriageError(f"placeholders differ: en has {en}, zh has {zh}", where=str(path), key=key)
+    return messages
 
 
 def _load_strings(path: Path) -> dict[str, Text]:
     raw = _read_yaml(path)
     if not isinstance(raw, dict):
         raise TriageError("expected a mapping of key → {en, zh}", where=str(path))
+    return _strings(raw, path)
+
+
+def _strings(raw: dict, path: Path) -> dict[str, Text]:
     strings: dict[str, Text] = {}
     for key, value in raw.items():
         try:
@@ -476,7 +483,7 @@ def _read(root: Path) -> KnowledgeBase:
         kpis=kpis, compare=compare,
         retro=tuple(retro_steps), models=_by_id(_load_list(models, "models", ModelEntry), models, "models"),
         gpus=_by_id(_load_list(gpus, "gpus", GpuEntry), gpus, "gpus"), strings=_load_strings(root / "ui.yaml"),
-        provenance=_load_provenance(root / "provenance.yaml"), scenarios=_load_scenarios(root / "scenarios.yaml"))
+        messages=_load_messages(root / "provenance.yaml"), scenarios=_load_scenarios(root / "scenarios.yaml"))
     for i, group in enumerate(groups):
         if group.title_key not in kb.strings:
             raise TriageError(f"no interface string '{group.title_key}' (the tab's title) in ui.yaml",

@@ -5,11 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 from triage.diagnosis.rules import Diagnosis, Evidence, Finding
+from triage.knowledge.messages import message_text
 
 
 def _evidence(e: Evidence, lang: str) -> dict[str, Any]:
     return {"signal": e.signal, "value": e.value, "op": e.op, "threshold": e.threshold, "unit": e.unit,
-            "holds": e.holds, "meaning": e.meaning.get(lang), "source": e.source, "context": e.context,
+            # "source" in English whatever ``lang``: the contract's text for how a signal was measured
+            "holds": e.holds, "meaning": e.meaning.get(lang), "source": message_text(e.source, "en"),
+            "context": e.context,
             "unmet": [_evidence(r, lang) for r in e.unmet]}
 
 
@@ -26,7 +29,7 @@ def diagnosis_json(diag: Diagnosis, *, source: str, fmt: str, runs: list[dict[st
         "format": fmt,
         "runs": runs,
         "slo": {"name": diag.slo.name, **diag.slo.values},
-        "signals": {s.name: {"value": s.value, "unit": s.unit, "source": s.source}
+        "signals": {s.name: {"value": s.value, "unit": s.unit, "source": message_text(s.source, "en")}
                     for s in diag.signals.values.values()},
         "symptoms": [{"symptom": c.symptom, "present": c.present,
                       "evidence": [_evidence(e, lang) for e in c.evidence]} for c in diag.symptoms],

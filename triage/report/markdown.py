@@ -11,6 +11,7 @@ from triage.diagnosis.rules import Diagnosis, Evidence, Finding
 from triage.diagnosis.verdict import first_actions, ranked_techniques
 from triage.errors import TriageError
 from triage.knowledge.loader import KnowledgeBase
+from triage.knowledge.messages import message_text
 from triage.report.retro import RetroState, load_steps, wrong_usages
 from triage.report.text import fmt_threshold, fmt_value
 from triage.safe_text import md_escape
@@ -52,7 +53,7 @@ def _evidence_table(evidence: list[Evidence], lang: str) -> list[str]:
             continue
         rule, met = ("—", "context") if e.context else (f"{e.op} {fmt_threshold(e)}", "yes" if e.holds else "no")
         rows.append(f"| `{e.signal}` | {fmt_value(e.value, e.unit)} | {rule} | {met} | {_cell(e.meaning.get(lang))} | "
-                    f"{_user(e.source)} |")
+                    f"{_user(message_text(e.source, lang))} |")
     return rows
 
 
