@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import os
 from concurrent.futures import ThreadPoolExecutor
+from typing import Literal
 
 import numpy as np
 import pandas as pd
 
+from triage.diagnosis.fast_stats import positions, quantiles
 from triage.diagnosis.signals import SignalSet
 from triage.knowledge.loader import KnowledgeBase
 from triage.knowledge.messages import Msg
@@ -18,7 +20,6 @@ MIN_REQUESTS_FOR_RATE = 50  # below this, start-up and drain dominate the achiev
 # Correlations and slopes are read from a fixed-seed sample: 50k requests pin r to ±0.01, and a
 # million-row upload stays fast. Percentiles always use every request.
 CORRELATION_SAMPLE = 50_000
-QS = (0.05, 0.5, 0.9, 0.99, 1.0)
 PARALLEL_FROM = 100_000  # rows; below this a thread pool costs more than it saves
 PCTS = {"p5": 0.05, "p50": 0.5, "p90": 0.9, "p99": 0.99}
 
@@ -26,7 +27,13 @@ PCTS = {"p5": 0.05, "p50": 0.5, "p90": 0.9, "p99": 0.99}
 def _col(df: pd.DataFrame, name: str) -> np.ndarray | None:
     if name not in df.columns:
         return None
-    values = pd.to_numeric(df[name], errors="coerce").to_numpy(dtype="float64", na_value=np.nan)
+    series = df[name]
+    if series.dtype == np.float64:  # the parsers' float columns: the frame's own array, not a copy
+        values = series.to_numpy()
+        values = values.view()
+        values.flags.writeable = False  # shared with the frame: the signals only read it
+    else:
+        values = pd.to_numeric(series, errors="coerce").to_numpy(dtype="float64", na_value=np.nan)
     return values if np.isfinite(values).any() else None
 
 
@@ -51,15 +58,20 @@ def _pearson(x: np.ndarray | None, y: np.ndarray | None) -> float | None:
     return float(np.corrcoef(x[mask], y[mask])[0, 1])
 
 
-def _spearman(x: np.ndarray | None, y: np.ndarray | None) -> float | None:
+def _ranks(x: np.ndarray) -> np.ndarray:
+    return pd.Series(x).rank().to_numpy()
+
+
+def _spearman(x: np.ndarray | None, y: np.ndarray | None, x_ranks: np.ndarray | None = None) -> float | None:
+    """Spearman r; ``x_ranks`` (the ranks of the whole of ``x``) serve when every pair is finite."""
     if x is None or y is None:
         return None
     mask = np.isfinite(x) & np.isfinite(y)
     if mask.sum() < MIN_REQUESTS_FOR_CORRELATION:
         return None
-    rx = pd.Series(x[mask]).rank().to_numpy()
-    ry = pd.Series(y[mask]).rank().to_numpy()
-    return _pearson(rx, ry)
+    whole = x_ranks is not None and bool(mask.all())
+    rx = x_ranks if whole else _ranks(x[mask])
+    return _pearson(rx, _ranks(y if whole else y[mask]))
 
 
 def in_flight_at_arrival(start: np.ndarray, e2e: np.ndarray, at: np.ndarray | None = None) -> np.ndarray:
@@ -69,7 +81,7 @@ def in_flight_at_arrival(start: np.ndarray, e2e: np.ndarray, at: np.ndarray | No
     return _count_below(start, at, "left") - _count_below(end[np.isfinite(end)], at, "right")
 
 
-def _count_below(values: np.ndarray, at: np.ndarray, side: str) -> np.ndarray:
+def _count_below(values: np.ndarray, at: np.ndarray, side: Literal["left", "right"]) -> np.ndarray:
     """For each point of ``at``, how many ``values`` lie before it (``side="right"``: at or before it).
 
     Sorting a million values costs more than the rest of a run's signals; the points asked about are a sample
@@ -77,12 +89,17 @@ def _count_below(values: np.ndarray, at: np.ndarray, side: str) -> np.ndarray:
     Values already in order (a load generator's start times usually are) are searched directly."""
     if values.size <= at.size or bool(np.all(values[1:] >= values[:-1])):
         ordered = values if values.size <= 1 or bool(np.all(values[1:] >= values[:-1])) else np.sort(values)
-        return np.searchsorted(ordered, at, side=side)  # type: ignore[call-overload]
-    order = np.argsort(at, kind="stable")
-    points = at[order]
+        return np.searchsorted(ordered, at, side=side)
+    sorted_at = at.size <= 1 or bool(np.all(at[1:] >= at[:-1]))  # a sample of ordered starts is in order
+    order = None if sorted_at else np.argsort(at, kind="stable")
+    points = at if order is None else at[order]
     # a value v counts for the points p with v < p ("left") or v <= p ("right")
-    first = np.searchsorted(points, values, side="right" if side == "left" else "left")
+    where: Literal["left", "right"] = "right" if side == "left" else "left"
+    first = positions(points, values, where) if np.isfinite(values).all() \
+        else np.searchsorted(points, values, side=where)
     counts = np.cumsum(np.bincount(first, minlength=points.size + 1))[: points.size]
+    if order is None:
+        return counts
     out = np.empty(at.size, dtype=np.int64)
     out[order] = counts
     return out
@@ -134,23 +151,31 @@ class _Table:
         col = self.cols[name]
         return col if col is None or self.idx is None else col[self.idx]
 
-    def _percentiles(self, name: str) -> dict[float, float] | None:
+    def _percentiles(self, name: str, qs: tuple[float, ...]) -> dict[float, float] | None:
         col = self.cols[name]
-        finite = col[np.isfinite(col)] if col is not None else None
-        return dict(zip(QS, np.quantile(finite, QS).tolist())) if finite is not None and finite.size else None
+        if col is None:
+            return None
+        finite = np.isfinite(col)
+        values = col if finite.all() else col[finite]
+        return dict(zip(qs, quantiles(values, qs).tolist(), strict=True)) if values.size else None
 
-    def warm(self, names: tuple[str, ...]) -> None:
-        """Partition the big columns in parallel (numpy releases the GIL): most of a large run's signal time."""
-        todo = [n for n in names if n not in self._pcts]
+    def warm(self, wanted: dict[str, tuple[float, ...]]) -> None:
+        """Every percentile the signals read, per column in one pass (numpy releases the GIL: in parallel)."""
+        todo = [(n, qs) for n, qs in wanted.items() if qs and n not in self._pcts and self.cols.get(n) is not None]
         if self.n < PARALLEL_FROM or len(todo) < 2:
+            for name, qs in todo:
+                self._pcts[name] = self._percentiles(name, qs)
             return
         with ThreadPoolExecutor(max_workers=min(len(todo), os.cpu_count() or 1)) as pool:
-            self._pcts.update(zip(todo, pool.map(self._percentiles, todo)))
+            found = pool.map(lambda item: self._percentiles(*item), todo)
+            self._pcts.update(zip([n for n, _ in todo], found, strict=True))
 
     def pct(self, name: str, q: float) -> float | None:
-        """Exact percentile over every request; one partition per column serves all of QS."""
-        if name not in self._pcts:
-            self._pcts[name] = self._percentiles(name)
+        """Exact percentile over every request (np.quantile's); the ones warmed were computed together."""
+        found = self._pcts.get(name)
+        if name not in self._pcts or (found is not None and q not in found):
+            more = self._percentiles(name, (q,))
+            self._pcts[name] = None if more is None else {**(found or {}), **more}
         found = self._pcts[name]
         return found[q] if found else None
 
@@ -214,8 +239,9 @@ def _load(kb: KnowledgeBase, out: SignalSet, t: _Table) -> None:
     starts, e2e = t["start_s"], t["e2e_s"]
     if start is not None and starts is not None and e2e is not None:
         flight = in_flight_at_arrival(starts, e2e, at=start).astype("float64")
-        out.put(kb, "ttft_load_corr", _spearman(flight, ttft), Msg("bench.spearman_ttft", sample=sampled))
-        out.put(kb, "tpot_load_corr", _spearman(flight, t.sample("tpot_s")),
+        ranks = _ranks(flight) if np.isfinite(flight).all() else None  # ranked once for both correlations
+        out.put(kb, "ttft_load_corr", _spearman(flight, ttft, ranks), Msg("bench.spearman_ttft", sample=sampled))
+        out.put(kb, "tpot_load_corr", _spearman(flight, t.sample("tpot_s"), ranks),
                 Msg("bench.spearman_tpot", sample=sampled))
     if t["queue_s"] is not None and ttft is not None:
         out.put(kb, "queue_share_of_ttft", _ratio(t.pct("queue_s", 0.5), t.pct("ttft_s", 0.5)),
@@ -271,12 +297,21 @@ def _inflight(kb: KnowledgeBase, out: SignalSet, t: _Table | None, s: dict, rate
             out.put(kb, name, rate * mean, Msg("bench.little_summary", metric=label))
 
 
+def _wanted(kb: KnowledgeBase) -> dict[str, tuple[float, ...]]:
+    """The percentiles each column gives the signals: the latency ones the knowledge base defines, then those
+    of the shape and queue signals (prompt p50, p99, max; output p99, max; queue p50)."""
+    wanted = {f"{m}_s": tuple(q for p, q in PCTS.items() if f"{m}_{p}_s" in kb.signals)
+              for m in ("ttft", "tpot", "e2e")}
+    wanted.update({"prompt_tokens": (0.5, 0.99, 1.0), "output_tokens": (0.99, 1.0), "queue_s": (0.5,)})
+    return wanted
+
+
 def benchmark_signals(kb: KnowledgeBase, run: Run, slo: dict) -> SignalSet:
     """Every client-side signal the run can give; the others stay absent."""
     out = SignalSet("benchmark")
     table = _Table(run.requests) if run.has_requests else None
     if table is not None:
-        table.warm(("ttft_s", "tpot_s", "e2e_s", "prompt_tokens", "output_tokens"))
+        table.warm(_wanted(kb))
     _latency(kb, out, table, run)
     if table is not None:
         _shape(kb, out, table)
