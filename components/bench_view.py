@@ -16,7 +16,7 @@ from components.verdict import verdict_block
 from triage.service.benchmark import diagnose_benchmark, summary, sweep
 from triage.service.display import fmt_value, md_escape, number
 from triage.service.model import Hardware, Run, Slo
-from triage.service.uploads import format_title
+from triage.service.uploads import format_list, format_title
 from triage.service.verdict import run_engine
 
 PasteArea = Callable[[Slo, Hardware | None], bool]
@@ -155,7 +155,7 @@ def panels(loaded: bench_source.Loaded, run: Run, slo: Slo) -> None:
 
 def benchmark_page(slo: Slo, hardware: Hardware | None = None, paste: PasteArea | None = None) -> None:
     st.title(t("bench_title"))
-    st.caption(t("bench_hint"))
+    st.caption(t("bench_hint", formats=format_list()))
     answer = st.container()  # the verdict goes first, above the uploader, once the file viewed is diagnosed
     reopen_from_url()
     if paste is not None and paste(slo, hardware):  # pasted text replaces the files below while it is there

@@ -12,7 +12,7 @@ import pytest
 
 from triage.errors import TriageError
 from triage.run import REQUEST_COLUMNS, SUMMARY_KEYS, Benchmark
-from triage.sources.files import FORMATS, PARSERS, detect_format, load_benchmark
+from triage.sources.files import detect_format, formats, load_benchmark
 
 FIXTURES = Path(__file__).parent / "fixtures" / "bench"
 SAMPLE = Path(__file__).parent.parent / "tree" / "sample" / "benchmark.csv"
@@ -61,8 +61,7 @@ def reject(data: bytes, name: str = "bad.csv") -> str:
 
 
 def test_every_format_has_a_fixture_and_a_parser():
-    assert {fmt for fmt, _ in EXPECTED.values()} == set(FORMATS)
-    assert PARSERS.keys() == FORMATS.keys()
+    assert {fmt for fmt, _ in EXPECTED.values()} == {f.id for f in formats()}
     assert sorted(p.name for p in FIXTURES.iterdir()) == sorted(EXPECTED)
 
 

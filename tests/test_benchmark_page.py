@@ -38,6 +38,7 @@ def test_sample_is_shown_and_labelled():
     at = bench_page()
     body = texts(at)
     assert "bundled sample" in body
+    assert "inference-perf lifecycle metrics JSON" in body  # the uploader's hint lists the registered formats
     assert "Requests queue too long" in body
     assert at.session_state["findings"][0] == "ttft.queueing"
     labels = [m.label for m in at.metric]

@@ -39,6 +39,8 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
                  "serve simulated vLLM /metrics for a scenario (or write a backfill file)"),
     "gate": ("triage.cli.gate", "register", "verify a change against its baseline; exit 1 on a regression"),
     "webhook": ("triage.cli.webhook", "register", "Alertmanager receiver: diagnose each alerting replica"),
+    "formats": ("triage.cli.formats", "register",
+                "list the file formats diagnose reads (benchmark files, server logs)"),
     "log": ("triage.cli.gate", "register_log",
             "the experiment log: list, show or export recorded gate results"),
     "lint-rules": ("triage.cli.lint", "register_rules",
@@ -46,7 +48,7 @@ COMMANDS: dict[str, tuple[str, str, str]] = {
     "lint-dashboard": ("triage.cli.lint", "register_dashboard",
                        "list renamed/removed metric names in Grafana dashboards (exit 1 if any)"),
 }
-NO_KNOWLEDGE = {"log"}  # commands that read no knowledge (no --tree-dir)
+NO_KNOWLEDGE = {"log", "formats"}  # commands that read no knowledge (no --tree-dir)
 TREE_DIR_HELP = "read the knowledge base (every YAML file) from DIR instead of tree/"
 
 

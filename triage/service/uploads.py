@@ -19,8 +19,9 @@ from triage.sources.files.parse_cache import MB, BoundedCache, ParseCache, diges
 from triage.sources.metrics.exposition import Snapshot
 
 __all__ = ["CACHE_MB_ENV", "MB", "SAMPLE_ID", "SAMPLE_PATH", "BoundedCache", "Held", "ParseCache", "Refused",
-           "SingleUploads", "Snapshot", "Upload", "Uploads", "digest_of", "format_title", "open_benchmark",
-           "open_text_benchmark", "parse_cache_from_env", "sample_benchmark", "snapshot_cache_from_env"]
+           "FormatEntry", "SingleUploads", "Snapshot", "Upload", "Uploads", "digest_of", "format_list", "format_title",
+           "open_benchmark", "open_text_benchmark", "parse_cache_from_env", "sample_benchmark",
+           "snapshot_cache_from_env", "uploadable_formats"]
 
 SAMPLE_PATH = DEFAULT_TREE_DIR / "sample" / "benchmark.csv"
 SAMPLE_ID = "sample"
@@ -73,9 +74,32 @@ def sample_benchmark() -> Benchmark:
 
 def format_title(fmt: str) -> str:
     """The tool and file kind a format id names (e.g. "vllm_bench" → "vLLM benchmark_serving JSON")."""
-    from triage.sources.files.detect import FORMATS
+    from triage.sources.files.registry import BENCHMARK_FORMATS
 
-    return FORMATS.get(fmt, fmt)
+    return BENCHMARK_FORMATS.title(fmt)
+
+
+@dataclass(frozen=True)
+class FormatEntry:
+    """One format users can upload, as listings show it: benchmark file or server log, its id and title."""
+
+    kind: str   # "benchmark" or "log"
+    id: str
+    title: str
+
+
+def uploadable_formats() -> list[FormatEntry]:
+    """Every registered format a file, a paste or stdin may be in: benchmark files first, then server logs."""
+    from triage.sources import logs
+    from triage.sources.files import formats
+
+    return ([FormatEntry("benchmark", f.id, f.title) for f in formats()]
+            + [FormatEntry("log", f.id, f.title) for f in logs.formats()])
+
+
+def format_list() -> str:
+    """The benchmark formats' titles, comma-separated (the uploader's hint)."""
+    return ", ".join(f.title for f in uploadable_formats() if f.kind == "benchmark")
 
 
 def parse_cache_from_env(env: Mapping[str, str]) -> ParseCache:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import PurePath
 from typing import Any
 
@@ -19,15 +20,18 @@ from triage.sources.files.common import (
     ragged,
 )
 from triage.sources.files.genai_perf import (
+    AIPERF_KEYS,
     ITL_DEF,
     TPOT_DEF,
     csv_metrics,
+    is_perf_json,
     load_from_config,
     load_from_name,
     metric_summary,
     model_of,
     unit_factor,
 )
+from triage.sources.files.registry import BenchmarkFormat, register
 
 DEFINITIONS = {"tpot": TPOT_DEF.format(tool="AIPerf"), "itl": ITL_DEF}
 
@@ -100,3 +104,26 @@ def parse_jsonl(values: list[Any], ctx: Ctx) -> list[Run]:
     requests = frame({k: v[order] for k, v in cols.items()})
     return [build_run(f"{PurePath(ctx.where).stem or 'aiperf'} ({len(recs):,} requests)", ctx, requests=requests,
                       definitions={"itl": ITL_DEF}, meta={"tool": "aiperf"}, overrides=pooled)]
+
+
+_CSV_RE = re.compile(r"^Metric,avg,min,max,(sum,)?p1,")
+
+
+def is_csv_header(line: str) -> bool:
+    # AIPerf ≥ 0.2 adds `sum`; a run with no request metric writes only Metric,Value
+    return bool(_CSV_RE.match(line)) and line.rstrip(",").endswith(",std") or line.rstrip(",") == "Metric,Value"
+
+
+def is_aiperf_json(doc: Any) -> bool:
+    return is_perf_json(doc) and any(k in doc for k in AIPERF_KEYS)
+
+
+def is_record(doc: Any) -> bool:
+    meta = doc.get("metadata") if isinstance(doc, dict) else None
+    return isinstance(meta, dict) and "request_start_ns" in meta and "metrics" in doc
+
+
+register(BenchmarkFormat("aiperf_csv", "AIPerf CSV", "header", is_csv_header, parse_csv, payload="text", rank=20))
+register(BenchmarkFormat("aiperf_json", "AIPerf JSON", "json", is_aiperf_json, parse_json, rank=60))
+register(BenchmarkFormat("aiperf_jsonl", "AIPerf per-request JSONL", "json", is_record, parse_jsonl,
+                         multi_value=True, rank=80))

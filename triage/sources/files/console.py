@@ -20,6 +20,7 @@ from triage.run import Run
 from triage.sources.files import sglang as sglang_json
 from triage.sources.files import vllm as vllm_json
 from triage.sources.files.common import Ctx, build_run, fmt_num
+from triage.sources.files.registry import BenchmarkFormat, register
 
 HEADER = re.compile(r"^=+ ?Serving Benchmark Result ?=+\s*$")
 END = re.compile(r"^={20,}\s*$")
@@ -144,3 +145,7 @@ def parse(text: str, ctx: Ctx) -> list[Run]:
         runs.append(build_run(_label(summary, i, len(blocks)), ctx, tool=summary, definitions=defs, meta=meta,
                               key=key))
     return runs
+
+
+register(BenchmarkFormat("serving_console", "vLLM / SGLang 'Serving Benchmark Result' console summary", "bytes",
+                         detect, parse, payload="text"))

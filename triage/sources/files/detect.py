@@ -4,41 +4,18 @@ from __future__ import annotations
 
 import codecs
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 from triage import safe_load
-from triage.sources.files import console, generic, inference_perf
 from triage.sources.files.common import Ctx, decode_text, not_utf8_reason, quote_head, type_name
-
-FORMATS: dict[str, str] = {
-    "vllm_bench": "vLLM bench serve JSON",
-    "sglang_bench": "SGLang bench_serving JSONL",
-    "guidellm_json": "GuideLLM JSON",
-    "guidellm_yaml": "GuideLLM YAML",
-    "guidellm_csv": "GuideLLM CSV",
-    "genai_perf_csv": "genai-perf CSV",
-    "genai_perf_json": "genai-perf JSON",
-    "genai_perf_raw": "genai-perf / perf_analyzer profile_export.json",
-    "aiperf_csv": "AIPerf CSV",
-    "aiperf_json": "AIPerf JSON",
-    "aiperf_jsonl": "AIPerf per-request JSONL",
-    "llmperf_summary": "LLMPerf summary JSON",
-    "llmperf_requests": "LLMPerf individual responses JSON",
-    "inference_perf_summary": "inference-perf lifecycle metrics JSON",
-    "inference_perf_requests": "inference-perf per-request lifecycle metrics JSON",
-    "generic_csv": "per-request CSV",
-    "generic_parquet": "per-request Parquet",
-    "serving_console": "vLLM / SGLang 'Serving Benchmark Result' console summary",
-}
+from triage.sources.files.generic import sniff_delimiter
+from triage.sources.files.inference_perf import is_prometheus_report
+from triage.sources.files.registry import BENCHMARK_FORMATS, BenchmarkFormat, candidates
 
 HEAD_BYTES = 65536
-MULTI_VALUE = {"vllm_bench", "sglang_bench", "aiperf_jsonl"}  # parsers that take the list of JSON values
-_VLLM_KEYS = {"model_id", "num_prompts", "request_throughput"}
-_SGLANG_KEYS = ("total_output_tokens_retokenized", "mean_e2e_latency_ms", "concurrency")
-_AIPERF_KEYS = ("benchmark_duration", "was_cancelled", "error_summary")
 _VLLM_THROUGHPUT = {"elapsed_time", "num_requests", "total_num_tokens", "requests_per_second", "tokens_per_second"}
-_AIPERF_CSV_RE = re.compile(r"^Metric,avg,min,max,(sum,)?p1,")
 _YAML_KEY_RE = re.compile(r"^[A-Za-z_][\w-]*:(\s|$)")
 
 
@@ -51,7 +28,7 @@ class Sniffed:
 
 
 def _unsupported(what: str, ctx: Ctx) -> Exception:
-    return ctx.fail(f"recognised as {what}, which this version cannot read; supported: {', '.join(FORMATS.values())}")
+    return ctx.fail(f"recognised as {what}, which this version cannot read; supported: {BENCHMARK_FORMATS.titles()}")
 
 
 def _head_text(data: bytes, ctx: Ctx) -> str:
@@ -81,30 +58,41 @@ def sniff(data: bytes, name: str, quote: bool = True) -> Sniffed:
     data = bytes(data) if not isinstance(data, bytes) else data
     if not data or (not data[:HEAD_BYTES].strip() and not data.strip()):
         raise ctx.fail("empty file")
-    if data[:4] == b"PAR1":
-        return Sniffed("generic_parquet", data)
+    raw = _first(candidates("bytes"), data, lambda f: f.payload == "bytes")
+    if raw:  # binary formats (Parquet) before the checks that refuse other binary files
+        return Sniffed(raw.id, data)
     _check_binary(data, ctx)
     head = _head_text(data, ctx)
-    if console.detect(data):  # a pasted terminal: the block may follow pages of progress output
-        return Sniffed("serving_console", decode_text(data, ctx))
+    text_fmt = _first(candidates("bytes"), data, lambda f: f.payload != "bytes")
+    if text_fmt:  # a pasted terminal: the block may follow pages of progress output
+        return Sniffed(text_fmt.id, _payload(text_fmt, data, ctx))
     stripped = head.lstrip()
     if stripped[:1] in ("{", "["):
         values = parse_json_values(decode_text(data, ctx), ctx)
         fmt = detect_json(values, ctx)
-        return Sniffed(fmt, values if fmt in MULTI_VALUE else values[0])
+        return Sniffed(fmt.id, values if fmt.multi_value else values[0])
     first_line = stripped.split("\n", 1)[0].rstrip("\r")
     if _YAML_KEY_RE.match(first_line) or first_line.startswith("---"):
         doc = load_yaml(decode_text(data, ctx), ctx)
-        if is_guidellm(doc):
-            return Sniffed("guidellm_yaml", doc)
-        raise ctx.unknown(f"unknown format: YAML that is not a GuideLLM report ({describe(doc, ctx.quote)})")
-    csv_fmt = detect_csv_header(first_line, ctx)
-    if csv_fmt == "generic_csv":
-        return Sniffed(csv_fmt, data)
-    if csv_fmt:
-        return Sniffed(csv_fmt, decode_text(data, ctx))
+        yaml_fmt = _first(candidates("yaml"), doc)
+        if yaml_fmt:
+            return Sniffed(yaml_fmt.id, doc)
+        names = " or ".join(f.title for f in candidates("yaml")) or "a benchmark format"
+        raise ctx.unknown(f"unknown format: YAML that is not a {names} ({describe(doc, ctx.quote)})")
+    table = detect_csv_header(first_line, ctx)
+    if table:
+        return Sniffed(table.id, _payload(table, data, ctx))
     raise ctx.unknown(f"not a load-test result we read: its {ctx.head('first line', first_line)} is not JSON, YAML or "
                    "a table's column names")
+
+
+def _first(formats: list[BenchmarkFormat], sample: Any,
+           where: Callable[[BenchmarkFormat], bool] = lambda f: True) -> BenchmarkFormat | None:
+    return next((f for f in formats if where(f) and f.sniff(sample)), None)
+
+
+def _payload(fmt: BenchmarkFormat, data: bytes, ctx: Ctx) -> Any:
+    return data if fmt.payload == "bytes" else decode_text(data, ctx)
 
 
 # ---------------------------------------------------------------- JSON
@@ -130,67 +118,10 @@ def describe(doc: Any, quote: bool = True) -> str:
     return type_name(doc)
 
 
-def is_guidellm(doc: Any) -> bool:
-    benches = doc.get("benchmarks") if isinstance(doc, dict) else None
-    return isinstance(benches, list) and any(
-        isinstance(b, dict) and b.get("type_") == "generative_benchmark" for b in benches)
-
-
-def is_vllm(doc: Any) -> bool:
-    return isinstance(doc, dict) and _VLLM_KEYS <= doc.keys() and ("date" in doc or "tokenizer_id" in doc)
-
-
-def is_sglang(doc: Any) -> bool:
-    return isinstance(doc, dict) and "date" not in doc and any(k in doc for k in _SGLANG_KEYS)
-
-
-def is_llmperf_summary(doc: Any) -> bool:
-    return isinstance(doc, dict) and doc.get("version") == "2023-08-31" and any(
-        isinstance(k, str) and k.startswith("results_") for k in doc)
-
-
-def is_llmperf_requests(doc: Any) -> bool:
-    return (isinstance(doc, list) and bool(doc) and isinstance(doc[0], dict)
-            and "ttft_s" in doc[0] and "end_to_end_latency_s" in doc[0])
-
-
-def is_perf_json(doc: Any) -> bool:
-    return isinstance(doc, dict) and "input_config" in doc and any(
-        isinstance(v, dict) and "unit" in v and "avg" in v for v in doc.values())
-
-
-def is_raw_export(doc: Any) -> bool:
-    exps = doc.get("experiments") if isinstance(doc, dict) else None
-    if not isinstance(exps, list) or not exps or not all(isinstance(e, dict) for e in exps):
-        return False
-    for exp in exps:
-        reqs = exp.get("requests")
-        if isinstance(reqs, list) and reqs:
-            return isinstance(reqs[0], dict) and "response_timestamps" in reqs[0]
-    return any("requests" in e for e in exps)
-
-
-def is_aiperf_record(doc: Any) -> bool:
-    meta = doc.get("metadata") if isinstance(doc, dict) else None
-    return isinstance(meta, dict) and "request_start_ns" in meta and "metrics" in doc
-
-
-def _detect_single(doc: Any, ctx: Ctx) -> str | None:
-    checks = (
-        (is_guidellm, "guidellm_json"), (is_vllm, "vllm_bench"), (is_sglang, "sglang_bench"),
-        (is_llmperf_summary, "llmperf_summary"), (is_llmperf_requests, "llmperf_requests"),
-        (inference_perf.is_lifecycle_summary, "inference_perf_summary"),
-        (inference_perf.is_request_list, "inference_perf_requests"),
-    )
-    for check, fmt in checks:
-        if check(doc):
-            return fmt
-    if is_perf_json(doc):
-        return "aiperf_json" if any(k in doc for k in _AIPERF_KEYS) else "genai_perf_json"
-    if is_raw_export(doc):
-        return "genai_perf_raw"
-    if is_aiperf_record(doc):
-        return "aiperf_jsonl"
+def _detect_single(doc: Any, ctx: Ctx) -> BenchmarkFormat | None:
+    fmt = _first(candidates("json"), doc)
+    if fmt:
+        return fmt
     _refuse_known(doc, ctx)
     return None
 
@@ -198,7 +129,7 @@ def _detect_single(doc: Any, ctx: Ctx) -> str | None:
 def _refuse_known(doc: Any, ctx: Ctx) -> None:
     """Formats we recognise but do not read: say so instead of 'unknown'."""
     if isinstance(doc, dict):
-        if inference_perf.is_prometheus_report(doc):
+        if is_prometheus_report(doc):
             raise ctx.fail("inference-perf Prometheus metrics report (server-side aggregates only); upload "
                            "summary_lifecycle_metrics.json, a stage_N_lifecycle_metrics.json or "
                            "per_request_lifecycle_metrics.json from the same reports folder")
@@ -212,7 +143,7 @@ def _refuse_known(doc: Any, ctx: Ctx) -> None:
             raise _unsupported("vLLM PyTorch benchmark records (*.pytorch.json); upload the main result JSON", ctx)
 
 
-def detect_json(values: list[Any], ctx: Ctx) -> str:
+def detect_json(values: list[Any], ctx: Ctx) -> BenchmarkFormat:
     if not values:
         raise ctx.fail("empty file")
     if len(values) == 1:
@@ -220,11 +151,11 @@ def detect_json(values: list[Any], ctx: Ctx) -> str:
         if fmt:
             return fmt
         raise ctx.unknown(f"unknown format: JSON holding {describe(values[0], ctx.quote)}; expected one of "
-                       f"{', '.join(FORMATS.values())}")
+                       f"{BENCHMARK_FORMATS.titles()}")
     first = values[0]
-    for check, fmt in ((is_vllm, "vllm_bench"), (is_sglang, "sglang_bench"), (is_aiperf_record, "aiperf_jsonl")):
-        if check(first):
-            return fmt
+    several = _first(candidates("json"), first, lambda f: f.multi_value)
+    if several:
+        return several
     raise ctx.unknown(f"unknown format: {len(values)} JSON values, the first {describe(first, ctx.quote)}")
 
 
@@ -240,21 +171,19 @@ def load_yaml(text: str, ctx: Ctx) -> Any:
 # ---------------------------------------------------------------- CSV
 
 
-def detect_csv_header(line: str, ctx: Ctx) -> str | None:
-    """Tool CSV signatures by first row; a generic per-request CSV if any known column name is there."""
-    if line.startswith("Metric,avg,min,max,p99,"):
-        return "genai_perf_csv"
-    if _AIPERF_CSV_RE.match(line) and line.rstrip(",").endswith(",std") or line.rstrip(",") == "Metric,Value":
-        return "aiperf_csv"  # AIPerf ≥ 0.2 adds `sum`; a run with no request metric writes only Metric,Value
-    if line.startswith("Type,Run Id,Id,Name,Start Time") or line.startswith("Run Info,Run Info,"):
-        return "guidellm_csv"
+def detect_csv_header(line: str, ctx: Ctx) -> BenchmarkFormat | None:
+    """Tool CSV signatures by first row; then the tables refused by name; then a generic per-request table if any
+    known column name is there."""
+    tool = _first(candidates("header"), line)
+    if tool:
+        return tool
     if line.startswith("Type,Name,Request Count,Failure Count") or line.startswith('"Method","Name","# requests"'):
         raise _unsupported("Locust statistics CSV", ctx)
-    delimiter = generic.sniff_delimiter(line)
-    if delimiter is None:
+    fallback = _first(candidates("header", fallback=True), line)
+    if fallback:
+        return fallback
+    if sniff_delimiter(line) is None:
         return None
-    if generic.known_columns(line, delimiter):
-        return "generic_csv"
     raise ctx.unknown(f"not a load-test result we read: its {ctx.head('first line', line)} is neither a load-test "
                    "tool's table nor a per-request table (columns such as ttft, e2e_latency, output_tokens; the "
                    "accepted names are in the README, 'Benchmark files')")

@@ -24,6 +24,7 @@ from triage.sources.files.common import (
     ragged_gaps,
     read_csv_rows,
 )
+from triage.sources.files.registry import BenchmarkFormat, register
 
 TPOT_DEF = "{tool} inter_token_latency: (latency − ttft)/(osl − 1) per request (= vLLM TPOT)"
 ITL_DEF = "AIPerf inter_chunk_latency: every gap between streamed chunks, pooled over all requests (≈ vLLM ITL)"
@@ -243,3 +244,38 @@ def parse_raw(doc: Any, ctx: Ctx) -> list[Run]:
     if not runs:
         raise ctx.fail("profile export has no experiments")
     return runs
+
+
+AIPERF_KEYS = ("benchmark_duration", "was_cancelled", "error_summary")  # what AIPerf's JSON adds to genai-perf's
+
+
+def is_perf_json(doc: Any) -> bool:
+    """genai-perf's or AIPerf's summary JSON: an input_config and metrics with a unit and an average."""
+    return isinstance(doc, dict) and "input_config" in doc and any(
+        isinstance(v, dict) and "unit" in v and "avg" in v for v in doc.values())
+
+
+def is_genai_perf_json(doc: Any) -> bool:
+    return is_perf_json(doc) and not any(k in doc for k in AIPERF_KEYS)
+
+
+def is_raw_export(doc: Any) -> bool:
+    exps = doc.get("experiments") if isinstance(doc, dict) else None
+    if not isinstance(exps, list) or not exps or not all(isinstance(e, dict) for e in exps):
+        return False
+    for exp in exps:
+        reqs = exp.get("requests")
+        if isinstance(reqs, list) and reqs:
+            return isinstance(reqs[0], dict) and "response_timestamps" in reqs[0]
+    return any("requests" in e for e in exps)
+
+
+def is_csv_header(line: str) -> bool:
+    return line.startswith("Metric,avg,min,max,p99,")
+
+
+register(BenchmarkFormat("genai_perf_csv", "genai-perf CSV", "header", is_csv_header, parse_csv, payload="text",
+                         rank=10))
+register(BenchmarkFormat("genai_perf_json", "genai-perf JSON", "json", is_genai_perf_json, parse_json, rank=65))
+register(BenchmarkFormat("genai_perf_raw", "genai-perf / perf_analyzer profile_export.json", "json", is_raw_export,
+                         parse_raw, rank=70))

@@ -14,6 +14,7 @@ import pyarrow.parquet as pq
 
 from triage.run import Run
 from triage.sources.files.common import Ctx, build_run, formula_reason, frame, not_utf8_reason, parallel_map
+from triage.sources.files.registry import BenchmarkFormat, register
 
 # Time columns: base name → canonical column; the unit comes from the suffix (none = seconds).
 TIME_BASES: dict[str, str] = {
@@ -337,3 +338,19 @@ def parse_parquet(data: bytes, ctx: Ctx) -> list[Run]:
     converted = table_to_frame(table, ctx, row_offset=1)
     del table
     return [frame_to_run(converted, ctx, row_offset=1)]
+
+
+def is_table_header(line: str) -> bool:
+    """A per-request table: delimited column names, at least one of which we know."""
+    delimiter = sniff_delimiter(line)
+    return delimiter is not None and bool(known_columns(line, delimiter))
+
+
+def is_parquet(data: bytes) -> bool:
+    return data[:4] == b"PAR1"
+
+
+register(BenchmarkFormat("generic_csv", "per-request CSV", "header", is_table_header, parse_csv, payload="bytes",
+                         fallback=True))
+register(BenchmarkFormat("generic_parquet", "per-request Parquet", "bytes", is_parquet, parse_parquet,
+                         payload="bytes"))

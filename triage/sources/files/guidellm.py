@@ -22,6 +22,7 @@ from triage.sources.files.common import (
     num,
     read_csv_rows,
 )
+from triage.sources.files.registry import BenchmarkFormat, register
 
 TPOT_V2 = ("GuideLLM inter_token_latency (= vLLM TPOT); its time_per_output_token leaves TTFT out and divides by N, "
            "not used")
@@ -342,3 +343,18 @@ def _parse_v4(rows: list[list[str]], ctx: Ctx) -> list[Run]:
     if not runs:
         raise ctx.fail("no GuideLLM CSV row matches its header; upload the JSON output instead")
     return runs
+
+
+def is_guidellm(doc: Any) -> bool:
+    benches = doc.get("benchmarks") if isinstance(doc, dict) else None
+    return isinstance(benches, list) and any(
+        isinstance(b, dict) and b.get("type_") == "generative_benchmark" for b in benches)
+
+
+def is_csv_header(line: str) -> bool:
+    return line.startswith("Type,Run Id,Id,Name,Start Time") or line.startswith("Run Info,Run Info,")
+
+
+register(BenchmarkFormat("guidellm_json", "GuideLLM JSON", "json", is_guidellm, parse_json, rank=10))
+register(BenchmarkFormat("guidellm_yaml", "GuideLLM YAML", "yaml", is_guidellm, parse_yaml))
+register(BenchmarkFormat("guidellm_csv", "GuideLLM CSV", "header", is_csv_header, parse_csv, payload="text", rank=30))

@@ -19,6 +19,7 @@ import numpy as np
 
 from triage.run import Run
 from triage.sources.files.common import Ctx, build_run, deep_get, float_array, fmt_num, frame, num, pooled_itl
+from triage.sources.files.registry import BenchmarkFormat, register
 
 TPOT_DEF = "inference-perf time_per_output_token: (last − first token time)/(output tokens − 1) (= vLLM TPOT)"
 ITL_DEF = "inference-perf inter_token_latency: every gap between token times, pooled over requests"
@@ -171,3 +172,9 @@ def parse_requests(doc: Any, ctx: Ctx) -> list[Run]:
                       names={"start_s": "start_time", "e2e_s": "end_time − start_time",
                              "ttft_s": "output_token_times[0] − start_time"},
                       definitions={"itl": ITL_DEF, "tpot": TPOT_DEF})]
+
+
+register(BenchmarkFormat("inference_perf_summary", "inference-perf lifecycle metrics JSON", "json",
+                         is_lifecycle_summary, parse_summary, rank=50))
+register(BenchmarkFormat("inference_perf_requests", "inference-perf per-request lifecycle metrics JSON", "json",
+                         is_request_list, parse_requests, rank=55))

@@ -9,6 +9,7 @@ import numpy as np
 
 from triage.run import Run
 from triage.sources.files.common import Ctx, build_run, float_array, fmt_num, frame, num
+from triage.sources.files.registry import BenchmarkFormat, register
 
 ITL_NOTE = ("LLMPerf inter_token_latency_s INCLUDES TTFT (≈ e2e / chunks); not comparable to vLLM TPOT or ITL, "
             "so it is not used")
@@ -74,3 +75,18 @@ def parse_requests(doc: Any, ctx: Ctx) -> list[Run]:
                       names={"ttft_s": "ttft_s", "e2e_s": "end_to_end_latency_s",
                              "output_tokens": "number_output_tokens", "prompt_tokens": "number_input_tokens"},
                       definitions={"itl": ITL_NOTE})]
+
+
+def is_summary(doc: Any) -> bool:
+    return isinstance(doc, dict) and doc.get("version") == "2023-08-31" and any(
+        isinstance(k, str) and k.startswith("results_") for k in doc)
+
+
+def is_requests(doc: Any) -> bool:
+    return (isinstance(doc, list) and bool(doc) and isinstance(doc[0], dict)
+            and "ttft_s" in doc[0] and "end_to_end_latency_s" in doc[0])
+
+
+register(BenchmarkFormat("llmperf_summary", "LLMPerf summary JSON", "json", is_summary, parse_summary, rank=40))
+register(BenchmarkFormat("llmperf_requests", "LLMPerf individual responses JSON", "json", is_requests,
+                         parse_requests, rank=45))

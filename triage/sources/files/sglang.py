@@ -20,6 +20,7 @@ from triage.sources.files.common import (
     pooled_itl,
     ragged,
 )
+from triage.sources.files.registry import BenchmarkFormat, register
 from triage.sources.files.vllm import ARRAY_NAMES, ok_mask, per_request_arrays, run_label
 
 PERCENTILE_METRICS = (("ttft", "ttft"), ("tpot", "tpot"), ("itl", "itl"), ("e2e_latency", "e2e"))
@@ -112,3 +113,14 @@ def _label(doc: dict[str, Any]) -> str:
     tag = doc.get("tag")
     base = run_label({k: doc.get(k) for k in ("request_rate", "max_concurrency")})
     return f"{tag}: {base}" if isinstance(tag, str) and tag.strip() else base
+
+
+_SGLANG_KEYS = ("total_output_tokens_retokenized", "mean_e2e_latency_ms", "concurrency")
+
+
+def is_sglang(doc: Any) -> bool:
+    return isinstance(doc, dict) and "date" not in doc and any(k in doc for k in _SGLANG_KEYS)
+
+
+register(BenchmarkFormat("sglang_bench", "SGLang bench_serving JSONL", "json", is_sglang, parse, multi_value=True,
+                         rank=30))

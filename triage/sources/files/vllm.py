@@ -23,6 +23,7 @@ from triage.sources.files.common import (
     ragged,
     type_name,
 )
+from triage.sources.files.registry import BenchmarkFormat, register
 
 PERCENTILE_METRICS = (("ttft", "ttft"), ("tpot", "tpot"), ("itl", "itl"), ("e2el", "e2e"))
 DEFINITIONS = {
@@ -186,3 +187,10 @@ def parse(values: list[Any], ctx: Ctx) -> list[Run]:
         labels = [f"run {i + 1}" + (f" ({d})" if (d := fmt_date(doc.get('date'))) else "") + f": {lab}"
                   for i, (doc, lab) in enumerate(zip(values, labels, strict=True))]
     return [parse_one(doc, lab, ctx, lab if len(values) > 1 else "") for doc, lab in zip(values, labels, strict=True)]
+
+
+def is_vllm(doc: Any) -> bool:
+    return isinstance(doc, dict) and set(REQUIRED_KEYS) <= doc.keys() and ("date" in doc or "tokenizer_id" in doc)
+
+
+register(BenchmarkFormat("vllm_bench", "vLLM bench serve JSON", "json", is_vllm, parse, multi_value=True, rank=20))

@@ -2,40 +2,32 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Iterable
 
 from triage.errors import TriageError
-from triage.sources.logs import sglang, vllm
+from triage.sources.logs import sglang, vllm  # noqa: F401 - the shipped formats register on import
 from triage.sources.logs.lines import iter_lines
+from triage.sources.logs.registry import LOG_FORMATS, LogFormat, in_detection_order
 from triage.sources.logs.series import LogSeries
+
+__all__ = ["HEAD_BYTES", "LOG_FORMATS", "LogFormat", "detect_log", "formats", "read_log", "tried"]
 
 HEAD_BYTES = 65536
 
 
-@dataclass(frozen=True)
-class LogFormat:
-    id: str
-    title: str
-    detect: Callable[[bytes], bool]
-    parse: Callable[[Iterable[bytes]], LogSeries]
-    parse_chunks: Callable[[Iterable[bytes]], LogSeries] | None = None  # reads byte chunks directly (faster)
-
-
-LOG_FORMATS: list[LogFormat] = [
-    LogFormat("vllm_log", "vLLM server log", vllm.detect, vllm.parse, vllm.parse_chunks),
-    LogFormat("sglang_log", "SGLang server log", sglang.detect, sglang.parse),
-]
+def formats() -> list[LogFormat]:
+    """Every server-log format this process reads, in detection order."""
+    return in_detection_order()
 
 
 def tried() -> str:
     """The log formats this version reads, for an 'unknown format' message."""
-    return ", ".join(f.title for f in LOG_FORMATS)
+    return ", ".join(f.title for f in in_detection_order())
 
 
 def detect_log(head: bytes) -> LogFormat | None:
     """The log format whose lines the head of a text holds, or None."""
-    return next((f for f in LOG_FORMATS if f.detect(head)), None)
+    return next((f for f in in_detection_order() if f.detect(head)), None)
 
 
 def read_log(chunks: Iterable[bytes], fmt: LogFormat, name: str) -> LogSeries:

@@ -19,6 +19,7 @@ import re
 from collections.abc import Iterable
 
 from triage.sources.logs.lines import Clock
+from triage.sources.logs.registry import LogFormat, register
 from triage.sources.logs.series import LogSeries, Sample, Timeline
 
 BATCH = re.compile(rb"(Prefill|Decode) batch[.,(]")
@@ -103,3 +104,6 @@ def parse(lines: Iterable[bytes]) -> LogSeries:
     for line in lines:
         parser.feed(line)
     return parser.result()
+
+
+register(LogFormat("sglang_log", "SGLang server log", detect, parse, rank=20))

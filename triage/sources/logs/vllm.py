@@ -22,6 +22,7 @@ from itertools import repeat
 import numpy as np
 
 from triage.sources.logs.lines import K8S_PARTIAL, Clock, iter_lines
+from triage.sources.logs.registry import LogFormat, register
 from triage.sources.logs.series import LogSeries, Sample, SpecSample, Timeline
 
 STATS = re.compile(rb"(?:Engine (\d+): |(\d+) Engines Aggregated: )?Avg prompt throughput: ")
@@ -347,3 +348,6 @@ def parse_chunks(chunks: Iterable[bytes]) -> LogSeries:
         for line in iter_lines([rest]):  # a paste cut mid-line still counts what it holds
             parser.feed(line)
     return parser.result()
+
+
+register(LogFormat("vllm_log", "vLLM server log", detect, parse, parse_chunks, rank=10))
