@@ -1,0 +1,127 @@
+"""Verify with two server logs or two console summaries: `gate` on real samples, what a log cannot conclude,
+and the refusal of a log set against a benchmark file."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from triage.service.verify_sides import compare_log_sides, open_side
+from triage.verify.logs import LOG_SPECS, compare_logs
+
+ROOT = Path(__file__).resolve().parent.parent
+LOGS = ROOT / "tests" / "fixtures" / "real" / "logs"
+CONSOLE = ROOT / "tests" / "fixtures" / "real" / "console"
+V1 = ("INFO 09-07 06:{m:02d}:{s:02d} [loggers.py:123] Engine 000: Avg prompt throughput: {p} tokens/s, Avg generation "
+      "throughput: {g} tokens/s, Running: {r} reqs, Waiting: {w} reqs, GPU KV cache usage: {kv}%, Prefix cache hit "
+      "rate: 0.0%")
+
+
+def constructed_log(lines: int, running: int, waiting: int, gen: float, kv: float, prompt: float = 2000.0) -> str:
+    """A vLLM V1 log of ``lines`` stats lines ten seconds apart (constructed: no real excerpt is this long)."""
+    return "\n".join(V1.format(m=i * 10 // 60, s=i * 10 % 60, p=prompt, g=gen, r=running, w=waiting, kv=kv)
+                     for i in range(lines)) + "\n"
+
+
+def gate(*args: str | Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "triage", "gate", *map(str, args)], cwd=ROOT, capture_output=True,
+                          text=True, timeout=120)
+
+
+def test_two_real_logs_are_compared_and_refused_as_too_short_with_what_a_log_cannot_say() -> None:
+    out = gate(LOGS / "vllm_v1_apiserver_kv_full.txt", LOGS / "vllm_v1_k8s_wrapped_kv_full.txt", "--json")
+    assert out.returncode == 2, out.stderr
+    report = json.loads(out.stdout)
+    assert report["kind"] == "server logs" and report["overall"] == "unsound"
+    assert report["baseline"]["read_as"].startswith("vLLM V1 server log, 5 stats lines")
+    rows = {m["metric"]: m for m in report["metrics"]}
+    # the log's own numbers: Waiting 43, 42, … (median 33) against 18 → 40 → 47 (median 40)
+    assert rows["log_waiting"]["baseline"] == 33 and rows["log_waiting"]["candidate"] == 40
+    assert rows["log_kv"]["baseline"] == pytest.approx(0.959) and rows["log_kv"]["interval"] is None
+    assert any("baseline log has 5 stats times" in r for r in report["refused"])
+    assert any("candidate log has 3 stats times" in r for r in report["refused"])
+    assert any("no TTFT, TPOT or E2E percentile" in w and "no bootstrap interval" in w for w in report["warnings"])
+    assert not any(m["metric"].startswith(("ttft", "tpot", "e2e")) for m in report["metrics"])
+
+
+def test_two_real_vllm_v0_logs_text_names_the_preemptions() -> None:
+    out = gate(LOGS / "vllm_v0_swap_preemption.txt", LOGS / "vllm_v0_pending_swap_preemption.txt")
+    assert out.returncode == 2, out.stderr
+    assert "Preemptions per second" in out.stdout and "gate: UNSOUND" in out.stdout
+    assert "prompt throughput differs: median 2,706 vs 0 tok/s" in out.stdout
+
+
+def test_two_constructed_logs_of_sound_length_gain_and_regress(tmp_path: Path) -> None:
+    before = tmp_path / "before.log"
+    after = tmp_path / "after.log"
+    worse = tmp_path / "worse.log"
+    before.write_text(constructed_log(12, 32, 20, 1600.0, 97.0))
+    after.write_text(constructed_log(12, 48, 2, 3000.0, 80.0))
+    worse.write_text(constructed_log(12, 32, 40, 1200.0, 99.0))
+    good = gate(before, after, "--json")
+    assert good.returncode == 0, good.stdout + good.stderr
+    report = json.loads(good.stdout)
+    assert report["overall"] == "gain confirmed" and not report["refused"]
+    rows = {m["metric"]: m for m in report["metrics"]}
+    assert rows["log_gen_tps"]["delta"] == pytest.approx(87.5) and rows["log_gen_tps"]["verdict"] == "gain"
+    assert rows["log_waiting"]["verdict"] == "gain"
+    assert rows["log_decode_speed"]["baseline"] == pytest.approx(50.0)
+    bad = gate(before, worse)
+    assert bad.returncode == 1 and "FAIL: a counted median regressed" in bad.stdout
+    assert "Waiting requests (median)" in bad.stdout
+
+
+def test_a_log_against_a_benchmark_file_is_refused_with_one_line() -> None:
+    for pair in ((LOGS / "vllm_v1_apiserver_kv_full.txt", CONSOLE / "vllm_bench_serve_rate_inf.txt"),
+                 (CONSOLE / "vllm_bench_serve_rate_inf.txt", LOGS / "sglang_decode_kv_full.txt")):
+        out = gate(*pair)
+        assert out.returncode == 2 and out.stdout == ""
+        lines = out.stderr.strip().splitlines()
+        assert len(lines) == 1 and "cannot compare a" in lines[0]
+        assert "give two server logs or two benchmark" in lines[0]
+        assert "Traceback" not in out.stderr
+
+
+def test_metric_tolerances_are_refused_for_logs(tmp_path: Path) -> None:
+    log = tmp_path / "a.log"
+    log.write_text(constructed_log(8, 10, 0, 500.0, 50.0))
+    out = gate(log, log, "--metric", "ttft_p99", "--max-regression", "5%")
+    assert out.returncode == 2 and "server log holds none of them" in out.stderr
+
+
+def test_two_real_vllm_console_summaries_go_through_the_soundness_checks() -> None:
+    out = gate(CONSOLE / "vllm_bench_serve_rate_inf.txt", CONSOLE / "vllm_benchmark_serving_rate_15.txt", "--json")
+    assert out.returncode == 2
+    report = json.loads(out.stdout)
+    assert report["overall"] == "unsound" and report["baseline"]["format"] == "serving_console"
+    assert any("prompt lengths differ" in r for r in report["refused"])
+    assert report["basis"].startswith("summary statistics only")
+    assert all(m["interval"] is None for m in report["metrics"])
+
+
+def test_two_real_sglang_console_summaries_refuse_the_different_workload() -> None:
+    out = gate(CONSOLE / "sglang_bench_serving_rate_330.txt", CONSOLE / "sglang_bench_serving_vision_inf.txt")
+    assert out.returncode == 2
+    assert "refused: output lengths differ: median 1024 vs 1 tokens" in out.stdout
+
+
+def test_the_same_console_summary_twice_is_no_effect_without_an_interval() -> None:
+    same = CONSOLE / "sglang_bench_serving_rate_330.txt"
+    out = gate(same, same, "--json")
+    report = json.loads(out.stdout)
+    assert out.returncode == 0 and report["overall"] == "no effect"
+    assert {m["verdict"] for m in report["metrics"]} == {"no effect"}
+
+
+def test_service_side_reads_a_log_and_a_console_summary() -> None:
+    log = open_side((LOGS / "sglang_prefill_burst.txt").read_bytes(), "b.txt")
+    bench = open_side((CONSOLE / "vllm_bench_serve_rate_inf.txt").read_bytes(), "c.txt")
+    assert compare_log_sides(bench, bench) is None
+    with pytest.raises(Exception, match="cannot compare a benchmark file"):
+        compare_log_sides(bench, log)
+    c = compare_logs(log, log)  # type: ignore[arg-type]
+    assert {m.metric for m in c.metrics} <= set(LOG_SPECS)
