@@ -125,3 +125,68 @@ def test_service_side_reads_a_log_and_a_console_summary() -> None:
         compare_log_sides(bench, log)
     c = compare_logs(log, log)  # type: ignore[arg-type]
     assert {m.metric for m in c.metrics} <= set(LOG_SPECS)
+
+
+# ---------------------------------------------------------------- the Verify page (AppTest)
+
+
+def verify_page(base: tuple[str, bytes], cand: tuple[str, bytes], lang: str | None = None):
+    from tests.apptest_tools import open_page
+
+    at = open_page("pages/verify.py", **({"lang": lang} if lang else {}))
+    at.file_uploader(key="verify_base").upload(base[0], base[1], "text/plain")
+    at.file_uploader(key="verify_cand").upload(cand[0], cand[1], "text/plain").run()
+    assert not at.exception, at.exception
+    return at
+
+
+@pytest.fixture
+def _log_db(monkeypatch, tmp_path):
+    import streamlit as st
+
+    st.cache_data.clear()
+    monkeypatch.setenv("TRIAGE_LOG_DB", str(tmp_path / "log.sqlite3"))
+
+
+@pytest.mark.usefixtures("_log_db")
+def test_verify_page_compares_two_logs_and_says_what_a_log_cannot_conclude() -> None:
+    from tests.apptest_tools import static_tables, texts
+
+    before = constructed_log(12, 32, 20, 1600.0, 97.0).encode()
+    after = constructed_log(12, 48, 2, 3000.0, 80.0).encode()
+    at = verify_page(("before.log", before), ("after.log", after))
+    assert at.session_state["verify_result"] == "gain confirmed"
+    shown = texts(at)
+    assert "Read as vLLM V1 server log, 12 stats lines over 110 s" in shown
+    assert "no latency percentile (TTFT, TPOT, E2E)" in shown
+    assert any("no TTFT, TPOT or E2E percentile" in w.value for w in at.warning)
+    table = static_tables(at)[0].to_csv()
+    assert "Generation tokens/s (median)" in table and "Waiting requests (median)" in table
+    assert "TTFT" not in table
+
+
+@pytest.mark.usefixtures("_log_db")
+def test_verify_page_refuses_two_short_real_logs_in_chinese() -> None:
+    at = verify_page(("a.txt", (LOGS / "vllm_v1_apiserver_kv_full.txt").read_bytes()),
+                     ("b.txt", (LOGS / "vllm_v1_k8s_wrapped_kv_full.txt").read_bytes()), lang="zh")
+    assert at.session_state["verify_result"] == "unsound"
+    errors = " ".join(e.value for e in at.error)
+    assert "统计行太少：基线日志只有 5 个统计时刻" in errors and "候选日志只有 3 个" in errors
+
+
+@pytest.mark.usefixtures("_log_db")
+def test_verify_page_refuses_a_log_against_a_console_summary() -> None:
+    at = verify_page(("bench.txt", (CONSOLE / "vllm_bench_serve_rate_inf.txt").read_bytes()),
+                     ("server.log", (LOGS / "sglang_decode_kv_full.txt").read_bytes()))
+    errors = " ".join(e.value for e in at.error)
+    assert "Cannot compare a server log with a benchmark file (the candidate is the log)" in errors
+    assert "verify_result" not in at.session_state or at.session_state["verify_result"] != "gain confirmed"
+    assert not at.dataframe and not at.get("plotly_chart")
+
+
+@pytest.mark.usefixtures("_log_db")
+def test_verify_page_compares_two_console_summaries() -> None:
+    same = (CONSOLE / "sglang_bench_serving_rate_330.txt").read_bytes()
+    at = verify_page(("a.txt", same), ("b.txt", same))
+    assert at.session_state["verify_result"] == "no effect"
+    assert "Summary statistics only" in " ".join(c.value for c in at.caption)
