@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from dataclasses import fields
 from datetime import datetime
 from typing import Any
@@ -11,7 +12,6 @@ import plotly.graph_objects as go
 import streamlit as st
 
 from components import session, upload_store
-from components.bench_source import parse_cache
 from components.chart_style import LEGEND_ABOVE, show
 from components.shell import knowledge, labels_now, lang, t
 from components.static_table import static_table
@@ -33,7 +33,16 @@ from triage.service.experiments import (
 )
 from triage.service.model import Run, Slo, TriageError
 from triage.service.params import SQLITE_MAX_ID, int_param, shown_param
-from triage.service.uploads import Refused
+from triage.service.uploads import BoundedCache, Refused, parse_cache_from_env
+from triage.service.verify_sides import (
+    LOG_SPECS,
+    LogSeries,
+    Side,
+    compare_log_sides,
+    open_side,
+    side_bytes,
+    side_title,
+)
 from triage.service.windows import prometheus_run
 
 # text symbols every UI font has (the evidence tables use the same ✔ / ✘): emoji circles were empty boxes
@@ -67,7 +76,7 @@ def note_text(note: Note) -> str:
     """A warning or refusal in the reader's language; the words it quotes from the files stay as written."""
     params: dict[str, Any] = {k: t(f"verify_word_{v.replace(' ', '_')}") if v in WORDS else v
                               for k, v in note.params.items()}
-    if note.code == "one_side" and note.params.get("id") in SPECS:
+    if note.code == "one_side" and (note.params.get("id") in SPECS or note.params.get("id") in LOG_SPECS):
         params["metric"] = _label_of(note.params["id"], note.params["metric"])
     return t(f"verify_note_{note.code}", **params)
 
@@ -77,20 +86,31 @@ def log() -> ExperimentLog:
     return experiment_log()
 
 
-Picked = tuple[str, str, Run]  # (file name or window label, SHA-256 of the file or label, the run compared)
+# (file name or window label, SHA-256 of the file or label, the run compared, or the server log)
+Picked = tuple[str, str, Run | LogSeries]
+
+
+@st.cache_resource(show_spinner=False)
+def side_cache() -> BoundedCache[Side]:
+    """Verify's parsed uploads (benchmark files, console summaries, server logs) for the server process, bounded
+    by half of TRIAGE_PARSE_CACHE_MB."""
+    return BoundedCache(parse_cache_from_env(os.environ).max_bytes // 2, open_side, side_bytes)
 
 
 def _pick(side: str) -> Picked | None:
-    """The run of one side: the upload is parsed once through the server's bounded cache, then its bytes are
-    released; the session keeps its name and hashes."""
+    """The run (or server log) of one side: the upload is parsed once through the server's bounded cache, then
+    its bytes are released; the session keeps its name and hashes."""
     uploader = session.VERIFY_BASE if side == "base" else session.VERIFY_CAND
-    got = upload_store.take(uploader, st.file_uploader(t(uploader.name), key=uploader.name), parse_cache())
+    got = upload_store.take(uploader, st.file_uploader(t(uploader.name), key=uploader.name), side_cache())
     if got is None:
         return None
     if isinstance(got, Refused):
         st.error(t("upload_failed", name=got.name, reason=got.reason))
         return None
     held, bench = got
+    if isinstance(bench, LogSeries):
+        st.caption(t("verify_log_read", what=md_escape(side_title(bench))))
+        return held.name, held.sha256, bench
     labels = [f"{i}. {r.label}" for i, r in enumerate(bench.runs, start=1)]
     run_key = (session.VERIFY_BASE_RUN if side == "base" else session.VERIFY_CAND_RUN).name
     i = st.selectbox(t("run_picker"), range(len(labels)), index=len(labels) - 1, format_func=labels.__getitem__,
@@ -124,7 +144,9 @@ def _pick_windows() -> tuple[Picked, Picked] | None:
 
 
 def _label_of(metric: str, fallback: str) -> str:
-    """A compared metric's label in the page's language, from the metric catalogue."""
+    """A compared metric's label in the page's language, from the metric catalogue (a log's: tree/ui.yaml)."""
+    if metric in LOG_SPECS:
+        return t(f"verify_{metric}")
     spec = knowledge().compare.get(metric)
     return knowledge().signals[spec.signal].label.get(lang()) if spec else (fallback or metric)
 
@@ -204,13 +226,14 @@ def _change_text(m: MetricDelta) -> str:
 
 def _headline(c: Comparison) -> str:
     """The core's headline (comparison._headline) in the reader's language."""
-    shown = [m for m in c.metrics if m.verdict in (GAIN, REGRESSION) and SPECS[m.metric].counts and m.delta is not None]
-    shown.sort(key=lambda m: (m.verdict != REGRESSION, not SPECS[m.metric].primary))
+    specs = {**SPECS, **LOG_SPECS}
+    shown = [m for m in c.metrics if m.verdict in (GAIN, REGRESSION) and specs[m.metric].counts and m.delta is not None]
+    shown.sort(key=lambda m: (m.verdict != REGRESSION, not specs[m.metric].primary))
     measured = "; ".join(_change_text(m) for m in shown[:4]) or t("verify_nothing_changed")
     return t("verify_measured", overall=verdict_text(c.overall), measured=measured)
 
 
-def _verdict(c: Comparison, per_request: bool) -> None:
+def _verdict(c: Comparison, per_request: bool, logs: bool = False) -> None:
     box = {"gain confirmed": st.success, "regression": st.error, "unsound": st.error}.get(c.overall, st.info)
     box(f"**{t('verify_overall')}: {verdict_text(c.overall)}** — {md_escape(_headline(c))}")
     if c.technique and c.technique in knowledge().techniques:
@@ -220,6 +243,9 @@ def _verdict(c: Comparison, per_request: bool) -> None:
         st.error(md_escape(note_text(note)), icon=":material/block:")
     for note in c.warning_notes:
         st.warning(md_escape(note_text(note)))
+    if logs:
+        st.caption(t("verify_basis_logs", tol=number(SUMMARY_TOLERANCE_PCT)))
+        return
     st.caption(t("verify_basis_requests", floor=number(NOISE_FLOOR_PCT)) if per_request else
                t("verify_basis_summary", tol=number(SUMMARY_TOLERANCE_PCT)))
 
@@ -307,13 +333,36 @@ def verify_page(slo: Slo) -> None:
     if base is None or cand is None:
         st.info(t("verify_need_two"))
         return
-    c = compare_runs(base[2], cand[2], slo, technique, kb)  # few requests: compared, never refused for that alone
+    b, c_ = base[2], cand[2]
+    if isinstance(b, LogSeries) or isinstance(c_, LogSeries):
+        _compare_logs(base, cand, technique)
+        return
+    c = compare_runs(b, c_, slo, technique, kb)  # few requests: compared, never refused for that alone
     session.VERIFY_VERDICT.set(c.overall)
-    _verdict(c, base[2].has_requests and cand[2].has_requests)
+    _verdict(c, b.has_requests and c_.has_requests)
     static_table(comparison_table(c.metrics))  # every row shown: no inner scroll hides the last one
     if c.overall == "unsound":  # bars coloured as gains would contradict the verdict above
         st.info(t("verify_no_bars_unsound"), icon=":material/block:")
     else:
         show(_delta_chart(c), width="stretch", key=session.VERIFY_DELTAS.name)
-    _distributions(base[2], cand[2])
+    _distributions(b, c_)
+    _save(c, base, cand)
+
+
+def _compare_logs(base: Picked, cand: Picked, technique: str | None) -> None:
+    """Two server logs: their stats-line medians; a log against a benchmark file: refused, saying why."""
+    b, c_ = base[2], cand[2]
+    if isinstance(b, LogSeries) != isinstance(c_, LogSeries):
+        log_side = "baseline" if isinstance(b, LogSeries) else "candidate"
+        st.error(t("verify_mixed", log=t(f"verify_word_{log_side}")), icon=":material/block:")
+        return
+    c = compare_log_sides(b, c_, technique=technique, kb=knowledge())  # type: ignore[arg-type]
+    assert c is not None
+    session.VERIFY_VERDICT.set(c.overall)
+    _verdict(c, False, logs=True)
+    static_table(comparison_table(c.metrics))
+    if c.overall == "unsound":
+        st.info(t("verify_no_bars_unsound"), icon=":material/block:")
+    else:
+        show(_delta_chart(c), width="stretch", key=session.VERIFY_DELTAS.name)
     _save(c, base, cand)

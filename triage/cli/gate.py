@@ -34,12 +34,39 @@ class Loaded:
     number: int
 
 
+@dataclass
+class LoadedLog:
+    """One side of the gate that is a server log: the file, its bytes and the parsed log."""
+
+    path: Path
+    data: bytes
+    log: Any  # triage.service.verify_sides.LogSeries
+
+
+def read_any(path: Path, run_number: int | None, key: str) -> Loaded | LoadedLog:
+    """A benchmark file / console summary (one of its runs) or a server log."""
+    from triage.service.verify_sides import is_log, open_side
+    from triage.sources.bounded import quotable, read_bounded
+
+    data = read_bounded(path)
+    side = open_side(data, path.name, quote=quotable(path, data))
+    if is_log(side):
+        if run_number is not None:
+            raise TriageError("a server log has no runs to pick", where=str(path), key=key)
+        return LoadedLog(path, data, side)
+    return _pick_run(path, data, side, run_number, key)  # type: ignore[arg-type]
+
+
 def read_side(path: Path, run_number: int | None, key: str) -> Loaded:
     from triage.bounded import quotable, read_bounded
     from triage.service.uploads import open_benchmark
 
     data = read_bounded(path)
     bench = open_benchmark(data, path.name, quote=quotable(path, data))
+    return _pick_run(path, data, bench, run_number, key)
+
+
+def _pick_run(path: Path, data: bytes, bench: Benchmark, run_number: int | None, key: str) -> Loaded:
     if run_number is None:
         number = len(bench.runs)
     elif 1 <= run_number <= len(bench.runs):
@@ -180,8 +207,10 @@ def cmd_gate(args: argparse.Namespace) -> int:
     tol = tolerances(args.pairs, args.gate, defaults=not args.no_defaults)
     slo = _slo(kb, args)
     technique = _techniques(kb, args.technique)
-    base = read_side(args.baseline, args.run_baseline, "--run-baseline")
-    cand = read_side(args.candidate, args.run_candidate, "--run-candidate")
+    base = read_any(args.baseline, args.run_baseline, "--run-baseline")
+    cand = read_any(args.candidate, args.run_candidate, "--run-candidate")
+    if isinstance(base, LoadedLog) or isinstance(cand, LoadedLog):
+        return _gate_logs(args, kb, technique, base, cand)
     c = compare(base.run, cand.run, slo, technique=technique, kb=kb, seed=args.seed, n_boot=args.n_boot)
     gate = apply_gate(c, tol)
     report = gate_report(c, gate, base, cand, slo)
@@ -198,6 +227,58 @@ def cmd_gate(args: argparse.Namespace) -> int:
     return exit_code(c, gate)
 
 
+def _gate_logs(args: argparse.Namespace, kb: Any, technique: str | list[str] | None, base: Loaded | LoadedLog,
+               cand: Loaded | LoadedLog) -> int:
+    """Two server logs: their stats-line medians compared (exit 1 on a counted regression, 2 when unsound); a log
+    against a benchmark file is refused (exit 2)."""
+    from triage.service.verify_sides import compare_log_sides, side_title
+
+    sides = [s.log if isinstance(s, LoadedLog) else s.bench for s in (base, cand)]
+    c = compare_log_sides(sides[0], sides[1], technique=technique, kb=kb)
+    if args.pairs:
+        raise TriageError("gates a benchmark metric; a server log holds none of them (its medians are judged "
+                          "against the summary tolerance)", key="--metric")
+    assert c is not None and isinstance(base, LoadedLog) and isinstance(cand, LoadedLog)  # mixed sides raised
+    report = comparison_json(c)
+    report["kind"] = "server logs"
+    for name, side in (("baseline", base), ("candidate", cand)):
+        report[name] = {"file": str(side.path), "format": side.log.fmt, "read_as": side_title(side.log),
+                        "sha256": sha256(side.data)}
+    code = EXIT_BAD_INPUT if c.overall == "unsound" else EXIT_REGRESSION if c.overall == "regression" else EXIT_PASS
+    report["gate"] = {"passed": code == EXIT_PASS, "exit_code": code}
+    if args.save:
+        entry = entry_from(report, (base.path.name, base.data), (cand.path.name, cand.data), who=args.who,
+                           note=args.note or "")
+        report["saved_id"] = ExperimentLog(args.db).save(entry)
+    if args.json:
+        print(json.dumps(report, ensure_ascii=False, indent=2))
+    else:
+        print(_logs_text(c, report, code))
+        if args.save:
+            print(f"saved as experiment {report['saved_id']}")
+    return code
+
+
+def _logs_text(c: Comparison, report: dict[str, Any], code: int) -> str:
+    table = [["metric", "baseline", "candidate", "change", "verdict"]]
+    for m in c.metrics:
+        unit = " pp" if m.scale == "pp" else "%"
+        table.append([m.label, fmt_value(m.baseline, m.unit), fmt_value(m.candidate, m.unit),
+                      _signed(m.delta, unit), m.verdict])
+    widths = [max(len(r[i]) for r in table) for i in range(len(table[0]))]
+    lines = [f"{name:<9}: {report[name]['file']} ({report[name]['read_as']}), sha256 {report[name]['sha256'][:12]}"
+             for name in ("baseline", "candidate")]
+    lines += [f"technique: {c.technique or 'not given'}", f"basis: {c.basis}", "",
+              *("  ".join(cell.ljust(w) for cell, w in zip(r, widths)).rstrip() for r in table), "",
+              f"overall: {c.overall}", c.headline]
+    lines += [f"refused: {r}" for r in c.refused] + [f"warning: {w}" for w in c.warnings]
+    verdict = {EXIT_PASS: "PASS: no counted median regressed beyond the tolerance",
+               EXIT_REGRESSION: "FAIL: a counted median regressed (exit 1)",
+               EXIT_BAD_INPUT: "UNSOUND: the logs cannot be compared (exit 2); fix what is refused above and re-run"}
+    lines.append(f"gate: {verdict[code]}")
+    return "\n".join(lines)
+
+
 def _pair(kind: str):
     def convert(value: str) -> tuple[str, str]:
         return kind, value
@@ -207,8 +288,9 @@ def _pair(kind: str):
 
 
 def add_gate_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("baseline", type=Path, help="the baseline benchmark file (before the change)")
-    p.add_argument("candidate", type=Path, help="the candidate benchmark file (after exactly one change)")
+    p.add_argument("baseline", type=Path, help="the baseline benchmark file, console summary or server log "
+                                               "(before the change)")
+    p.add_argument("candidate", type=Path, help="the candidate, of the same kind (after exactly one change)")
     p.add_argument("--metric", dest="pairs", action="append", type=_pair("metric"), metavar="ID",
                    help=f"a metric to gate, followed by --max-regression ({', '.join(SPECS)})")
     p.add_argument("--max-regression", dest="pairs", action="append", type=_pair("max"), metavar="N%",

@@ -47,6 +47,18 @@ NOTES_EN: dict[str, str] = {
     "definitions": "{metric} is defined differently: baseline '{base}', candidate '{cand}'",
     "one_side": "{metric}: only the {side} has it; not compared",
     "unknown_technique": "unknown technique '{id}': no expected gain to set the result against",
+    # two server logs (triage/verify/logs.py)
+    "log_short": "too few stats lines: the {side} log has {n} stats times (at least {need} are needed for a median "
+                 "over the window)",
+    "log_idle": "the {side} log shows no running or waiting request: the server was idle, there is nothing to compare",
+    "log_formats": "the logs come from different engines or log formats ({base} vs {cand}): their stats lines are "
+                   "not defined alike",
+    "log_load": "prompt throughput differs: median {base} vs {cand} tok/s (more than {limit}); a log does not record "
+                "the offered load, so it may not have been the same",
+    "log_spans": "the windows differ in length: {base} vs {cand} min; they may cover different phases of the load",
+    "log_limits": "server logs hold no per-request data: no TTFT, TPOT or E2E percentile, no error rate and no "
+                  "bootstrap interval can be concluded from them; only the stats lines' medians (queue, KV usage, "
+                  "token throughput) are compared, against a ±{tol}% tolerance",
 }
 
 
