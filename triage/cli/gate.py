@@ -46,7 +46,7 @@ class LoadedLog:
 def read_any(path: Path, run_number: int | None, key: str) -> Loaded | LoadedLog:
     """A benchmark file / console summary (one of its runs) or a server log."""
     from triage.service.verify_sides import is_log, open_side
-    from triage.sources.bounded import quotable, read_bounded
+    from triage.bounded import quotable, read_bounded
 
     data = read_bounded(path)
     side = open_side(data, path.name, quote=quotable(path, data))
