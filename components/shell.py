@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterable
+from pathlib import Path
 from typing import Any
 
 import streamlit as st
 
 from components import session
 from triage.knowledge.i18n import tr
-from triage.knowledge.loader import KnowledgeBase, load_knowledge
+from triage.knowledge.loader import KnowledgeBase, active_tree_dir, load_knowledge
 from triage.knowledge.model import LANGS
 from triage.safe_text import md_escape
 
@@ -17,10 +18,15 @@ LANG_KEY = session.LANG.name
 LANG_LABELS = {"en": "English", "zh": "中文"}
 
 
-@st.cache_resource(show_spinner=False)
 def knowledge() -> KnowledgeBase:
-    """The knowledge base, loaded and validated once per server process."""
-    return load_knowledge()
+    """The active tree's knowledge base (tree/, or the directory ``use_tree_dir`` chose), loaded and validated
+    once per directory and server process."""
+    return _knowledge(active_tree_dir())
+
+
+@st.cache_resource(show_spinner=False)
+def _knowledge(tree_dir: Path) -> KnowledgeBase:
+    return load_knowledge(tree_dir)
 
 
 def lang() -> str:

@@ -28,13 +28,13 @@ from triage.verify.comparison import (
     GAIN,
     NOISE_FLOOR_PCT,
     REGRESSION,
-    SPECS,
     SUMMARY_TOLERANCE_PCT,
     Comparison,
     MetricDelta,
     Note,
     compare,
     comparison_json,
+    metric_specs,
 )
 from triage.verify.experiment_log import ExperimentLog, entry_from, sha256
 
@@ -69,7 +69,7 @@ def note_text(note: Note) -> str:
     """A warning or refusal in the reader's language; the words it quotes from the files stay as written."""
     params: dict[str, Any] = {k: t(f"verify_word_{v.replace(' ', '_')}") if v in WORDS else v
                               for k, v in note.params.items()}
-    if note.code == "one_side" and note.params.get("id") in SPECS:
+    if note.code == "one_side" and note.params.get("id") in metric_specs():
         params["metric"] = _label_of(note.params["id"], note.params["metric"])
     return t(f"verify_note_{note.code}", **params)
 
@@ -206,8 +206,9 @@ def _change_text(m: MetricDelta) -> str:
 
 def _headline(c: Comparison) -> str:
     """The core's headline (comparison._headline) in the reader's language."""
-    shown = [m for m in c.metrics if m.verdict in (GAIN, REGRESSION) and SPECS[m.metric].counts and m.delta is not None]
-    shown.sort(key=lambda m: (m.verdict != REGRESSION, not SPECS[m.metric].primary))
+    specs = metric_specs()
+    shown = [m for m in c.metrics if m.verdict in (GAIN, REGRESSION) and specs[m.metric].counts and m.delta is not None]
+    shown.sort(key=lambda m: (m.verdict != REGRESSION, not specs[m.metric].primary))
     measured = "; ".join(_change_text(m) for m in shown[:4]) or t("verify_nothing_changed")
     return t("verify_measured", overall=verdict_text(c.overall), measured=measured)
 

@@ -30,7 +30,7 @@ from triage.alerting.promql import (
 from triage.diagnosis.rules import Slo
 from triage.errors import TriageError
 from triage.knowledge.engines import EngineSpec, load_engines
-from triage.knowledge.loader import DEFAULT_TREE_DIR, KnowledgeBase, _parse, _read_yaml
+from triage.knowledge.loader import DEFAULT_TREE_DIR, KnowledgeBase, _parse, _read_yaml, active_tree_dir
 from triage.knowledge.model import AlertingConfig, Condition
 from triage.knowledge.recipes import recipe_signals
 
@@ -49,11 +49,15 @@ def load_config(tree_dir: Path = DEFAULT_TREE_DIR) -> AlertingConfig:
     return _parse(AlertingConfig, _read_yaml(path), path)
 
 
-@lru_cache(maxsize=1)
 def target_labels() -> tuple[str, ...]:
-    """The default tree's alerting target labels (job, instance, …), read once per process: the fleet and the
-    info join ask for them on every refresh."""
-    return tuple(load_config().target_labels)
+    """The active tree's (the CLI's --tree-dir) alerting target labels (job, instance, …)."""
+    return _target_labels(active_tree_dir())
+
+
+@lru_cache(maxsize=8)
+def _target_labels(tree_dir: Path) -> tuple[str, ...]:
+    # read once per tree directory: the fleet and the info join ask for them on every refresh
+    return tuple(load_config(tree_dir).target_labels)
 
 
 def default_dashboard_url(config: AlertingConfig) -> str:
