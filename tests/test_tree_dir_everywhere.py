@@ -106,3 +106,13 @@ def test_tree_chart_draws_the_nodes_of_the_tree_dir(tree_copy):
     assert "Toy first tokens" not in chart_text()
     use_tree_dir(tree_copy)
     assert "Toy first tokens" in chart_text()
+
+
+def test_live_page_explains_missing_metrics_from_the_engine_maps_of_the_tree_dir(tree_copy):
+    from components.live_view import _missing_texts
+    from components.shell import knowledge
+
+    edit_yaml(tree_copy / "engines" / "vllm.yaml", lambda d: d["metrics"][0]["missing"].update(en="Toy: no TTFT."))
+    assert "Toy: no TTFT." not in _missing_texts(knowledge().source_dir)
+    use_tree_dir(tree_copy)
+    assert "Toy: no TTFT." in _missing_texts(knowledge().source_dir)
