@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from datetime import datetime
 from functools import lru_cache
+from pathlib import Path
 from typing import Literal
 
 import pandas as pd
@@ -17,7 +18,7 @@ from components.evidence import diagnosis_panel
 from components.shell import knowledge, lang, t
 from components.verdict import verdict_block
 from triage.service.display import fmt_delta, fmt_value, md_escape
-from triage.service.knowledge import Panel, Text, line_points, load_engines, message_text
+from triage.service.knowledge import Panel, Text, line_points, message_text
 from triage.service.live import LiveResult, evidence_group, refresh
 from triage.service.model import SignalDelta, Slo, TriageError
 from triage.service.windows import WindowPair
@@ -103,14 +104,15 @@ def _panel_figure(panel: Panel, result: LiveResult) -> go.Figure | None:
     return fig
 
 
-@lru_cache(maxsize=1)
-def _missing_texts() -> dict[str, Text]:
-    """Each engine metric's "why it is missing" text by its English wording (the core reports English)."""
-    return {m.missing.en: m.missing for engine in load_engines().values() for m in engine.metrics}
+@lru_cache(maxsize=8)
+def _missing_texts(tree_dir: Path) -> dict[str, Text]:
+    """Each engine metric's "why it is missing" text by its English wording (the core reports English), from
+    the engine maps of the active tree, whose directory is ``tree_dir`` (the cache key)."""
+    return {m.missing.en: m.missing for engine in knowledge().engines.values() for m in engine.metrics}
 
 
 def _why_missing(panel: Panel, result: LiveResult) -> str:
-    known = _missing_texts()
+    known = _missing_texts(knowledge().source_dir)
     reasons = {known[r].get(lang()) if r in known else r
                for r in (result.missing[n] for n in panel.needs() if n in result.missing)}
     return " ".join(sorted(reasons)) or t("panel_no_data")

@@ -3,22 +3,28 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Hashable, Iterable
+from pathlib import Path
 from typing import Any
 
 import streamlit as st
 
 from components import session
 from triage.service.display import md_escape
-from triage.service.knowledge import LANGS, KnowledgeBase, load_knowledge, tr
+from triage.service.knowledge import LANGS, KnowledgeBase, active_tree_dir, load_knowledge, tr
 
 LANG_KEY = session.LANG.name
 LANG_LABELS = {"en": "English", "zh": "中文"}
 
 
-@st.cache_resource(show_spinner=False)
 def knowledge() -> KnowledgeBase:
-    """The knowledge base, loaded and validated once per server process."""
-    return load_knowledge()
+    """The active tree's knowledge base (tree/, or the directory ``use_tree_dir`` chose), loaded and validated
+    once per directory and server process."""
+    return _knowledge(active_tree_dir())
+
+
+@st.cache_resource(show_spinner=False)
+def _knowledge(tree_dir: Path) -> KnowledgeBase:
+    return load_knowledge(tree_dir)
 
 
 def lang() -> str:

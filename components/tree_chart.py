@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from functools import lru_cache, partial
+from pathlib import Path
 
 import plotly.graph_objects as go
 import streamlit as st
@@ -167,16 +168,17 @@ def _scroll_into_view(panel: str | None = None) -> None:
 
 
 @lru_cache(maxsize=8)
-def _nodes(language: str) -> tuple[PlacedNode, ...]:
+def _nodes(language: str, tree_dir: Path) -> tuple[PlacedNode, ...]:
+    """The placed nodes of the active tree, whose directory is ``tree_dir``: the key keeps another tree's apart."""
     return tuple(layout(knowledge(), language))
 
 
 @lru_cache(maxsize=256)
-def _figure(language: str, highlight: frozenset[str], selected: str | None, compact: bool, dark: bool,
-            judged: bool) -> go.Figure:
-    """One figure per look, built once per process: plotly's validation of ~200 styled points is the
+def _figure(language: str, tree_dir: Path, highlight: frozenset[str], selected: str | None, compact: bool,
+            dark: bool, judged: bool) -> go.Figure:
+    """One figure per look and tree, built once per process: plotly's validation of ~200 styled points is the
     slowest part of drawing the tree. Streamlit copies the figure (to_dict) before sending it."""
-    nodes = list(_nodes(language))
+    nodes = list(_nodes(language, tree_dir))
     return build_figure(nodes, highlight_keys(nodes, set(highlight)), selected_keys(nodes, selected),
                         compact=compact, dark=dark, judged=judged)
 
@@ -188,7 +190,8 @@ def tree_chart(highlight: Iterable[str] = (), compact: bool = False, judged: boo
     ``compact`` is the half-width tree beside findings (narrower labels); ``judged`` fades it when the
     diagnosis beside it lit nothing; ``panel`` is the key of the container above the tree that shows the
     selected node's panel: a click or a "Show in the tree" scrolls to it rather than to the node."""
-    fig = _figure(lang(), frozenset(highlight), selected_node(), compact, dark_theme(), judged)
+    fig = _figure(lang(), knowledge().source_dir, frozenset(highlight), selected_node(), compact, dark_theme(),
+                  judged)
     st.plotly_chart(fig, key=CHART_KEY, on_select=partial(_on_select, scroll=panel is not None),
                     selection_mode="points", theme=None, config={"displayModeBar": False, "scrollZoom": False},
                     width="stretch")

@@ -20,7 +20,6 @@ from triage.service.experiments import (
     GAIN,
     NOISE_FLOOR_PCT,
     REGRESSION,
-    SPECS,
     SUMMARY_TOLERANCE_PCT,
     Comparison,
     ExperimentLog,
@@ -29,6 +28,7 @@ from triage.service.experiments import (
     compare_runs,
     experiment_log,
     label_digest,
+    metric_specs,
     save_experiment,
 )
 from triage.service.model import Run, Slo, TriageError
@@ -76,7 +76,7 @@ def note_text(note: Note) -> str:
     """A warning or refusal in the reader's language; the words it quotes from the files stay as written."""
     params: dict[str, Any] = {k: t(f"verify_word_{v.replace(' ', '_')}") if v in WORDS else v
                               for k, v in note.params.items()}
-    if note.code == "one_side" and (note.params.get("id") in SPECS or note.params.get("id") in LOG_SPECS):
+    if note.code == "one_side" and (note.params.get("id") in metric_specs() or note.params.get("id") in LOG_SPECS):
         params["metric"] = _label_of(note.params["id"], note.params["metric"])
     return t(f"verify_note_{note.code}", **params)
 
@@ -226,7 +226,7 @@ def _change_text(m: MetricDelta) -> str:
 
 def _headline(c: Comparison) -> str:
     """The core's headline (comparison._headline) in the reader's language."""
-    specs = {**SPECS, **LOG_SPECS}
+    specs = {**metric_specs(), **LOG_SPECS}
     shown = [m for m in c.metrics if m.verdict in (GAIN, REGRESSION) and specs[m.metric].counts and m.delta is not None]
     shown.sort(key=lambda m: (m.verdict != REGRESSION, not specs[m.metric].primary))
     measured = "; ".join(_change_text(m) for m in shown[:4]) or t("verify_nothing_changed")

@@ -111,3 +111,18 @@ def test_a_json_or_yaml_format_gets_the_parsed_document():
         BenchmarkFormat("x", "X", "json", lambda d: True, lambda v, c: [], payload="bytes")
     with pytest.raises(ValueError, match="only a JSON format"):
         BenchmarkFormat("x", "X", "header", lambda d: True, lambda v, c: [], multi_value=True)
+
+
+def test_a_new_server_log_format_is_detected_listed_and_named(capsys):
+    from triage.sources.logs import vllm
+    from triage.sources.logs.registry import LogFormat, register
+
+    text = b"TOYLOG started\nTOYLOG serving\n"
+    with LOG_FORMATS.restored():
+        register(LogFormat("toy_log", "Toy server log", lambda head: head.startswith(b"TOYLOG"), vllm.parse))
+        fmt = logs.detect_log(text)
+        assert fmt is not None and fmt.id == "toy_log" and "Toy server log" in logs.tried()
+        with pytest.raises(TriageError, match="recognised as a Toy server log, but it holds no periodic stats"):
+            logs.read_log([text], fmt, "toy.log")
+        assert main(["formats"]) == 0 and "toy_log" in capsys.readouterr().out
+    assert logs.detect_log(text) is None and "Toy" not in logs.tried()

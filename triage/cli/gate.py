@@ -15,7 +15,7 @@ from triage.errors import TriageError
 from triage.knowledge.loader import load_knowledge
 from triage.report.units import fmt_value
 from triage.run import Benchmark, Run
-from triage.verify.comparison import MIN_BOOT, SPECS, Comparison, MetricDelta, compare, comparison_json
+from triage.verify.comparison import MIN_BOOT, Comparison, MetricDelta, compare, comparison_json, metric_specs
 from triage.verify.experiment_log import Entry, ExperimentLog, entry_from, sha256
 from triage.verify.gate import GateResult, apply_gate, load_gate, parse_tolerance
 
@@ -45,8 +45,8 @@ class LoadedLog:
 
 def read_any(path: Path, run_number: int | None, key: str) -> Loaded | LoadedLog:
     """A benchmark file / console summary (one of its runs) or a server log."""
-    from triage.service.verify_sides import is_log, open_side
     from triage.bounded import quotable, read_bounded
+    from triage.service.verify_sides import is_log, open_side
 
     data = read_bounded(path)
     side = open_side(data, path.name, quote=quotable(path, data))
@@ -287,12 +287,21 @@ def _pair(kind: str):
     return convert
 
 
+def metric_names() -> str:
+    """The compared metrics of the tree active when the parser is built, for help texts (a broken tree is
+    reported when a command runs; --tree-dir takes effect for the run itself)."""
+    try:
+        return ", ".join(metric_specs())
+    except TriageError:
+        return "see tree/signals.yaml"
+
+
 def add_gate_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("baseline", type=Path, help="the baseline benchmark file, console summary or server log "
                                                "(before the change)")
     p.add_argument("candidate", type=Path, help="the candidate, of the same kind (after exactly one change)")
     p.add_argument("--metric", dest="pairs", action="append", type=_pair("metric"), metavar="ID",
-                   help=f"a metric to gate, followed by --max-regression ({', '.join(SPECS)})")
+                   help=f"a metric to gate, followed by --max-regression ({metric_names()})")
     p.add_argument("--max-regression", dest="pairs", action="append", type=_pair("max"), metavar="N%",
                    help="the largest worsening tolerated for the --metric before it (pp for error_rate)")
     p.add_argument("--no-defaults", action="store_true", help="gate only the --metric pairs given")

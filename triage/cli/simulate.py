@@ -8,8 +8,9 @@ import http.server
 from pathlib import Path
 
 from triage.cli import numbers
+from triage.errors import TriageError
 from triage.sources.metrics.openai_server import serve_openai
-from triage.sources.metrics.simulator import MODEL_NAME, SCENARIOS, serve, write_openmetrics
+from triage.sources.metrics.simulator import MODEL_NAME, load_scenarios, serve, write_openmetrics
 
 
 def _write(args: argparse.Namespace) -> int:
@@ -53,11 +54,20 @@ def cmd_simulate(args: argparse.Namespace) -> int:
     return _write(args) if args.openmetrics else _serve(args)
 
 
+def scenario_names() -> str:
+    """The scenarios of the tree active when the parser is built, for help texts (--scenario is checked against
+    the run's tree, --tree-dir included, when the command runs)."""
+    try:
+        return ", ".join(load_scenarios())
+    except TriageError:
+        return "see tree/scenarios.yaml"
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     """Add the ``simulate`` subcommand to the CLI's subparsers."""
     p = sub.add_parser("simulate", help="serve simulated vLLM /metrics for a scenario (or write a backfill file)",
-                       description=f"Scenarios: {', '.join(SCENARIOS)} (tree/scenarios.yaml).")
-    p.add_argument("--scenario", required=True, help=f"one of: {', '.join(SCENARIOS)}")
+                       description=f"Scenarios: {scenario_names()} (tree/scenarios.yaml).")
+    p.add_argument("--scenario", required=True, help=f"one of: {scenario_names()}")
     p.add_argument("--port", type=numbers.integer(0, 65_535), default=8001,
                    help="port for /metrics (default 8001; 0 = any free port)")
     p.add_argument("--openai", action="store_true",

@@ -7,18 +7,23 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from functools import lru_cache
+from pathlib import Path
 
 from triage.knowledge.engines import EngineSpec, serving_engines
-from triage.knowledge.loader import load_alerting_config
+from triage.knowledge.loader import active_tree_dir, load_alerting_config
 
 CARRIER_KEY = "running"  # every serving engine exports it with all its replica labels: info labels join onto it
 
 
-@lru_cache(maxsize=1)
 def target_labels() -> tuple[str, ...]:
-    """The default tree's alerting target labels (job, instance, …), read once per process: the fleet and the
-    info join ask for them on every refresh."""
-    return tuple(load_alerting_config().target_labels)
+    """The active tree's (the CLI's --tree-dir) alerting target labels (job, instance, …)."""
+    return _target_labels(active_tree_dir())
+
+
+@lru_cache(maxsize=8)
+def _target_labels(tree_dir: Path) -> tuple[str, ...]:
+    # read once per tree directory: the fleet and the info join ask for them on every refresh
+    return tuple(load_alerting_config(tree_dir).target_labels)
 
 
 def replica_labels(target: list[str] | tuple[str, ...], engines: Mapping[str, EngineSpec]) -> tuple[str, ...]:

@@ -12,18 +12,18 @@ from triage.verify.comparison import (
     GAIN,
     NOISE_FLOOR_PCT,
     REGRESSION,
-    SPECS,
     SUMMARY_TOLERANCE_PCT,
     Comparison,
     MetricDelta,
     Note,
     compare,
     comparison_json,
+    metric_specs,
 )
 from triage.verify.experiment_log import ExperimentLog, entry_from, sha256
 
-__all__ = ["GAIN", "NOISE_FLOOR_PCT", "REGRESSION", "SPECS", "SUMMARY_TOLERANCE_PCT", "Comparison", "ExperimentLog",
-           "MetricDelta", "Note", "compare_runs", "experiment_log", "label_digest", "save_experiment"]
+__all__ = ["GAIN", "NOISE_FLOOR_PCT", "REGRESSION", "SUMMARY_TOLERANCE_PCT", "Comparison", "ExperimentLog",
+           "MetricDelta", "Note", "compare_runs", "experiment_log", "label_digest", "metric_specs", "save_experiment"]
 
 
 def compare_runs(base: Run, cand: Run, slo: Slo, technique: str | None, kb: KnowledgeBase) -> Comparison:

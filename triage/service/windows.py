@@ -19,7 +19,7 @@ from triage.sources.metrics.demo_feed import DemoFeed, shared_feed, warm
 from triage.sources.metrics.exposition import Snapshot, parse_metrics_text
 from triage.sources.metrics.profiles import Profile, list_profiles
 from triage.sources.metrics.scrape import scrape, two_scrapes
-from triage.sources.metrics.simulator import SCENARIOS, Scenario
+from triage.sources.metrics.simulator import Scenario, load_scenarios
 from triage.sources.metrics.snapshot_window import ScrapeBuffer, SnapshotWindow
 from triage.sources.readings import MetricWindow
 from triage.verify.windows import run_from_signals
@@ -45,8 +45,8 @@ class WindowPair:
 
 
 def demo_scenarios() -> dict[str, Scenario]:
-    """The simulator's scenarios (tree/scenarios.yaml), by id."""
-    return SCENARIOS
+    """The simulator's scenarios (the active tree's scenarios.yaml), by id."""
+    return load_scenarios()
 
 
 def prometheus_profiles() -> dict[str, Profile]:
@@ -60,8 +60,9 @@ FeedFor = Callable[[str, int], DemoFeed]
 def demo_pair(scenario: str, minutes: float, feed_for: FeedFor = shared_feed) -> WindowPair:
     """The process's simulated engine for the scenario, advanced to the clock (shared by every session, like
     a real server); a healthy engine of its own is the baseline. Tests pass ``feed_for`` with their own clock."""
-    if scenario not in SCENARIOS:
-        raise TriageError(f"unknown demo scenario '{scenario}'; choose one of {', '.join(SCENARIOS)}",
+    scenarios = load_scenarios()
+    if scenario not in scenarios:
+        raise TriageError(f"unknown demo scenario '{scenario}'; choose one of {', '.join(scenarios)}",
                           key="scenario")
     feed = feed_for(scenario, DEMO_SEED)
     base = feed_for(BASELINE_SCENARIO, BASELINE_SEED)

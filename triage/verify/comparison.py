@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 
 from triage.diagnosis.rules import Slo
-from triage.knowledge.loader import DEFAULT_TREE_DIR, load_knowledge
+from triage.knowledge.loader import KnowledgeBase, load_knowledge
 from triage.run import Run
 from triage.verify.bootstrap import boot_mean, boot_quantile
 
@@ -89,17 +89,14 @@ class MetricSpec:
     scale: str = "%"  # "%" relative change, "pp" percentage points
 
 
-def _catalogue_specs() -> tuple[MetricSpec, ...]:
-    """The compared metrics of the metric catalogue (tree/signals.yaml ``compare``), labelled from their signals."""
-    kb = load_knowledge(DEFAULT_TREE_DIR)
-    return tuple(MetricSpec(m.id, kb.signals[m.signal].label.en,
-                            "higher" if kb.signals[m.signal].higher_is_better else "lower", kb.signals[m.signal].unit,
-                            m.column, m.q, m.signal, m.primary, m.counts, m.scale) for m in kb.compare.values())
-
-
-METRICS: tuple[MetricSpec, ...] = _catalogue_specs()
-METRIC_IDS: tuple[str, ...] = tuple(m.id for m in METRICS)
-SPECS: dict[str, MetricSpec] = {m.id: m for m in METRICS}
+def metric_specs(kb: KnowledgeBase | None = None) -> dict[str, MetricSpec]:
+    """The compared metrics of a tree's metric catalogue (signals.yaml ``compare``) by id, labelled from their
+    signals; without ``kb``, the active tree's (the CLI's --tree-dir), never a copy read once at import."""
+    kb = kb if kb is not None else load_knowledge()
+    return {m.id: MetricSpec(m.id, kb.signals[m.signal].label.en,
+                             "higher" if kb.signals[m.signal].higher_is_better else "lower",
+                             kb.signals[m.signal].unit, m.column, m.q, m.signal, m.primary, m.counts, m.scale)
+            for m in kb.compare.values()}
 
 
 @dataclass
@@ -424,13 +421,13 @@ def _soundness(base: _Side, cand: _Side, techniques: list[str], refuse_few: bool
 # ---------------------------------------------------------------- overall
 
 
-def _overall(metrics: list[MetricDelta], refused: list[Any]) -> str:
+def _overall(metrics: list[MetricDelta], refused: list[Any], specs: dict[str, MetricSpec]) -> str:
     if refused:
         return "unsound"
-    counted = [m for m in metrics if SPECS[m.metric].counts]
+    counted = [m for m in metrics if specs[m.metric].counts]
     if any(m.verdict == REGRESSION for m in counted):
         return "regression"
-    if any(m.verdict == GAIN and SPECS[m.metric].primary for m in counted):
+    if any(m.verdict == GAIN and specs[m.metric].primary for m in counted):
         return "gain confirmed"
     return "no effect"
 
@@ -446,9 +443,9 @@ def fmt_change(m: MetricDelta) -> str:
     return text
 
 
-def _headline(metrics: list[MetricDelta], overall: str, expected: str | None) -> str:
-    shown = [m for m in metrics if m.verdict in (GAIN, REGRESSION) and SPECS[m.metric].counts]
-    shown.sort(key=lambda m: (m.verdict != REGRESSION, not SPECS[m.metric].primary))
+def _headline(metrics: list[MetricDelta], overall: str, expected: str | None, specs: dict[str, MetricSpec]) -> str:
+    shown = [m for m in metrics if m.verdict in (GAIN, REGRESSION) and specs[m.metric].counts]
+    shown.sort(key=lambda m: (m.verdict != REGRESSION, not specs[m.metric].primary))
     measured = "; ".join(fmt_change(m) for m in shown[:4]) or "no metric changed beyond the noise floor"
     lead = f"expected: {expected} (seed); " if expected else ""
     return f"{lead}measured ({overall}): {measured}"
@@ -458,8 +455,6 @@ def _technique(technique: str | Sequence[str] | None, kb: Any) -> tuple[list[str
     techniques = [technique] if isinstance(technique, str) else list(technique or [])
     if len(techniques) != 1:
         return techniques, None, []
-    if kb is None:
-        kb = load_knowledge()
     tech = kb.techniques.get(techniques[0])
     if tech is None:
         return techniques, None, [Note("unknown_technique", {"id": techniques[0]})]
@@ -477,14 +472,16 @@ def compare(baseline: Run, candidate: Run, slo: Slo, technique: str | Sequence[s
     shown with its wide intervals and a warning saying how many more requests would halve them."""
     if n_boot < MIN_BOOT:
         raise ValueError(f"n_boot must be at least {MIN_BOOT}")
+    kb = kb if kb is not None else load_knowledge()  # the active tree (the CLI's --tree-dir)
+    specs = metric_specs(kb)
     per_request = baseline.has_requests and candidate.has_requests
     base, cand = _side(baseline, per_request), _side(candidate, per_request)
     for j, side in enumerate((base, cand)):
-        side.pace = _pace(side, np.random.default_rng([seed, len(METRICS), j]), n_boot) if per_request else None
+        side.pace = _pace(side, np.random.default_rng([seed, len(specs), j]), n_boot) if per_request else None
     techniques, expected, tech_warnings = _technique(technique, kb)
     refused, warnings, work = _soundness(base, cand, techniques, refuse_few)
     metrics: list[MetricDelta] = []
-    for i, spec in enumerate(METRICS):
+    for i, spec in enumerate(specs.values()):
         samples = [_sample(spec, side, slo, np.random.default_rng([seed, i, j]), n_boot, per_request)
                    for j, side in enumerate((base, cand))]
         if samples[0][0] is None or samples[1][0] is None:
@@ -494,7 +491,7 @@ def compare(baseline: Run, candidate: Run, slo: Slo, technique: str | Sequence[s
             continue
         metrics.append(_metric_delta(spec, samples[0], samples[1], not per_request, noise_floor_pct,
                                      summary_tolerance_pct))
-    overall = _overall(metrics, refused)
+    overall = _overall(metrics, refused, specs)
     if per_request:
         basis = (f"per-request bootstrap: {n_boot} resamples of each run's requests (seed {seed}), 95% percentile "
                  f"intervals, ±{noise_floor_pct:g}% noise floor")
@@ -502,8 +499,8 @@ def compare(baseline: Run, candidate: Run, slo: Slo, technique: str | Sequence[s
         basis = f"{SUMMARY_ONLY}; verdicts compare the change against a ±{summary_tolerance_pct:g}% tolerance"
     notes = tech_warnings + warnings
     return Comparison(metrics, overall, [n.text() for n in notes], [n.text() for n in refused],
-                      techniques[0] if techniques else None, expected, basis, _headline(metrics, overall, expected),
-                      work, notes, refused)
+                      techniques[0] if techniques else None, expected, basis,
+                      _headline(metrics, overall, expected, specs), work, notes, refused)
 
 
 def _sample(spec: MetricSpec, side: _Side, slo: Slo, rng: np.random.Generator, n_boot: int, per_request: bool

@@ -9,28 +9,31 @@ from pathlib import Path
 from triage.errors import TriageError
 from triage.knowledge.loader import load_knowledge, read_gate_file
 from triage.knowledge.model import GateRule
-from triage.verify.comparison import METRIC_IDS, NOT_COMPARABLE, REGRESSION, SPECS, Comparison, MetricDelta
+from triage.verify.comparison import NOT_COMPARABLE, REGRESSION, Comparison, MetricDelta, metric_specs
 
 _TOL_RE = re.compile(r"^\s*(\d+(?:\.\d+)?|\.\d+)\s*(%|pp)?\s*$", re.IGNORECASE)
 
 
 def parse_tolerance(text: str | float, metric: str, key: str = "--max-regression") -> float:
-    """'5%' / '5' → 5.0 (% of baseline); for error_rate '0.5pp' / '0.5%' → 0.5 percentage points."""
-    if metric not in SPECS:
-        raise TriageError(f"unknown metric '{metric}'; choose one of {', '.join(METRIC_IDS)}", key="--metric")
+    """'5%' / '5' → 5.0 (% of baseline); for error_rate '0.5pp' / '0.5%' → 0.5 percentage points. The metrics
+    are the active tree's (the CLI's --tree-dir)."""
+    specs = metric_specs()
+    if metric not in specs:
+        raise TriageError(f"unknown metric '{metric}'; choose one of {', '.join(specs)}", key="--metric")
     m = _TOL_RE.match(str(text))
     if not m:
         raise TriageError(f"'{text}' is not a percentage like 5% (or 0.5pp for error_rate)", key=key)
-    if (m.group(2) or "").lower() == "pp" and SPECS[metric].scale != "pp":
+    if (m.group(2) or "").lower() == "pp" and specs[metric].scale != "pp":
         raise TriageError(f"'{text}': {metric} is judged in % of the baseline, not percentage points", key=key)
     return float(m.group(1))
 
 
 def _tolerances(rules: tuple[GateRule, ...] | list[GateRule], where: str) -> dict[str, float]:
     out: dict[str, float] = {}
+    specs = metric_specs()
     for i, rule in enumerate(rules):
-        if rule.metric not in SPECS:
-            raise TriageError(f"unknown metric '{rule.metric}'; choose one of {', '.join(METRIC_IDS)}", where=where,
+        if rule.metric not in specs:
+            raise TriageError(f"unknown metric '{rule.metric}'; choose one of {', '.join(specs)}", where=where,
                               key=f"metrics[{i}].metric")
         try:
             out[rule.metric] = parse_tolerance(rule.max_regression, rule.metric)

@@ -78,7 +78,7 @@ def sniff(data: bytes, name: str, quote: bool = True) -> Sniffed:
         if yaml_fmt:
             return Sniffed(yaml_fmt.id, doc)
         names = " or ".join(f.title for f in candidates("yaml")) or "a benchmark format"
-        raise ctx.unknown(f"unknown format: YAML that is not a {names} ({describe(doc, ctx.quote)})")
+        raise ctx.unknown(f"unknown format: YAML, but not {names} ({describe(doc, ctx.quote)})")
     table = detect_csv_header(first_line, ctx)
     if table:
         return Sniffed(table.id, _payload(table, data, ctx))

@@ -11,7 +11,9 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Iterable
+from pathlib import Path
 
+from triage.knowledge.loader import active_tree_dir
 from triage.sources.metrics.exposition import snapshot_from_families
 from triage.sources.metrics.simulator import Simulator
 from triage.sources.metrics.snapshot_window import ScrapeBuffer, SnapshotWindow
@@ -63,13 +65,14 @@ class DemoFeed:
             return self.buffer.window(seconds)
 
 
-_FEEDS: dict[tuple[str, int], DemoFeed] = {}
+_FEEDS: dict[tuple[Path, str, int], DemoFeed] = {}
 _BUILDING = threading.Lock()
 
 
 def shared_feed(scenario: str, seed: int) -> DemoFeed:
-    """The process's feed for (scenario, seed), built on first use (a concurrent first use waits for it)."""
-    key = (scenario, seed)
+    """The process's feed for (scenario, seed) of the active tree, built on first use (a concurrent first use
+    waits for it); a scenario of the same name in another tree directory is another feed."""
+    key = (active_tree_dir(), scenario, seed)
     feed = _FEEDS.get(key)
     if feed is None:
         with _BUILDING:

@@ -42,7 +42,9 @@ def load_scenarios(tree_dir: Path | None = None) -> dict[str, Scenario]:
     return load_knowledge(tree_dir).scenarios
 
 
-SCENARIOS: dict[str, Scenario] = load_scenarios(DEFAULT_TREE_DIR)  # the repository's scenarios, for listings
+# The repository's scenarios (tests and benches parametrize over them). A run reads the active tree's instead
+# (load_scenarios(), get_scenario()), so --tree-dir holds.
+SCENARIOS: dict[str, Scenario] = load_scenarios(DEFAULT_TREE_DIR)
 
 
 def get_scenario(name: str) -> Scenario:
