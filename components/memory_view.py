@@ -16,16 +16,9 @@ from components.node_panel import technique_link
 from components.shell import knowledge, lang, t
 from components.static_table import static_table
 from triage.errors import TriageError
-from triage.memory.calculator import (
-    KV_DTYPES,
-    WEIGHT_DTYPES,
-    MemoryBreakdown,
-    MemoryInput,
-    ModelSpec,
-    WhatIf,
-    estimate,
-)
-from triage.memory.presets import from_cache_config, load_gpus, load_models, parse_hf_config
+from triage.knowledge.specs import MemoryInput, ModelSpec, load_gpus, load_models
+from triage.memory.calculator import KV_DTYPES, WEIGHT_DTYPES, MemoryBreakdown, WhatIf, estimate
+from triage.memory.presets import from_cache_config, parse_hf_config
 from triage.report.units import fmt_value, number
 from triage.safe_text import md_escape
 

@@ -8,7 +8,7 @@ from components import session
 from components.shell import knowledge, labels_now, lang, t
 from triage.diagnosis.roofline import Hardware
 from triage.diagnosis.rules import Slo, resolve_slo
-from triage.memory.presets import load_gpus, load_models
+from triage.knowledge.specs import load_gpus, load_models
 
 
 def slo_sidebar() -> Slo:
