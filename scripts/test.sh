@@ -36,4 +36,5 @@ fi
 bash scripts/setup.sh requirements-dev.txt
 .venv/bin/ruff check .
 .venv/bin/mypy  # configured in pyproject.toml: triage/, components/, pages/, app.py at zero errors
+.venv/bin/lint-imports --no-logo  # the import contracts of pyproject.toml: triage/ imports only downward (issue 25)
 exec .venv/bin/python -m pytest ${fast[@]+"${fast[@]}"} "$@"
