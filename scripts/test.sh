@@ -36,5 +36,5 @@ fi
 bash scripts/setup.sh requirements-dev.txt
 .venv/bin/ruff check .
 .venv/bin/mypy  # configured in pyproject.toml: triage/, components/, pages/, app.py at zero errors
-.venv/bin/lint-imports  # [tool.importlinter] in pyproject.toml: pages and components enter triage only via service
+.venv/bin/lint-imports --no-logo  # the import contracts of pyproject.toml: triage/ only downward, the UI via service
 exec .venv/bin/python -m pytest ${fast[@]+"${fast[@]}"} "$@"

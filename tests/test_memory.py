@@ -10,20 +10,11 @@ from pathlib import Path
 import pytest
 
 from triage.cli import memory as cli_memory
+from triage.diagnosis.roofline import decode_floor
 from triage.errors import TriageError
-from triage.memory.calculator import (
-    GIB,
-    MemoryInput,
-    ModelSpec,
-    branch_techniques,
-    budget,
-    decode_floor,
-    estimate,
-    kv_bytes_per_token,
-    pick_branch,
-    weight_bytes,
-)
-from triage.memory.presets import from_cache_config, load_gpus, load_models, parse_hf_config, parse_startup_log
+from triage.knowledge.specs import MemoryInput, ModelSpec, kv_bytes_per_token, load_gpus, load_models, weight_bytes
+from triage.memory.calculator import GIB, branch_techniques, budget, estimate, pick_branch
+from triage.memory.presets import from_cache_config, parse_hf_config, parse_startup_log
 
 FIXTURES = Path(__file__).parent / "fixtures" / "hf_config"
 MODELS, GPUS = load_models(), load_gpus()

@@ -8,18 +8,17 @@ from pathlib import Path
 
 from triage.cli import numbers
 from triage.errors import TriageError
+from triage.knowledge.specs import MemoryInput, ModelSpec, load_gpus, load_models, pick
 from triage.memory.calculator import (
     KV_DTYPES,
     WEIGHT_DTYPES,
     MemoryBreakdown,
-    MemoryInput,
-    ModelSpec,
     batched_tokens,
     breakdown_dict,
     estimate,
     input_dict,
 )
-from triage.memory.presets import load_gpus, load_models, parse_hf_config, pick
+from triage.memory.presets import parse_hf_config
 
 DEFAULT_MODEL = "llama-3.1-8b"
 

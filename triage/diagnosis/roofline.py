@@ -13,17 +13,70 @@ from triage.diagnosis.signals import SignalSet
 from triage.errors import TriageError
 from triage.knowledge.loader import KnowledgeBase, load_knowledge
 from triage.knowledge.messages import Msg
-from triage.memory.calculator import (
+from triage.knowledge.specs import (
     GpuSpec,
     MemoryInput,
     ModelSpec,
-    decode_floor,
     kv_bytes_per_token,
     kv_shards,
-    prefill_floor_ms,
+    load_gpus,
+    load_models,
+    pick,
     weight_bytes,
 )
-from triage.memory.presets import load_gpus, load_models, pick
+
+BW_EFFICIENCY = (0.6, 0.85)  # real decode kernels reach ≈60–85% of HBM bandwidth (§18.4, UNSURE)
+
+
+# ---------------------------------------------------------------- floors (§18.1, §18.4)
+
+
+@dataclass(frozen=True)
+class DecodeFloor:
+    """Lower bound for one decode step: bytes read ÷ bandwidth vs FLOPs ÷ peak, whichever is larger."""
+
+    ms: float
+    bound: str
+    memory_ms: float
+    compute_ms: float
+    weights_ms: float
+
+    @property
+    def realistic_ms(self) -> tuple[float, float]:
+        """The floor at 85% and at 60% of bandwidth, the range real kernels reach (UNSURE)."""
+        return self.ms / BW_EFFICIENCY[1], self.ms / BW_EFFICIENCY[0]
+
+
+def _peak_tflops(gpu: GpuSpec, weights: str) -> float:
+    if weights in ("fp8", "int8") and gpu.fp8_tflops:
+        return gpu.fp8_tflops
+    return gpu.bf16_tflops
+
+
+def decode_floor(inp: MemoryInput, batch: int | None = None, context: int | None = None) -> DecodeFloor:
+    """Roofline floor of one decode step for ``batch`` sequences at ``context`` tokens (defaults: the
+    requested concurrency at max_model_len, the worst case). PP stages run in turn for one token, so
+    only TP divides the bytes. MoE reads min(all, active × batch) of its weights (an estimate)."""
+    batch = inp.concurrency if batch is None else batch
+    context = inp.max_model_len if context is None else context
+    m, bw = inp.model, inp.gpu.bandwidth_gbs * 1e9
+    read_share = min(1.0, m.active_b * max(batch, 1) / m.params_b)
+    w_bytes = weight_bytes(m, inp.weights) * read_share / inp.tp
+    kv_read = batch * context * kv_bytes_per_token(m, inp.kv_dtype) / kv_shards(m, inp.tp)
+    memory_ms = (w_bytes + kv_read) / bw * 1e3
+    compute_ms = 2 * m.active_b * 1e9 * batch / (inp.tp * _peak_tflops(inp.gpu, inp.weights) * 1e12) * 1e3
+    bound = "memory" if memory_ms >= compute_ms else "compute"
+    return DecodeFloor(max(memory_ms, compute_ms), bound, memory_ms, compute_ms, w_bytes / bw * 1e3)
+
+
+def prefill_floor_ms(inp: MemoryInput, prompt: int) -> float:
+    """Roofline floor of one prefill of ``prompt`` tokens alone: dense FLOPs (2 × active params per token plus
+    causal attention, 2 × layers × prompt² × heads × head_dim) ÷ peak, or the weight read ÷ bandwidth."""
+    m = inp.model
+    flops = 2 * m.active_b * 1e9 * prompt + 2 * m.layers * prompt * prompt * m.heads * m.head_dim
+    compute_ms = flops / (inp.tp * _peak_tflops(inp.gpu, inp.weights) * 1e12) * 1e3
+    memory_ms = weight_bytes(m, inp.weights) / inp.tp / (inp.gpu.bandwidth_gbs * 1e9) * 1e3
+    return max(compute_ms, memory_ms)
 
 
 @dataclass(frozen=True)
@@ -35,6 +88,9 @@ class Hardware:
     tp: int = 1
     weights: str | None = None  # default: the checkpoint's own dtype
     kv_dtype: str = "auto"
+
+
+# ---------------------------------------------------------------- from a benchmark
 
 
 def _mean_batch_and_context(signals: SignalSet, summary: dict[str, float]) -> tuple[int, int] | None:

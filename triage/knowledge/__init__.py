@@ -1,4 +1,5 @@
-"""The knowledge base in tree/: typed model, loader and validator, engine maps, panels, strings, tree layout."""
+"""The knowledge base in tree/: typed model, loader and validator, engine maps, panels, strings, tree layout; what a
+window is asked (needs), how PromQL names replicas (replicas), model and GPU specs (specs)."""
 
 from pathlib import Path
 

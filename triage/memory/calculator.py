@@ -6,8 +6,18 @@ import math
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
+from triage.diagnosis.roofline import DecodeFloor, decode_floor
 from triage.errors import TriageError
 from triage.knowledge.loader import KnowledgeBase, load_knowledge
+from triage.knowledge.specs import (
+    KV_BYTES,
+    GpuSpec,
+    MemoryInput,
+    kv_bytes_per_layer,
+    kv_bytes_per_token,
+    kv_shards,
+    weight_bytes,
+)
 
 GIB = 1024**3
 
@@ -15,86 +25,16 @@ WEIGHT_DTYPES = ("bf16", "fp8", "int8", "int4")
 KV_DTYPES = ("auto", "bf16", "fp8", "int8")
 BRANCHES = ("memory.weights", "memory.kv_cache", "memory.batch_activation")
 
-# INT4 group scales/zeros at group size 128: ≈0.03–0.06 B/param (§18.1, UNSURE); the low end is used.
-INT4_SCALE_BYTES = 0.03
-WEIGHT_BYTES = {"bf16": 2.0, "fp8": 1.0, "int8": 1.0, "int4": 0.5 + INT4_SCALE_BYTES}
-# "auto" follows the checkpoint's activation dtype, BF16 for every preset (also DeepSeek-V3's FP8 release).
-KV_BYTES = {"auto": 2, "bf16": 2, "fp8": 1, "int8": 1}
-
 # Estimates, not measurements (the startup log is authoritative, §18.1):
 ACT_VALUES_PER_TOKEN = 14  # × hidden BF16 values per batched token: MLP gate/up (≈7×), activation (≈3.5×), residuals
 LOGIT_BYTES = 4  # FP32 logits per vocab entry per running sequence in the sampler
 NON_TORCH_GIB = 0.3  # CUDA context leftovers and allocator slack vLLM reports as non-torch memory
 CUDA_GRAPH_GIB = 0.5  # captured CUDA graphs
 COMM_BUFFERS_GIB = 0.7  # NCCL / custom all-reduce buffers when TP × PP > 1
-BW_EFFICIENCY = (0.6, 0.85)  # real decode kernels reach ≈60–85% of HBM bandwidth (§18.4, UNSURE)
 MAX_TP = 8  # one NVLink island
 
 
-# ---------------------------------------------------------------- specs
-
-
-@dataclass(frozen=True)
-class ModelSpec:
-    """A model's shapes as the calculator needs them; counts in billions, dims as in config.json."""
-
-    id: str
-    title: str
-    params_b: float
-    layers: int
-    hidden: int
-    heads: int
-    kv_heads: int
-    head_dim: int
-    attention: str = "mha_gqa"
-    active_params_b: float | None = None
-    kv_lora_rank: int | None = None
-    qk_rope_head_dim: int | None = None
-    max_position: int | None = None
-    vocab_size: int | None = None
-    tie_word_embeddings: bool = False
-    checkpoint_dtype: str = "bf16"  # the weights dtype of the released checkpoint (DeepSeek-V3: fp8)
-    source: str = ""
-
-    @property
-    def active_b(self) -> float:
-        return self.active_params_b or self.params_b
-
-
-@dataclass(frozen=True)
-class GpuSpec:
-    """One GPU: CUDA-visible memory, HBM bandwidth and dense peak throughput."""
-
-    id: str
-    title: str
-    memory_gib: float
-    memory_gb: float
-    bandwidth_gbs: float
-    bf16_tflops: float
-    fp8_tflops: float | None
-    nvlink: bool
-    source: str
-    url: str = ""  # the vendor page or datasheet (tree/gpus.yaml); empty for a GPU built in code
-
-
-# ---------------------------------------------------------------- input
-
-
-@dataclass(frozen=True)
-class MemoryInput:
-    """One deployment to size: model, GPU, dtypes, parallelism and the workload the user wants."""
-
-    model: ModelSpec
-    gpu: GpuSpec
-    weights: str = "bf16"
-    kv_dtype: str = "auto"
-    tp: int = 1
-    pp: int = 1
-    max_model_len: int = 8192
-    concurrency: int = 32
-    gpu_memory_utilization: float = 0.92  # vLLM 0.33.0's default (tree/engines/flags/vllm-0.33.0.json); 0.9 before
-    block_size: int = 16
-    max_num_batched_tokens: int | None = None  # None: vLLM's default for this GPU (§1)
+# ---------------------------------------------------------------- input checks
 
 
 def _check_choices(inp: MemoryInput) -> None:
@@ -130,40 +70,6 @@ def validate(inp: MemoryInput) -> None:
 
 
 # ---------------------------------------------------------------- formulas (§18.1)
-
-
-def embedding_params(model: ModelSpec) -> float:
-    """Input embedding + lm_head parameters (one table when tied); 0 when vocab_size is unknown."""
-    tables = 1 if model.tie_word_embeddings else 2
-    return float((model.vocab_size or 0) * model.hidden * tables)
-
-
-def weight_bytes(model: ModelSpec, dtype: str) -> float:
-    """All weights in bytes: params × bytes(dtype); quantized checkpoints keep embeddings/lm_head in BF16."""
-    params = model.params_b * 1e9
-    if dtype == "bf16":
-        return params * 2
-    embed = min(embedding_params(model), params)
-    return (params - embed) * WEIGHT_BYTES[dtype] + embed * 2
-
-
-def kv_bytes_per_layer(model: ModelSpec, kv_dtype: str) -> int:
-    """KV bytes per token per layer: 2 × kv_heads × head_dim × bytes, MLA (kv_lora_rank + rope dim) × bytes."""
-    if model.attention == "mla":
-        if model.kv_lora_rank is None or model.qk_rope_head_dim is None:
-            raise TriageError(f"{model.title}: MLA attention needs kv_lora_rank and qk_rope_head_dim")
-        return (model.kv_lora_rank + model.qk_rope_head_dim) * KV_BYTES[kv_dtype]
-    return 2 * model.kv_heads * model.head_dim * KV_BYTES[kv_dtype]
-
-
-def kv_bytes_per_token(model: ModelSpec, kv_dtype: str = "auto") -> int:
-    """KV bytes per token for the whole model (all layers, all heads), as §18.1 states it."""
-    return model.layers * kv_bytes_per_layer(model, kv_dtype)
-
-
-def kv_shards(model: ModelSpec, tp: int) -> int:
-    """How many ways TP splits the KV heads: min(TP, kv_heads); MLA's latent is replicated (1, UNSURE)."""
-    return 1 if model.attention == "mla" else min(tp, model.kv_heads)
 
 
 def kv_bytes_per_token_per_gpu(inp: MemoryInput) -> int:
@@ -253,57 +159,6 @@ def branch_techniques(branch: str, kb: KnowledgeBase | None = None) -> list[str]
     """The cause's technique ids in the seed's order, read from tree.yaml."""
     kb = kb or load_knowledge()  # the active tree (the CLI's --tree-dir), cached by the loader
     return [t.id for t in kb.causes[branch].techniques]
-
-
-# ---------------------------------------------------------------- decode roofline (§18.1, §18.4)
-
-
-@dataclass(frozen=True)
-class DecodeFloor:
-    """Lower bound for one decode step: bytes read ÷ bandwidth vs FLOPs ÷ peak, whichever is larger."""
-
-    ms: float
-    bound: str
-    memory_ms: float
-    compute_ms: float
-    weights_ms: float
-
-    @property
-    def realistic_ms(self) -> tuple[float, float]:
-        """The floor at 85% and at 60% of bandwidth, the range real kernels reach (UNSURE)."""
-        return self.ms / BW_EFFICIENCY[1], self.ms / BW_EFFICIENCY[0]
-
-
-def _peak_tflops(gpu: GpuSpec, weights: str) -> float:
-    if weights in ("fp8", "int8") and gpu.fp8_tflops:
-        return gpu.fp8_tflops
-    return gpu.bf16_tflops
-
-
-def decode_floor(inp: MemoryInput, batch: int | None = None, context: int | None = None) -> DecodeFloor:
-    """Roofline floor of one decode step for ``batch`` sequences at ``context`` tokens (defaults: the
-    requested concurrency at max_model_len, the worst case). PP stages run in turn for one token, so
-    only TP divides the bytes. MoE reads min(all, active × batch) of its weights (an estimate)."""
-    batch = inp.concurrency if batch is None else batch
-    context = inp.max_model_len if context is None else context
-    m, bw = inp.model, inp.gpu.bandwidth_gbs * 1e9
-    read_share = min(1.0, m.active_b * max(batch, 1) / m.params_b)
-    w_bytes = weight_bytes(m, inp.weights) * read_share / inp.tp
-    kv_read = batch * context * kv_bytes_per_token(m, inp.kv_dtype) / kv_shards(m, inp.tp)
-    memory_ms = (w_bytes + kv_read) / bw * 1e3
-    compute_ms = 2 * m.active_b * 1e9 * batch / (inp.tp * _peak_tflops(inp.gpu, inp.weights) * 1e12) * 1e3
-    bound = "memory" if memory_ms >= compute_ms else "compute"
-    return DecodeFloor(max(memory_ms, compute_ms), bound, memory_ms, compute_ms, w_bytes / bw * 1e3)
-
-
-def prefill_floor_ms(inp: MemoryInput, prompt: int) -> float:
-    """Roofline floor of one prefill of ``prompt`` tokens alone: dense FLOPs (2 × active params per token plus
-    causal attention, 2 × layers × prompt² × heads × head_dim) ÷ peak, or the weight read ÷ bandwidth."""
-    m = inp.model
-    flops = 2 * m.active_b * 1e9 * prompt + 2 * m.layers * prompt * prompt * m.heads * m.head_dim
-    compute_ms = flops / (inp.tp * _peak_tflops(inp.gpu, inp.weights) * 1e12) * 1e3
-    memory_ms = weight_bytes(m, inp.weights) / inp.tp / (inp.gpu.bandwidth_gbs * 1e9) * 1e3
-    return max(compute_ms, memory_ms)
 
 
 # ---------------------------------------------------------------- what-if ladder

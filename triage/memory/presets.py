@@ -5,33 +5,11 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, replace
-from pathlib import Path
-from typing import Any
 
 from triage import safe_load
 from triage.errors import TriageError
-from triage.knowledge.loader import load_knowledge
-from triage.memory.calculator import GIB, GpuSpec, MemoryInput, ModelSpec, embedding_params, kv_bytes_per_token_per_gpu
-
-# ---------------------------------------------------------------- presets
-
-
-def load_models(tree_dir: Path | None = None) -> dict[str, ModelSpec]:
-    """Model presets from tree/models.yaml (validated with the rest of the tree, unknown fields refused)."""
-    return {k: ModelSpec(**v.model_dump()) for k, v in load_knowledge(tree_dir).models.items()}
-
-
-def load_gpus(tree_dir: Path | None = None) -> dict[str, GpuSpec]:
-    """GPU presets from tree/gpus.yaml (validated with the rest of the tree, unknown fields refused)."""
-    return {k: GpuSpec(**v.model_dump()) for k, v in load_knowledge(tree_dir).gpus.items()}
-
-
-def pick(presets: dict[str, Any], name: str, flag: str) -> Any:
-    """A preset by id, or a TriageError listing the known ids."""
-    if name not in presets:
-        raise TriageError(f"unknown '{name}' (known: {', '.join(presets)})", key=flag)
-    return presets[name]
-
+from triage.knowledge.specs import MemoryInput, ModelSpec, embedding_params
+from triage.memory.calculator import GIB, kv_bytes_per_token_per_gpu
 
 # ---------------------------------------------------------------- Hugging Face config.json
 

@@ -4,16 +4,9 @@ what-if steps, and a live vLLM's measured KV capacity beside it."""
 from __future__ import annotations
 
 from triage.knowledge.loader import KnowledgeBase
-from triage.memory.calculator import (
-    KV_DTYPES,
-    WEIGHT_DTYPES,
-    MemoryBreakdown,
-    MemoryInput,
-    ModelSpec,
-    WhatIf,
-    estimate,
-)
-from triage.memory.presets import MeasuredCapacity, from_cache_config, load_gpus, load_models, parse_hf_config
+from triage.knowledge.specs import MemoryInput, ModelSpec, load_gpus, load_models
+from triage.memory.calculator import KV_DTYPES, WEIGHT_DTYPES, MemoryBreakdown, WhatIf, estimate
+from triage.memory.presets import MeasuredCapacity, from_cache_config, parse_hf_config
 
 __all__ = ["KV_DTYPES", "WEIGHT_DTYPES", "MeasuredCapacity", "MemoryBreakdown", "MemoryInput", "ModelSpec", "WhatIf",
            "estimate_memory", "load_gpus", "load_models", "measured_capacity", "model_from_config"]
