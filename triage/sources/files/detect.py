@@ -29,7 +29,7 @@ FORMATS: dict[str, str] = {
     "inference_perf_requests": "inference-perf per-request lifecycle metrics JSON",
     "generic_csv": "per-request CSV",
     "generic_parquet": "per-request Parquet",
-    "serving_console": "vLLM / SGLang 'Serving Benchmark Result' console summary",
+    "serving_console": "console summary (vLLM / SGLang 'Serving Benchmark Result', genai-perf, AIPerf, GuideLLM)",
 }
 
 HEAD_BYTES = 65536
