@@ -60,8 +60,7 @@ def _cells(line: str) -> tuple[list[str], bool]:
     body = line.strip()
     complete = len(body) > 1 and body[-1] in RICH_EDGES
     parts = re.split(r"[│┃|]", body)
-    cells = [p.strip() for p in parts[1:-1]] if complete else [p.strip() for p in parts[1:-1]]
-    return cells, complete
+    return [p.strip() for p in parts[1:-1]], complete  # a cut row's last part is partial: left out like an edge
 
 
 def _rich_rows(text: str) -> tuple[list[str], list[tuple[str, list[str]]]]:
@@ -121,11 +120,7 @@ def _split(line: str) -> tuple[list[str], bool]:
     """GuideLLM cells, keeping '' where a spanning header leaves a column out (``||``)."""
     body = line.strip()
     complete = body.endswith("|") and len(body) > 1
-    parts = body.split("|")[1:]
-    if complete:
-        parts = parts[:-1]
-    else:
-        parts = parts[:-1]  # a row cut mid-line: its last, partial cell is dropped
+    parts = body.split("|")[1:-1]  # complete: the part after the edge; cut mid-line: the last, partial cell
     return [p if not p.strip() else p.strip() for p in parts], complete
 
 
