@@ -11,9 +11,10 @@ from typing import Any
 import streamlit as st
 
 from components import live_source, session, upload_store
+from components.paste_view import paste_area
 from components.shell import labels_now, lang, t
 from triage.service.display import md_escape
-from triage.service.model import TriageError
+from triage.service.model import Slo, TriageError
 from triage.service.params import parse_live_link
 from triage.service.typed_urls import TypedUrls, live_typed_urls
 from triage.service.uploads import Refused
@@ -113,7 +114,9 @@ def _scrape(minutes: float, end: datetime | None) -> partial[Any] | None:
     return partial(live_source.scrape_windows, url.strip(), minutes, QUERY_TIMEOUT_S)
 
 
-def _snapshots(minutes: float, end: datetime | None) -> partial[Any] | None:
+def _snapshots(minutes: float, end: datetime | None, slo: Slo | None = None) -> partial[Any] | None:
+    """Two uploaded /metrics snapshots, or (until both are given) text pasted instead: one scrape, a server log
+    or a console summary, detected and diagnosed in place like the Benchmark page's paste."""
     cols = st.columns([2, 2, 1])
     before = cols[0].file_uploader(t("live_before"), key=session.SNAP_BEFORE.name)
     after = cols[1].file_uploader(t("live_after"), key=session.SNAP_AFTER.name)
@@ -128,6 +131,8 @@ def _snapshots(minutes: float, end: datetime | None) -> partial[Any] | None:
             st.error(t("upload_failed", name=item.name, reason=item.reason))
     held = [item[0] for item in got if isinstance(item, tuple)]
     if len(held) < 2:
+        if slo is not None and paste_area(slo, widget=session.LIVE_PASTE):
+            return None
         if None in got:
             st.info(t("live_snapshots_hint"))
         return None
@@ -229,8 +234,9 @@ def _prometheus(minutes: float, end: datetime | None) -> partial[Any] | None:
                    baseline, profile.timeout or QUERY_TIMEOUT_S)
 
 
-def source_picker() -> tuple[str, Callable | None]:
-    """(a key naming the chosen source and its settings, a function building its windows)."""
+def source_picker(slo: Slo | None = None) -> tuple[str, Callable | None]:
+    """(a key naming the chosen source and its settings, a function building its windows); ``slo`` judges text
+    pasted on the snapshot source."""
     _from_url(session.LIVE_KIND, "source", str, SOURCES)
     kind = st.segmented_control(t("live_source"), SOURCES, default="demo", key=session.LIVE_KIND.name,
                                 required=True,
@@ -247,6 +253,6 @@ def source_picker() -> tuple[str, Callable | None]:
             make = pick(minutes, end)
     else:
         minutes, end = time_range() if kind != "snapshots" else (15.0, None)
-        make = pick(minutes, end)
+        make = pick(minutes, end) if kind != "snapshots" else _snapshots(minutes, end, slo)
     settings = (make.args, tuple(sorted(make.keywords.items()))) if make is not None else ()
     return f"{kind}:{hashlib.sha1(repr(settings).encode()).hexdigest()[:12]}", make

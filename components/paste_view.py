@@ -1,4 +1,5 @@
-"""Paste instead of upload: a text area on the Benchmark page, detected like a file, diagnosed in place."""
+"""Paste instead of upload: a text area on the Benchmark page and the Live page's snapshot source, detected like
+a file, diagnosed in place."""
 
 from __future__ import annotations
 
@@ -69,10 +70,29 @@ def show(found: Pasted) -> None:
     diagnosis_panel(found.diagnosis, found.label)
 
 
-def paste_area(slo: Slo, hardware: Hardware | None = None) -> bool:
+def _kept(widget: session.Widget[str]) -> None:
+    """Give the text area back the text this session pasted into it: Streamlit drops a widget's state when a
+    page without it runs (a page switch), the session's copy stays. A browser reload starts a new session and
+    starts empty: the text is never kept where another session could be shown it."""
+    texts = session.PASTED_TEXTS.setdefault(dict)
+    if not widget.present() and texts.get(widget.name):
+        widget.seed(texts[widget.name])
+
+
+def _keep(widget: session.Widget[str], text: str | None) -> None:
+    texts = session.PASTED_TEXTS.setdefault(dict)
+    if text:
+        texts[widget.name] = text
+    else:
+        texts.pop(widget.name, None)  # cleared by the user: nothing comes back
+
+
+def paste_area(slo: Slo, hardware: Hardware | None = None, widget: session.Widget[str] = session.BENCH_PASTE) -> bool:
     """The text area; True when it holds text (then its diagnosis, or why it was refused, fills the page)."""
-    with st.expander(t("paste_heading"), expanded=bool(session.BENCH_PASTE.value())):
-        text = st.text_area(t("paste_label"), key=session.BENCH_PASTE.name, height=160)
+    _kept(widget)
+    with st.expander(t("paste_heading"), expanded=bool(widget.value())):
+        text = st.text_area(t("paste_label"), key=widget.name, height=160)
+    _keep(widget, text)
     if not text or not text.strip():
         return False
     try:

@@ -95,6 +95,9 @@ VERIFY_VERDICT: StateKey[str] = StateKey(
     "verify_result", "components.verify_view", "overall verdict of the last comparison (the retro's verify step)")
 MEMORY_MODEL_SEEN: StateKey[str] = StateKey(
     "_mem_model_seen", "components.memory_view", "the model the Memory inputs were last seeded for")
+PASTED_TEXTS: StateKey[dict[str, str]] = StateKey(
+    "pasted_texts", "components.paste_view",
+    "each paste area's text by its widget key: a page switch drops the widget's state, this brings it back")
 RETRO: StateKey[RetroState] = StateKey("retro", "components.retro_view", "the retro walk in progress")
 RETRO_IMPORTED: StateKey[str] = StateKey(
     "retro_imported", "components.retro_view", "upload id of the report imported last (imported once)")
@@ -103,7 +106,7 @@ KEYS: tuple[StateKey[Any], ...] = (
     LANG, JUMP, TREE_SCROLL, FINDINGS, DIAGNOSIS, DIAGNOSIS_ENGINE, BENCH_UPLOADS, SINGLE_UPLOADS,
     BENCH_CHOICE, LIVE_FEEDS,
     LIVE_LINK_APPLIED, LIVE_LINK_LABELS, LIVE_BY_SOURCE, LIVE_CACHE_CONFIG, FLEET_LAST, VERIFY_VERDICT,
-    MEMORY_MODEL_SEEN, RETRO, RETRO_IMPORTED,
+    MEMORY_MODEL_SEEN, PASTED_TEXTS, RETRO, RETRO_IMPORTED,
 )
 
 
@@ -237,6 +240,8 @@ BENCH_RUN: WidgetFamily[int] = WidgetFamily("run:", _BENCH, "the run picked in a
 BENCH_TAB: Widget[str] = Widget("bench_tab", _BENCH, "the chart tab open (only its charts are drawn)")
 BENCH_PASTE: Widget[str] = Widget("bench_paste", "components.paste_view",
                                   "text pasted instead of a file (a server log, a console summary, a /metrics scrape)")
+LIVE_PASTE: Widget[str] = Widget("live_paste", "components.paste_view",
+                                 "text pasted on the Live page's snapshot source (a scrape, a server log, a summary)")
 
 # the Verify page
 VERIFY_MODE: Widget[str] = Widget("verify_mode", _VERIFY, "compare two files or two Prometheus windows")

@@ -18,7 +18,7 @@ apply_live_link()
 slo = slo_sidebar()
 source_key, make_pair = "", None
 with error_boundary("live"):
-    source_key, make_pair = source_picker()
+    source_key, make_pair = source_picker(slo)
 refresh_s = refresh_interval(session.LIVE_REFRESH)
 
 

@@ -49,3 +49,29 @@ def test_pasting_a_vllm_log_lights_its_branch_and_draws_its_time_series():
         assert lit["memory.kv_cache"] == 1.0 and lit["memory"] == 1.0
         assert lit["ttft.queueing"] < 1.0  # off the lit branch: faded
         page.screenshot(path=str(ARTIFACTS / "benchmark-paste-log.png"), full_page=True)
+
+
+METRICS = Path(__file__).resolve().parent / "fixtures" / "metrics" / "vllm.txt"
+
+
+def test_a_scrape_pasted_on_live_is_diagnosed_and_kept_across_a_page_switch():
+    from playwright.sync_api import expect
+
+    with streamlit_server() as url, chromium_page() as page:
+        page.goto(f"{url}/live?source=snapshots")
+        page.get_by_text("Or paste text").click()
+        area = page.locator(".st-key-live_paste textarea")
+        expect(area).to_be_visible(timeout=30000)
+        text = METRICS.read_text()
+        area.fill(text)
+        after_rerun(page, lambda: area.press("Control+Enter"))
+        recognised = "Recognised: one /metrics scrape of vLLM, diagnosed since the server started"
+        expect(page.get_by_text(recognised).first).to_be_visible(timeout=30000)
+        page.get_by_role("link", name="Verify").click()
+        expect(page.get_by_role("heading", name="Verify").first).to_be_visible(timeout=30000)
+        page.get_by_role("link", name="Live").click()
+        # the Live page reopens on its default source (the link carries no ?source=); back on the snapshot source,
+        # the text pasted before the switch is there again, diagnosed
+        page.get_by_text("Two snapshots", exact=True).click()
+        expect(page.get_by_text(recognised).first).to_be_visible(timeout=30000)
+        assert page.locator(".st-key-live_paste textarea").input_value() == text

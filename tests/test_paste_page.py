@@ -41,7 +41,7 @@ def test_a_pasted_vllm_log_is_named_diagnosed_and_drawn_over_time():
 
 def test_a_pasted_console_summary_and_a_scrape():
     at = paste((CONSOLE / "sglang_bench_serving_rate_330.txt").read_text())
-    assert "'Serving Benchmark Result' console summary, 1 run(s)" in texts(at)
+    assert "'Serving Benchmark Result', genai-perf, AIPerf, GuideLLM\\), 1 run(s)" in texts(at)
     assert at.session_state["findings"][0] == "ttft.queueing"
     at = paste(METRICS.read_text())
     assert "one /metrics scrape of vLLM, diagnosed since the server started" in texts(at)

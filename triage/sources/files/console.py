@@ -1,4 +1,5 @@
-"""Console summaries of load tests as people paste them: vLLM's and SGLang's "Serving Benchmark Result" blocks.
+"""Console summaries of load tests as people paste them: vLLM's and SGLang's "Serving Benchmark Result" blocks,
+and (``console_tables``) the console tables of genai-perf, AIPerf and GuideLLM.
 
 Read from the tools' print statements: ``vllm bench serve`` / ``benchmarks/benchmark_serving.py`` print
 ``"{:<40} {:<10}".format(label, value)`` rows under ``" Serving Benchmark Result "`` centred in 50 "=",
@@ -17,6 +18,7 @@ import math
 import re
 
 from triage.run import Run
+from triage.sources.files import console_tables
 from triage.sources.files import sglang as sglang_json
 from triage.sources.files import vllm as vllm_json
 from triage.sources.files.common import Ctx, build_run, fmt_num
@@ -43,6 +45,11 @@ SGLANG_ROWS = ("Total generated tokens (retokenized)", "Concurrency", "Backend")
 
 
 def detect(data: bytes) -> bool:
+    """A 'Serving Benchmark Result' block, or a genai-perf / AIPerf / GuideLLM console table."""
+    return _serving(data) or console_tables.detect(data) is not None
+
+
+def _serving(data: bytes) -> bool:
     return b"Serving Benchmark Result" in data and HEADER.search(_first_header(data)) is not None
 
 
@@ -130,6 +137,12 @@ def _label(summary: dict[str, float], number: int, total: int) -> str:
 
 
 def parse(text: str, ctx: Ctx) -> list[Run]:
+    if "Serving Benchmark Result" not in text or not _blocks(text):
+        tool = console_tables.detect(text.encode("utf-8", "replace"))
+        if tool == "guidellm":
+            return console_tables.parse_guidellm(text, ctx)
+        if tool is not None:
+            return console_tables.parse_rich(text, ctx, tool)
     blocks = _blocks(text)
     if not blocks:
         raise ctx.fail("no 'Serving Benchmark Result' block")
@@ -147,5 +160,5 @@ def parse(text: str, ctx: Ctx) -> list[Run]:
     return runs
 
 
-register(BenchmarkFormat("serving_console", "vLLM / SGLang 'Serving Benchmark Result' console summary", "bytes",
-                         detect, parse, payload="text"))
+TITLE = "console summary (vLLM / SGLang 'Serving Benchmark Result', genai-perf, AIPerf, GuideLLM)"
+register(BenchmarkFormat("serving_console", TITLE, "bytes", detect, parse, payload="text"))
