@@ -1,6 +1,7 @@
 """One error boundary per page body (and per fragment): a visitor sees a short message, the log the detail.
 
-Streamlit's own control flow (``st.rerun``, ``st.stop``, ``st.switch_page``) passes through untouched. The
+Streamlit's own control flow (``st.rerun``, ``st.stop``, ``st.switch_page``) passes through untouched: it raises
+BaseExceptions, which ``except Exception`` never catches (tests/test_streamlit_public.py holds Streamlit to it). The
 detail goes to the server log under a short reference the message shows, redacted like every log record."""
 
 from __future__ import annotations
@@ -12,7 +13,6 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import streamlit as st
-from streamlit.runtime.scriptrunner_utils.exceptions import ScriptControlException
 
 from components.shell import t
 from triage.service.display import install_log_redaction, md_escape
@@ -27,8 +27,6 @@ def error_boundary(where: str) -> Iterator[None]:
     install_log_redaction()
     try:
         yield
-    except ScriptControlException:
-        raise
     except TriageError as exc:  # input a person can fix, that no component caught: its sentence, escaped
         st.error(md_escape(exc.line()), icon=":material/error:")
     except Exception:  # noqa: BLE001 - the boundary: everything else is logged and shown as one short line

@@ -1,6 +1,16 @@
 """The one workaround for Streamlit's legacy ``pages/`` mode (pinned to STREAMLIT_VERSION; see adopt_navigation).
 
-tests/test_navigation_workaround.py fails, naming the version, when Streamlit changes what this relies on.
+Why it is still needed (checked against Streamlit 1.67's source): ``PagesManager`` sets the class flag
+``uses_pages_directory`` once per server process from whether a folder named ``pages/`` exists beside the entry
+script, and while it is set the script runner runs ``_mpa_v1`` (legacy multipage mode) instead of the entry. No
+public option or config turns this off; ``st.navigation`` clears the flag only once the entry has run. So a deep
+link as a fresh server's first request runs the page file alone. The supported way out is to keep the page modules
+in a folder not named ``pages/`` (then nothing here is needed); it is not taken yet because the tests, bench and
+README address the pages by their ``pages/*.py`` paths.
+
+tests/test_navigation_workaround.py fails, naming the version, when Streamlit changes what this relies on, and
+``test_a_pages_folder_still_makes_the_first_run_skip_the_entry`` fails when Streamlit fixes the behaviour (then
+delete this module and its calls).
 """
 
 from __future__ import annotations

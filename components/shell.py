@@ -50,7 +50,10 @@ def t(key: str, **fmt: object) -> str:
 def _localize_builtin_text() -> None:
     """Streamlit's own uploader text ("Upload", "200MB per file") has no translation; in Chinese, CSS swaps it.
 
-    The originals are hidden with ``display: none`` (not a zero font size) so that they leave the page's text,
+    No theme option in .streamlit/config.toml nor any st.file_uploader parameter sets this text (Streamlit 1.67),
+    so the CSS is keyed on Streamlit's data-testids, which are not a public API:
+    tests/test_browser_uploader_zh.py fails when an upgrade renames them. The originals are hidden with
+    ``display: none`` (not a zero font size) so that they leave the page's text,
     for screen readers and copy-paste too; the Chinese words come from ``::after`` content."""
     if lang() != "zh":
         return

@@ -30,7 +30,12 @@ def release(upload: Upload, uploader: session.Widget[Any]) -> None:
     """Drop the bytes of an upload of ``uploader``: from Streamlit's upload store, from the UploadedFile the
     script got, and from the one the widget state keeps (Streamlit hands the script a deep copy).
 
-    The uploader keeps showing the file (the browser holds its name and upload id); its bytes are gone."""
+    The uploader keeps showing the file (the browser holds its name and upload id); its bytes are gone.
+
+    Streamlit 1.67 has no public call to drop an upload's bytes from the server: they stay for the whole session
+    (tests/test_streamlit_public.py fails when that changes). The browser's remove button drops them through the
+    upload endpoint, and ``st.chat_input`` through the in-memory manager's ``remove_file``, which this calls too;
+    with another manager only the script's copies are emptied."""
     ctx = get_script_run_ctx()
     # remove_file is on Streamlit's in-memory manager, not on the UploadedFileManager protocol
     remove = getattr(getattr(ctx, "uploaded_file_mgr", None), "remove_file", None)

@@ -10,6 +10,7 @@ import ipaddress
 
 import pytest
 import requests
+from urllib3.util import connection as u3_connection
 
 from triage.errors import TriageError
 from triage.sources.metrics import fetch as fetch_module
@@ -64,7 +65,7 @@ def connects(monkeypatch) -> list[tuple[str, int]]:
         made.append(address)
         raise ConnectionRefusedError("connect recorded by the test, not made")
 
-    monkeypatch.setattr(fetch_module.u3_connection, "create_connection", record)
+    monkeypatch.setattr(u3_connection, "create_connection", record)  # what urllib3 connects with
     return made
 
 

@@ -169,7 +169,7 @@ def _usage(outputs: Any, key: str) -> float | None:
 _CONTENT_RE = re.compile(r'\\?"(?:content|text|text_output|generated_text)\\?"\s*:\s*\\?"(?!\\?")')
 
 
-def _content_times(req: dict[str, Any]) -> Any:
+def _token_times(req: dict[str, Any]) -> Any:
     """The response timestamps of the responses that carry generated text. genai-perf drops the others (role
     chunk, usage chunk, [DONE]) before it computes TTFT and latency (llm_profile_data_parser.py
     _preprocess_response); a file without response_outputs keeps every timestamp, and a field that is not a list
@@ -190,7 +190,7 @@ def raw_requests(reqs: list[Any], ctx: Ctx, key: str) -> tuple[Any, dict[str, fl
     if not reqs:
         return None, {}
     ts = float_array([r.get("timestamp") for r in reqs], "timestamp", ctx, key)
-    flat, lengths = ragged([_content_times(r) for r in reqs], "response_timestamps", ctx, key)
+    flat, lengths = ragged([_token_times(r) for r in reqs], "response_timestamps", ctx, key)
     n = len(reqs)
     ends = np.cumsum(lengths)
     has = lengths > 0

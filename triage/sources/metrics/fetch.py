@@ -15,31 +15,47 @@
 from __future__ import annotations
 
 import heapq
+import io
 import ipaddress
 import itertools
 import os
 import socket
+import ssl
 import threading
 import time
 import tomllib
 import zlib
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from http.client import HTTPException
 from pathlib import Path
+from ssl import CertificateError
 from typing import Any, cast
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 import requests
-from requests.adapters import HTTPAdapter
+from requests.adapters import BaseAdapter
+from requests.structures import CaseInsensitiveDict
+from requests.utils import DEFAULT_CA_BUNDLE_PATH, default_user_agent, get_encoding_from_headers
+from urllib3 import BaseHTTPResponse, HTTPConnectionPool, HTTPSConnectionPool, Timeout, make_headers
 from urllib3.connection import HTTPConnection, HTTPSConnection
-from urllib3.connectionpool import HTTPConnectionPool, HTTPSConnectionPool
+from urllib3.exceptions import (
+    ConnectTimeoutError,
+    DecodeError,
+    LocationParseError,
+    NameResolutionError,
+    NewConnectionError,
+    ProtocolError,
+    ReadTimeoutError,
+)
 from urllib3.exceptions import HTTPError as Urllib3Error
-from urllib3.util import connection as u3_connection
-from urllib3.util.retry import Retry
+from urllib3.exceptions import SSLError as Urllib3SSLError
+from urllib3.util import parse_url
 
 from triage.errors import TriageError
 from triage.safe_text import one_line, redact_url
 
+USER_AGENT = default_user_agent()  # what requests sends, so a scraped server sees no change
 MAX_BODY_BYTES = 32 * 1024 * 1024  # a large vLLM /metrics is a few MB
 CHUNK = 64 * 1024
 INFLATE_STEP = 1024 * 1024  # decompressed bytes per zlib call
@@ -223,7 +239,7 @@ def resolve(host: str, port: int) -> list[IPAddress]:
     try:
         infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
     except (socket.gaierror, UnicodeError) as exc:
-        raise requests.exceptions.ConnectionError(f"name or service not known: {exc}") from None
+        raise UnknownHost(host) from exc
     seen: dict[IPAddress, None] = {}
     for info in infos:
         seen.setdefault(ipaddress.ip_address(str(info[4][0]).split("%")[0]), None)
@@ -242,36 +258,28 @@ def checked_addresses(host: str, port: int, policy: ScrapePolicy) -> list[IPAddr
     return ips
 
 
+class UnknownHost(Exception):
+    """The target's host name resolves to nothing (raised before any connection is attempted)."""
+
+
+class TooLarge(TriageError):
+    """An answer past the size cap (after decompression); the rest is not read."""
+
+
+class UnsupportedEncoding(TriageError):
+    """An answer in a Content-Encoding this module does not decompress."""
+
+
 @dataclass
 class _Guard:
-    """Per-fetch state shared with the connection classes: the policy, the open socket, the watchdog's verdict."""
+    """Per-request state shared with the connection classes: the request's open sockets, the watchdog's verdict."""
 
-    policy: ScrapePolicy
     sockets: list[socket.socket] = field(default_factory=list)
     expired: bool = False
     lock: threading.Lock = field(default_factory=threading.Lock)
 
-    def connect(self, conn: HTTPConnection) -> socket.socket:
-        ips = checked_addresses(conn._dns_host, conn.port, self.policy)
-        last: OSError | None = None
-        for ip in ips:
-            try:
-                sock = u3_connection.create_connection((str(ip), conn.port), conn.timeout,
-                                                       source_address=conn.source_address,
-                                                       socket_options=conn.socket_options)
-            except OSError as exc:
-                last = exc
-                continue
-            with self.lock:
-                if self.expired:
-                    sock.close()
-                    raise TimeoutError("deadline passed")
-                self.sockets.append(sock)
-            return sock
-        raise last or OSError("no address to connect to")
-
     def adopt(self, sock: socket.socket) -> None:
-        """A kept-alive socket this request reuses: the deadline covers it too."""
+        """A socket this request uses (new or kept alive): the deadline covers it."""
         with self.lock:
             if self.expired:
                 raise TimeoutError("deadline passed")
@@ -350,38 +358,145 @@ class Watchdog:
 
 
 WATCHDOG = Watchdog()
-_CURRENT = threading.local()  # the guard of the request this thread is making (BoundedSession)
+
+
+WATCHDOG = Watchdog()
+_CURRENT = threading.local()  # the guard of the request this thread is making
+
+
+def _join(conn: HTTPConnection) -> None:
+    """The connection's socket joins the guard of this thread's request, so the watchdog can shut it."""
+    guard: _Guard | None = getattr(_CURRENT, "guard", None)
+    if guard is not None and conn.sock is not None:
+        guard.adopt(conn.sock)
 
 
 class _GuardedHTTP(HTTPConnection):
-    def _new_conn(self) -> socket.socket:
-        return cast(_Guard, _CURRENT.guard).connect(self)
+    """urllib3's connection with its socket in the request's guard: a new socket once connected, a kept-alive one
+    when a request reuses it (``connect`` and ``request`` are the connection's public methods)."""
+
+    def connect(self) -> None:
+        super().connect()
+        _join(self)
+
+    def request(self, *args: Any, **kwargs: Any) -> None:
+        if self.sock is not None:
+            _join(self)
+        super().request(*args, **kwargs)
 
 
 class _GuardedHTTPS(HTTPSConnection):
-    def _new_conn(self) -> socket.socket:
-        return cast(_Guard, _CURRENT.guard).connect(self)
+    """As _GuardedHTTP, over TLS (the socket joins once the handshake is done; each handshake read waits at most
+    the timeout)."""
+
+    def connect(self) -> None:
+        super().connect()
+        _join(self)
+
+    def request(self, *args: Any, **kwargs: Any) -> None:
+        if self.sock is not None:
+            _join(self)
+        super().request(*args, **kwargs)
 
 
-def _adopting(conn: Any) -> Any:
-    """A pooled connection handed to a request: its open socket joins the request's guard."""
-    if conn is not None and getattr(conn, "sock", None) is not None:
-        cast(_Guard, _CURRENT.guard).adopt(conn.sock)
-    return conn
-
-
-class _KeptPool(HTTPConnectionPool):
+class _Pool(HTTPConnectionPool):
     ConnectionCls = _GuardedHTTP
 
-    def _get_conn(self, timeout: float | None = None) -> Any:
-        return _adopting(super()._get_conn(timeout))
 
-
-class _KeptSPool(HTTPSConnectionPool):
+class _TLSPool(HTTPSConnectionPool):
     ConnectionCls = _GuardedHTTPS
 
-    def _get_conn(self, timeout: float | None = None) -> Any:
-        return _adopting(super()._get_conn(timeout))
+
+@dataclass(frozen=True)
+class _Target:
+    """A URL split for a pinned request: the name to check and present, the port, the path to ask for."""
+
+    scheme: str
+    host: str  # without IPv6 brackets
+    port: int
+    host_header: str
+    path: str
+    auth: str | None
+
+
+def _target(url: str) -> _Target:
+    """The URL's parts (urllib3's public parser); LocationParseError for one that is not an http(s) URL."""
+    parts = parse_url(url)
+    if parts.scheme not in ("http", "https") or not parts.host:
+        raise LocationParseError(url)
+    port = parts.port or (443 if parts.scheme == "https" else 80)
+    header = parts.host if parts.port is None else f"{parts.host}:{parts.port}"
+    return _Target(parts.scheme, parts.host.strip("[]"), port, header, parts.request_uri, parts.auth)
+
+
+def _tls(verify: bool | str, cert: Any) -> dict[str, Any]:
+    """urllib3's TLS settings for requests' ``verify`` (True, False or a CA bundle path) and ``cert``."""
+    if verify is False:
+        settings: dict[str, Any] = {"cert_reqs": "CERT_NONE", "assert_hostname": False}
+    else:
+        where = DEFAULT_CA_BUNDLE_PATH if verify is True else str(verify)
+        settings = {"cert_reqs": "CERT_REQUIRED", ("ca_cert_dir" if os.path.isdir(where) else "ca_certs"): where}
+    if cert:
+        settings["cert_file"], settings["key_file"] = (cert, None) if isinstance(cert, str) else cert
+    return settings
+
+
+class _Pools:
+    """Connection pools, one per checked address: each connects to exactly that address (no second lookup to
+    rebind) and presents the URL's host name in the Host header, the TLS SNI and the certificate check."""
+
+    def __init__(self, maxsize: int = 1) -> None:
+        self._maxsize = maxsize
+        self._pools: dict[tuple[Any, ...], HTTPConnectionPool] = {}
+        self._lock = threading.Lock()
+
+    def pool(self, target: _Target, ip: IPAddress, tls: Mapping[str, Any]) -> HTTPConnectionPool:
+        key = (target.scheme, str(ip), target.port, target.host, tuple(sorted(tls.items())))
+        with self._lock:
+            found = self._pools.get(key)
+            if found is None:
+                if target.scheme == "https":
+                    name = None if _literal(target.host) else target.host  # an address is checked as itself
+                    found = _TLSPool(str(ip), target.port, maxsize=self._maxsize, retries=False,
+                                     **{"server_hostname": name, "assert_hostname": name, **tls})
+                else:
+                    found = _Pool(str(ip), target.port, maxsize=self._maxsize, retries=False)
+                self._pools[key] = found
+            return found
+
+    def close(self) -> None:
+        with self._lock:
+            for pool in self._pools.values():
+                pool.close()
+            self._pools.clear()
+
+
+def _open(pools: _Pools, target: _Target, policy: ScrapePolicy, method: str, headers: Mapping[str, str],
+          body: Any, timeout: float, tls: Mapping[str, Any]) -> BaseHTTPResponse:
+    """Send one request to the first checked address that takes a connection; the answer's body is left unread.
+
+    No retries and no redirects (urllib3's public ``urlopen`` parameters); Refused or UnknownHost before any
+    connection."""
+    ips = checked_addresses(target.host, target.port, policy)
+    sent = {**headers, "Host": target.host_header}
+    failed: ConnectTimeoutError | None = None
+    for ip in ips:
+        try:
+            return pools.pool(target, ip, tls).urlopen(
+                method, target.path, body=body, headers=sent, retries=False, redirect=False,
+                preload_content=False, decode_content=False, timeout=Timeout(connect=timeout, read=timeout))
+        except ConnectTimeoutError as exc:  # this address takes no connection (NewConnectionError too): the next
+            failed = exc
+    raise cast(ConnectTimeoutError, failed)
+
+
+def _finish(answer: BaseHTTPResponse | None, complete: bool) -> None:
+    """Hand the connection back: kept alive after a body read to its end, closed otherwise."""
+    if answer is None:
+        return
+    if not complete:
+        answer.close()
+    answer.release_conn()
 
 
 API_POOL_SIZE = 32  # a Live refresh sends up to 2 x 8 queries at once to one Prometheus
@@ -395,31 +510,6 @@ class NoRedirectSession(requests.Session):
 
     def get_redirect_target(self, resp: requests.Response) -> str | None:
         return None
-
-
-def _session(guard: _Guard) -> requests.Session:
-    class GuardedHTTP(HTTPConnection):
-        def _new_conn(self) -> socket.socket:
-            return guard.connect(self)
-
-    class GuardedHTTPS(HTTPSConnection):
-        def _new_conn(self) -> socket.socket:
-            return guard.connect(self)
-
-    class Pool(HTTPConnectionPool):
-        ConnectionCls = GuardedHTTP
-
-    class SPool(HTTPSConnectionPool):
-        ConnectionCls = GuardedHTTPS
-
-    adapter = HTTPAdapter(max_retries=Retry(total=0, connect=0, read=0, redirect=0, status=0, other=0,
-                                            raise_on_redirect=False, raise_on_status=False))
-    adapter.poolmanager.pool_classes_by_scheme = {"http": Pool, "https": SPool}
-    session = NoRedirectSession()
-    session.trust_env = False  # no proxies or .netrc credentials from the environment
-    session.mount("http://", adapter)
-    session.mount("https://", adapter)
-    return session
 
 
 @dataclass(frozen=True)
@@ -446,19 +536,19 @@ def _decoder(encoding: str, url: str) -> Any:
         return None
     if encoding in ("gzip", "x-gzip", "deflate"):
         return zlib.decompressobj(wbits=47)  # gzip or zlib header, detected
-    raise TriageError(f"answered with Content-Encoding '{one_line(encoding, 40)}', which is not supported here",
-                      where=url)
+    raise UnsupportedEncoding(f"answered with Content-Encoding '{one_line(encoding, 40)}', which is not supported "
+                              "here", where=url)
 
 
-def _read_body(response: requests.Response, url: str, max_bytes: int, deadline: float) -> bytes:
-    encoding = response.headers.get("Content-Encoding", "").strip().lower()
+def _read_body(answer: BaseHTTPResponse, url: str, max_bytes: int, deadline: float) -> bytes:
+    encoding = answer.headers.get("Content-Encoding", "").strip().lower()
     decoder = _decoder(encoding, url)
     out = bytearray()
-    too_big = TriageError(f"the answer is larger than {_mb(max_bytes)} (after decompression); not read further",
-                          where=url)
+    too_big = TooLarge(f"the answer is larger than {_mb(max_bytes)} (after decompression); not read further",
+                       where=url)
     while True:
-        _set_read_timeout(response, deadline)
-        chunk = response.raw.read(CHUNK, decode_content=False)
+        _set_read_timeout(answer, deadline)
+        chunk = answer.read(CHUNK, decode_content=False)
         if not chunk:
             break
         if decoder is None:
@@ -479,10 +569,9 @@ def _read_body(response: requests.Response, url: str, max_bytes: int, deadline: 
     return bytes(out)
 
 
-def _set_read_timeout(response: requests.Response, deadline: float) -> None:
+def _set_read_timeout(answer: BaseHTTPResponse, deadline: float) -> None:
     """Each socket read waits at most until the deadline (the watchdog is the backstop)."""
-    conn = getattr(response.raw, "connection", None)
-    sock = getattr(conn, "sock", None)
+    sock = getattr(answer.connection, "sock", None)
     if sock is not None:
         try:
             sock.settimeout(max(0.01, deadline - time.monotonic()))
@@ -490,15 +579,20 @@ def _set_read_timeout(response: requests.Response, deadline: float) -> None:
             pass
 
 
-def _location(response: requests.Response) -> str:
-    target = response.headers.get("Location", "")
+def _location(answer: BaseHTTPResponse) -> str:
+    target = answer.headers.get("Location", "")
     return one_line(redact_url(target), 160) if target else "nowhere (no Location header)"
 
 
-def redirect_refusal(response: requests.Response) -> str:
+def redirect_refusal(answer: BaseHTTPResponse) -> str:
     """One line for a 3xx answer: its status and the redacted Location, which is not followed."""
-    return (f"HTTP {response.status_code}: redirects to {_location(response)}; redirects are not followed (use "
+    return (f"HTTP {answer.status}: redirects to {_location(answer)}; redirects are not followed (use "
             "the final URL)")
+
+
+def _basic_auth(target: _Target) -> dict[str, str]:
+    """The URL's user:password as a Basic Authorization header (as requests sends it)."""
+    return make_headers(basic_auth=unquote(target.auth)) if target.auth else {}
 
 
 def fetch(url: str, timeout: float = 5.0, headers: Mapping[str, str] | None = None,
@@ -511,40 +605,47 @@ def fetch(url: str, timeout: float = 5.0, headers: Mapping[str, str] | None = No
     if not (timeout > 0 and timeout < float("inf")):
         raise TriageError(f"the timeout must be a positive number of seconds, got {timeout}", where=shown)
     policy = policy if policy is not None else policy_from_config()
-    guard = _Guard(policy)
-    session = _session(guard)
+    guard = _Guard()
+    pools = _Pools()
     deadline = time.monotonic() + timeout
     watchdog = WATCHDOG.schedule(timeout, guard.expire)
+    _CURRENT.guard = guard
+    answer: BaseHTTPResponse | None = None
     try:
-        response = session.get(url, timeout=(timeout, timeout), stream=True, allow_redirects=False,
-                               headers={"Accept": accept, "Accept-Encoding": "gzip, deflate", **(headers or {})})
-        with response:
-            status = response.status_code
-            kind = response.headers.get("Content-Type", "").split(";")[0].strip().lower()
-            if 300 <= status < 400:
-                raise TriageError(redirect_refusal(response), where=shown)
-            if status != 200:
-                raise TriageError(_status_reason(status, response.reason), where=shown)
-            if kind in refuse_types:
-                raise TriageError(f"answered {one_line(kind, 60)}, not Prometheus metrics text (is this the /metrics "
-                                  "URL?)", where=shown)
-            body = _read_body(response, shown, policy.max_bytes, deadline)
-            if guard.expired:
-                raise TimeoutError
-            return Fetched(body, status, one_line(kind, 60), len(body), shown, time.time())
+        target = _target(url)
+        sent = {"User-Agent": USER_AGENT, "Accept": accept, "Accept-Encoding": "gzip, deflate",
+                **_basic_auth(target), **(headers or {})}
+        answer = _open(pools, target, policy, "GET", sent, None, timeout, _tls(True, None))
+        status = answer.status
+        kind = answer.headers.get("Content-Type", "").split(";")[0].strip().lower()
+        if 300 <= status < 400:
+            raise TriageError(redirect_refusal(answer), where=shown)
+        if status != 200:
+            raise TriageError(_status_reason(status, answer.reason), where=shown)
+        if kind in refuse_types:
+            raise TriageError(f"answered {one_line(kind, 60)}, not Prometheus metrics text (is this the /metrics "
+                              "URL?)", where=shown)
+        body = _read_body(answer, shown, policy.max_bytes, deadline)
+        if guard.expired:
+            raise TimeoutError
+        return Fetched(body, status, one_line(kind, 60), len(body), shown, time.time())
     except Refused as exc:
         raise ScrapeRefused(f"refused: {exc} (not scraped)", where=shown) from None
     except TriageError:
         raise
-    except (requests.exceptions.Timeout, TimeoutError):
-        raise TriageError(f"no complete answer within {timeout:g} s", where=shown) from None
-    except (requests.exceptions.RequestException, Urllib3Error, OSError, zlib.error, RuntimeError) as exc:
-        if guard.expired:
+    except LocationParseError:
+        raise TriageError("not a valid http(s) URL", where=shown) from None
+    except (UnknownHost, NewConnectionError, Urllib3Error, OSError, HTTPException, ValueError, zlib.error,
+            RuntimeError) as exc:
+        if guard.expired or timed_out(exc):
             raise TriageError(f"no complete answer within {timeout:g} s", where=shown) from None
         raise TriageError(f"unreachable ({connection_reason(exc)})", where=shown) from None
     finally:
         WATCHDOG.cancel(watchdog)
-        session.close()
+        _CURRENT.guard = None
+        guard.release()
+        _finish(answer, complete=False)  # one fetch, one connection: closed
+        pools.close()
 
 
 def _status_reason(status: int, reason: str | None) -> str:
@@ -571,11 +672,92 @@ class RedirectRefused(BoundedRefusal):
     headers, to a body outside the bounds), and its body never read."""
 
 
+class BoundedAdapter(BaseAdapter):
+    """requests' transport for a BoundedSession, through requests' public adapter interface (``send``, ``close``):
+    each request goes to a checked, pinned address (kept alive in its pool between requests; a reused socket
+    joins the request's guard), within ``timeout`` seconds in total and ``max_bytes`` after decompression.
+
+    The body is read here, within the bounds, and handed over as the Response's ``raw`` stream, which
+    ``.content`` and ``.json()`` read. Proxies from the environment are not used: the connection goes to the
+    address the policy checked. requests' own ``timeout`` argument is replaced by the total one."""
+
+    def __init__(self, timeout: float, max_bytes: int) -> None:
+        super().__init__()
+        self.total_timeout = timeout
+        self.max_bytes = max_bytes
+        self.policy = ScrapePolicy(max_bytes=max_bytes)  # no allowlist: the API URL is the operator's
+        self.pools = _Pools(API_POOL_SIZE)
+
+    def send(self, request: requests.PreparedRequest, stream: bool = False, timeout: Any = None,
+             verify: bool | str = True, cert: Any = None,
+             proxies: Mapping[str, str] | None = None) -> requests.Response:
+        url = str(request.url)
+        guard = _Guard()
+        deadline = time.monotonic() + self.total_timeout
+        watchdog = WATCHDOG.schedule(self.total_timeout, guard.expire)
+        _CURRENT.guard = guard
+        answer: BaseHTTPResponse | None = None
+        complete = False
+        try:
+            target = _target(url)
+            answer = _open(self.pools, target, self.policy, str(request.method or "GET"), dict(request.headers),
+                           request.body, self.total_timeout, _tls(verify, cert))
+            if 300 <= answer.status < 400:
+                raise RedirectRefused(redirect_refusal(answer), request=request)
+            body = _read_body(answer, redact_url(url), self.max_bytes, deadline)
+            WATCHDOG.cancel(watchdog)  # before the connection goes back to the pool for another request
+            guard.release()
+            if guard.expired:
+                raise TimeoutError
+            complete = True
+            return self._response(request, answer, body)
+        except BoundedRefusal:
+            raise
+        except Refused as exc:
+            raise requests.exceptions.ConnectionError(f"refused: {exc}", request=request) from None
+        except TooLarge as exc:
+            raise AnswerTooLarge(exc.reason, request=request) from None
+        except UnsupportedEncoding as exc:
+            raise requests.exceptions.ContentDecodingError(exc.reason, request=request) from None
+        except LocationParseError:
+            raise requests.exceptions.InvalidURL("not a valid http(s) URL", request=request) from None
+        except (UnknownHost, Urllib3Error, OSError, HTTPException, zlib.error) as exc:
+            if guard.expired or timed_out(exc):
+                raise requests.exceptions.ReadTimeout(f"no complete answer within {self.total_timeout:g} s",
+                                                      request=request) from None
+            if isinstance(exc, zlib.error):
+                raise requests.exceptions.ContentDecodingError("the compressed answer is corrupt",
+                                                               request=request) from None
+            wrapper = requests.exceptions.SSLError if _tls_failure(exc) else requests.exceptions.ConnectionError
+            raise wrapper(connection_reason(exc), request=request) from exc
+        except RuntimeError as exc:  # urllib3's state errors on a malformed answer: a line, not "a bug"
+            raise BoundedRefusal(f"the answer could not be read ({type(exc).__name__})", request=request) from None
+        finally:
+            WATCHDOG.cancel(watchdog)
+            _CURRENT.guard = None
+            guard.release()
+            _finish(answer, complete)
+
+    def _response(self, request: requests.PreparedRequest, answer: BaseHTTPResponse, body: bytes) -> requests.Response:
+        response = requests.Response()
+        response.status_code = answer.status
+        response.reason = answer.reason or ""
+        response.headers = CaseInsensitiveDict(answer.headers)
+        response.encoding = get_encoding_from_headers(response.headers)
+        response.url = str(request.url)
+        response.request = request
+        response.raw = io.BytesIO(body)  # read within the bounds; .content and .json() read it from here
+        return response
+
+    def close(self) -> None:
+        self.pools.close()
+
+
 class BoundedSession(NoRedirectSession):
-    """A requests Session for API clients (prometheus-api-client takes one): every request gets a guarded
-    connection (kept alive between the requests of this session; a reused socket joins the request's guard),
-    ``timeout`` seconds in total (a watchdog shuts the socket at the deadline, so neither
-    trickled headers nor a trickled body outlast it) and a body read here within ``max_bytes`` after
+    """A requests Session for API clients (prometheus-api-client takes one): every request goes through a
+    BoundedAdapter, whatever the client mounts: a checked, pinned connection (kept alive between the requests of
+    this session), ``timeout`` seconds in total (a watchdog shuts the socket at the deadline, so neither
+    trickled headers nor a trickled body outlast it) and a body read within ``max_bytes`` after
     decompression. Cloud-metadata and link-local targets are refused as for a scrape; there is no allowlist
     (the API URL is the operator's configuration, not a visitor's).
 
@@ -584,7 +766,8 @@ class BoundedSession(NoRedirectSession):
 
     Errors are requests exceptions, so the client's callers handle them as before: ``ReadTimeout`` past the
     deadline, ``AnswerTooLarge`` past the cap, ``RedirectRefused`` for a 3xx (both ``BoundedRefusal``, one
-    line fit to show), ``ConnectionError`` for a refused target."""
+    line fit to show), ``ConnectionError`` for a refused or unreachable target (``connection_reason`` names
+    why)."""
 
     def __init__(self, timeout: float, max_bytes: int = MAX_API_BYTES) -> None:
         super().__init__()
@@ -592,9 +775,7 @@ class BoundedSession(NoRedirectSession):
             raise TriageError(f"the timeout must be a positive number of seconds, got {timeout}")
         self.total_timeout = float(timeout)
         self.max_bytes = max_bytes
-        self._adapter = HTTPAdapter(pool_maxsize=API_POOL_SIZE, max_retries=Retry(
-            total=0, connect=0, read=0, redirect=0, status=0, other=0, raise_on_redirect=False, raise_on_status=False))
-        self._adapter.poolmanager.pool_classes_by_scheme = {"http": _KeptPool, "https": _KeptSPool}
+        self._adapter = BoundedAdapter(self.total_timeout, max_bytes)
         self._environment: dict[tuple[Any, ...], Any] = {}  # per host: proxies, verify from the env
         self.headers["Accept-Encoding"] = "gzip, deflate"  # the encodings _read_body decompresses within the cap
 
@@ -610,68 +791,63 @@ class BoundedSession(NoRedirectSession):
             found = self._environment[key] = super().merge_environment_settings(url, proxies, stream, verify, cert)
         return {**found, "proxies": dict(found["proxies"])}
 
-    def get_adapter(self, url: str) -> Any:
-        return self._adapter  # the guarded pools (http and https), whatever is mounted
+    def get_adapter(self, url: str) -> BaseAdapter:
+        return self._adapter  # the bounded transport (http and https), whatever is mounted
 
     def close(self) -> None:
         self._adapter.close()
         super().close()
 
-    def request(self, method: str | bytes, url: str | bytes, *args: Any, **kwargs: Any) -> requests.Response:
-        shown = redact_url(str(url))
-        guard = _Guard(ScrapePolicy(max_bytes=self.max_bytes))
-        _CURRENT.guard = guard  # new and reused sockets of this request join it
-        deadline = time.monotonic() + self.total_timeout
-        watchdog = WATCHDOG.schedule(self.total_timeout, guard.expire)
-        kwargs["stream"] = True
-        kwargs["timeout"] = (self.total_timeout, self.total_timeout)
-        kwargs["allow_redirects"] = False
-        try:
-            response = super().request(method, url, *args, **kwargs)
-            with response:
-                if response.is_redirect or 300 <= response.status_code < 400:
-                    raise RedirectRefused(redirect_refusal(response))
-                body = _read_body(response, shown, self.max_bytes, deadline)
-                WATCHDOG.cancel(watchdog)  # before the connection goes back to the pool for another request
-                guard.release()
-            if guard.expired:
-                raise TimeoutError
-            response._content = body  # read within the bounds; .json() and .content use it
-            response._content_consumed = True  # type: ignore[attr-defined]
-            return response
-        except Refused as exc:
-            raise requests.exceptions.ConnectionError(f"refused: {exc}") from None
-        except TriageError as exc:  # from _read_body: past the cap, or an encoding it does not decode
-            if "larger than" in exc.reason:
-                raise AnswerTooLarge(exc.reason) from None
-            raise requests.exceptions.ContentDecodingError(exc.reason) from None
-        except (requests.exceptions.RequestException, Urllib3Error, OSError, zlib.error):
-            if guard.expired:
-                raise requests.exceptions.ReadTimeout(f"no complete answer within {self.total_timeout:g} s") from None
-            raise
-        except RuntimeError as exc:  # urllib3's state errors on a malformed answer: a line, not "a bug"
-            raise BoundedRefusal(f"the answer could not be read ({type(exc).__name__})") from None
-        finally:
-            WATCHDOG.cancel(watchdog)
-            guard.release()
-            _CURRENT.guard = None
+
+def _wrapped(exc: BaseException) -> list[BaseException]:
+    """``exc`` and every error it wraps, by reference, not by text: its cause and context, a MaxRetryError's
+    ``reason``, and exceptions among its ``args`` (requests and urllib3 wrap the underlying error there)."""
+    found: list[BaseException] = []
+    todo = [exc]
+    while todo and len(found) < 32:
+        err = todo.pop(0)
+        if any(err is seen for seen in found):
+            continue
+        found.append(err)
+        todo += [x for x in (err.__cause__, err.__context__, getattr(err, "reason", None), *err.args)
+                 if isinstance(x, BaseException)]
+    return found
+
+
+def _is_timeout(err: BaseException) -> bool:
+    if isinstance(err, NewConnectionError):  # urllib3 files it under ConnectTimeoutError; it is a refusal
+        return False
+    return isinstance(err, (TimeoutError, ReadTimeoutError, ConnectTimeoutError, requests.exceptions.Timeout))
+
+
+def timed_out(exc: BaseException) -> bool:
+    """Whether ``exc`` is, or wraps, a timeout (socket, urllib3 or requests), decided by type."""
+    return any(_is_timeout(err) for err in _wrapped(exc))
+
+
+def _tls_failure(exc: BaseException) -> bool:
+    return any(isinstance(err, (ssl.SSLError, CertificateError, Urllib3SSLError, requests.exceptions.SSLError))
+               for err in _wrapped(exc))
+
+
+# the first kind an error is (or wraps) names it; decided by type, never by the message text
+REASONS: tuple[tuple[tuple[type[BaseException], ...], str], ...] = (
+    ((ssl.SSLCertVerificationError, CertificateError), "TLS certificate not accepted"),
+    ((ssl.SSLError, Urllib3SSLError, requests.exceptions.SSLError), "TLS handshake failed"),
+    ((UnknownHost, socket.gaierror, NameResolutionError), "unknown host name"),
+    ((ConnectionRefusedError,), "connection refused"),
+    ((ConnectionResetError, ConnectionAbortedError, BrokenPipeError), "connection reset"),
+    ((zlib.error, DecodeError, requests.exceptions.ContentDecodingError), "the compressed answer is corrupt"),
+    ((ProtocolError, HTTPException, requests.exceptions.ChunkedEncodingError), "the answer broke off or is malformed"),
+)
 
 
 def connection_reason(exc: BaseException) -> str:
     """A short human reason for a connection failure: connection refused, unknown host, TLS …"""
-    text = str(exc).lower()
-    if isinstance(exc, requests.exceptions.SSLError) or "certificate" in text:
-        return "TLS certificate not accepted"
-    if "refused" in text:
-        return "connection refused"
-    if "name or service not known" in text or "nodename nor servname" in text or "nameresolution" in text:
-        return "unknown host name"
-    if "timed out" in text:
+    wrapped = _wrapped(exc)
+    for kinds, reason in REASONS:
+        if any(isinstance(err, kinds) for err in wrapped):
+            return reason
+    if any(_is_timeout(err) for err in wrapped):
         return "connection timed out"
-    if "reset" in text or "aborted" in text:
-        return "connection reset"
-    if isinstance(exc, zlib.error):
-        return "the compressed answer is corrupt"
-    if "chunk" in text or "incomplete" in text or "protocol" in text:
-        return "the answer broke off or is malformed"
     return "connection failed"

@@ -20,7 +20,7 @@ from triage.errors import TriageError
 from triage.knowledge.engines import EngineSpec, detect_match
 from triage.knowledge.needs import Need, SeriesPoint
 from triage.safe_text import one_line
-from triage.sources.metrics.fetch import BoundedRefusal, BoundedSession
+from triage.sources.metrics.fetch import BoundedRefusal, BoundedSession, timed_out
 from triage.sources.metrics.profiles import Profile, profile_for_url, redact_url
 from triage.sources.metrics.scrape import connection_reason
 from triage.sources.metrics.snapshot_window import (
@@ -182,7 +182,7 @@ class PrometheusWindow:
         except requests.exceptions.Timeout:
             raise self._timed_out() from None
         except requests.exceptions.ConnectionError as exc:
-            if "read timed out" in str(exc).lower():
+            if timed_out(exc):
                 raise self._timed_out() from None
             raise QueryFailed(f"Prometheus at {self.shown_url} is unreachable ({connection_reason(exc)})",
                               True) from None
