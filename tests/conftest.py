@@ -66,6 +66,12 @@ SERVER_FIXTURES = frozenset({"fleet_history", "fleet_blocks", "fleet_json", "rec
 POSTGRES_FIXTURES = frozenset({"postgres_server", "postgres"})
 
 
+# Session fixtures that simulate and backfill a whole fleet: their tests share one xdist worker, so the costly
+# history is built once per run, not once per worker.
+FLEET_FIXTURES = frozenset({"fleet_history", "fleet_blocks", "fleet_json", "recorded", "fleets_server"})
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the xdist_group marks (--dist loadgroup)
 def pytest_collection_modifyitems(config, items):
     for item in items:
         names = getattr(item, "fixturenames", ())
@@ -73,6 +79,11 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.prometheus)
         if POSTGRES_FIXTURES.intersection(names):
             item.add_marker(pytest.mark.postgres)
+        # one Chromium at a time (each drives its own Streamlit server): two on two cores starve each other
+        if item.get_closest_marker("browser"):
+            item.add_marker(pytest.mark.xdist_group("browser"))
+        elif FLEET_FIXTURES.intersection(names):
+            item.add_marker(pytest.mark.xdist_group("fleet"))
 
 
 @pytest.fixture(scope="session")
