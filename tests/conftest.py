@@ -61,7 +61,7 @@ def edit_yaml(path: Path, change) -> None:
 # prometheus", scripts/test.sh --fast) never waits for a server.
 SERVER_FIXTURES = frozenset({"fleet_history", "fleet_blocks", "fleet_json", "recorded", "two_replicas", "prom",
                              "prom_auth", "victoria", "victoria_auth", "store", "store_auth",
-                             "prometheus_per_scenario", "fleets_server"})
+                             "prometheus_per_scenario", "fleets_server", "stacks_server"})
 
 
 # Fixtures that start a real PostgreSQL (tests/pg_harness.py): `postgres` tests, also out of the fast lane.
