@@ -267,9 +267,17 @@ class FleetCompiler:
         series = self._replica(spec.signal)
         if series is None:
             return None
+        if spec.guard is not None:  # only replicas with enough traffic are compared, as fleet_signals does
+            traffic = self._replica(spec.guard.signal)
+            if traffic is None:
+                return None
+            kept = f"{self.replicas.on()} ({traffic} >= {spec.guard.min!r})"
+            series = f"({series} and {kept})"
+        else:
+            kept = ""
         if not spec.at:
             return self._guard(f"max {self.by()} ({self._ratio(series)})", series, PEER_RATIO_LEAST)
-        refs = [r for r in (self._replica(a) for a in spec.at) if r is not None]
+        refs = [r if not kept else f"({r} and {kept})" for r in (self._replica(a) for a in spec.at) if r is not None]
         if not refs:
             return None
         worst = self._ratio(refs[0])
