@@ -215,3 +215,20 @@ def test_cli_diagnose_by_pod_behind_the_endpoint_picker(stacks_server):
     fleet = json.loads(done.stdout)["fleet"]
     assert [f["cause"] for f in fleet["findings"]] == ["fleet.straggler"]
     assert "pod=vllm-llama3-8b-instruct-3" in fleet["signals"]["replica_tpot_p99_over_median"]["source"]
+
+
+@pytest.mark.prometheus
+def test_the_exported_straggler_alert_fires_behind_the_endpoint_picker(stacks_server):
+    """The rule file's fleet alerts over the llm-d stack (replicas told apart by pod, fleets by job): the straggler
+    fires on the straggler fleet only, routing skew and out of capacity on theirs; the router's pod is no replica."""
+    servers, stop = stacks_server
+    done = subprocess.run([sys.executable, "-m", "triage", "rules", "--evaluate", "--prometheus", servers["llm_d"].url,
+                           "--end", stop.isoformat(), "--window", f"{WINDOW_MIN}m", "--slo", FLEETS["straggler"][0],
+                           "--json"], cwd=ROOT, capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stderr
+    alerts = json.loads(done.stdout)["alerts"]
+    fleet = sorted((a["labels"].get("job"), a["cause"]) for a in alerts if a["symptom"] == "fleet")
+    assert ("fleet-straggler", "fleet.straggler") in fleet
+    assert [job for job, cause in fleet if cause == "fleet.straggler"] == ["fleet-straggler"], fleet
+    assert ("fleet-skew", "fleet.routing_skew") in fleet and ("fleet-out_of_capacity", "fleet.out_of_capacity") in fleet
+    assert not any(a["labels"].get("pod") == "epp-0" for a in alerts)
