@@ -122,6 +122,21 @@ def test_an_unknown_stack_is_refused():
         Stack("nginx", [("healthy", {})])
 
 
+def test_cli_writes_a_stack_backfill_and_refuses_to_serve_one(tmp_path):
+    path = tmp_path / "stack.om"
+    done = subprocess.run([sys.executable, "-m", "triage", "simulate", "--scenario", "queueing", "--stack", "dynamo",
+                           "--replicas", "3", "--openmetrics", str(path), "--minutes", "1"], cwd=ROOT,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "on 3 replica(s) behind NVIDIA Dynamo's frontend" in done.stdout
+    text = path.read_text(encoding="utf-8")
+    assert text.endswith("# EOF\n") and 'dynamo_frontend_requests_total{' in text
+    assert {f'pod="dynamo-vllm-worker-{i}"' in text for i in range(3)} == {True}
+    served = subprocess.run([sys.executable, "-m", "triage", "simulate", "--scenario", "queueing", "--stack", "llm_d"],
+                            cwd=ROOT, capture_output=True, text=True, timeout=60)
+    assert served.returncode == 2 and served.stderr.count("\n") == 1 and "--openmetrics FILE" in served.stderr
+
+
 # ---- through a real Prometheus ------------------------------------------------------------------------------
 WINDOW_MIN = 10
 REPLICAS = 2
