@@ -4,7 +4,9 @@ replicas, each replica's own vllm: metrics under its ``pod`` label, the router's
 Names, labels and bucket layouts follow each project's source at the version recorded in its engine map
 (tree/engines/dynamo.yaml, tree/engines/llm_d_epp.yaml); the PROVENANCE block below says which file says what.
 The router sees what it can see from outside an engine: each finished request's arrival, first and last token times
-and token counts (Simulator.listeners), and each replica's queue, running batch and KV usage when it renders.
+and token counts (Simulator.listeners, so a request's TTFT lands in the router's histogram when it finishes, and
+Dynamo's inter-token histogram holds each request's mean gap once per gap), and each replica's queue, running batch
+and KV usage when it renders.
 
 PROVENANCE
 - Dynamo frontend, ai-dynamo/dynamo @79a21ca4 lib/llm/src/http/service/metrics.rs: ``dynamo_frontend_`` +
@@ -106,6 +108,7 @@ class Stack:
 
     # ---- public ------------------------------------------------------------------------------------
     def advance(self, seconds: float) -> None:
+        """Simulate ``seconds`` more on every replica (the router sees what they finish)."""
         for sim in self.replicas:
             sim.advance(seconds)
         self.now = self.replicas[0].now
