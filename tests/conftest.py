@@ -59,7 +59,7 @@ def edit_yaml(path: Path, change) -> None:
 # prometheus", scripts/test.sh --fast) never waits for a server.
 SERVER_FIXTURES = frozenset({"fleet_history", "fleet_blocks", "fleet_json", "recorded", "two_replicas", "prom",
                              "prom_auth", "victoria", "victoria_auth", "store", "store_auth",
-                             "prometheus_per_scenario", "fleets_server"})
+                             "prometheus_per_scenario", "fleets_server", "stacks_server"})
 
 
 # Fixtures that start a real PostgreSQL (tests/pg_harness.py): `postgres` tests, also out of the fast lane.
@@ -68,7 +68,7 @@ POSTGRES_FIXTURES = frozenset({"postgres_server", "postgres"})
 
 # Session fixtures that simulate and backfill a whole fleet: their tests share one xdist worker, so the costly
 # history is built once per run, not once per worker.
-FLEET_FIXTURES = frozenset({"fleet_history", "fleet_blocks", "fleet_json", "recorded", "fleets_server"})
+FLEET_FIXTURES = frozenset({"fleet_history", "fleet_blocks", "fleet_json", "recorded", "fleets_server", "stacks_server"})
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the xdist_group marks (--dist loadgroup)

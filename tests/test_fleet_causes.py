@@ -82,8 +82,28 @@ def test_peer_ratio_against_the_others_median_of_the_same_model(kb):
     assert got["replica_ttft_p99_over_median"] == pytest.approx(4.0)
     assert got["slowest_rate_over_median"] == pytest.approx(0.8)  # c's 4 req/s ÷ median(5, 5)
     assert got["fleet_ttft_p99_max_s"] == 50.0
-    two = values(kb, replica(kb, "a", ttft_p99_s=0.5), replica(kb, "b", ttft_p99_s=2.0))
+    two = values(kb, replica(kb, "a", ttft_p99_s=0.5, req_per_s=1), replica(kb, "b", ttft_p99_s=2.0, req_per_s=1))
     assert two["replica_ttft_p99_over_median"] == pytest.approx(4.0)  # two replicas: the other one is the median
+
+
+def test_a_replica_with_too_little_traffic_is_no_straggler(kb):
+    """A p99 over a handful of requests is noise: replicas finishing under the guard's 0.1 requests/s are left out of
+    the peer comparison (and out of the median), in Python and in the rule export's PromQL."""
+    from triage.alerting.export import build
+    from triage.diagnosis.rules import resolve_slo
+
+    fleet = [replica(kb, "a", ttft_p99_s=0.2, tpot_p99_s=0.02, req_per_s=5),
+             replica(kb, "b", ttft_p99_s=0.3, tpot_p99_s=0.03, req_per_s=5),
+             replica(kb, "c", ttft_p99_s=0.25, tpot_p99_s=0.025, req_per_s=5),
+             replica(kb, "idle", ttft_p99_s=30.0, tpot_p99_s=0.5, req_per_s=0.02)]
+    got = values(kb, *fleet)
+    assert got["replica_ttft_p99_over_median"] == pytest.approx(0.3 / 0.225)  # b over a and c; idle not compared
+    assert got["slowest_rate_over_median"] == pytest.approx(1.0)
+    busy = values(kb, *fleet[:3], replica(kb, "slow", ttft_p99_s=30.0, tpot_p99_s=0.5, req_per_s=5))
+    assert busy["replica_ttft_p99_over_median"] == pytest.approx(120.0)  # the same replica with traffic: 30 ÷ 0.25
+    rules = build(kb, resolve_slo(kb)).rule_file()["groups"][0]["rules"]
+    record = next(r["expr"] for r in rules if r.get("record", "").startswith("triage:replica_ttft_p99_over_median:"))
+    assert "triage:req_per_s:15m >= 0.1" in record and ">= 3" in record
 
 
 def test_a_zero_median_leaves_a_ratio_unmeasured(kb):

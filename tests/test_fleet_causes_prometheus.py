@@ -1,8 +1,9 @@
 """Fleet causes through a real Prometheus: three simulated fleets (one `job` each: a straggler, a skewed router,
 every replica over capacity) backfilled by promtool; `diagnose --by instance` lights each fleet's node, and the
 fleet alerts of `python -m triage rules` (dry run, recording rules inlined) fire where the fleet's own series
-decide it: routing skew and out of capacity on their fleet only (the straggler is judged by the Python fleet
-diagnosis alone: a replica against its peers' median has no PromQL aggregation)."""
+decide it: routing skew and out of capacity on their fleet only, and (under the SLO its symptom needs) the straggler
+on its own: a replica's TTFT / TPOT p99 over its fleet's quantile(0.5, …), where the slowest replica has no more
+traffic than its peers."""
 
 from __future__ import annotations
 
@@ -83,8 +84,21 @@ def test_fleet_alerts_fire_where_the_fleet_series_decide(fleets_server):
     fleet = sorted((a["labels"].get("job"), a["cause"]) for a in data["alerts"] if a["symptom"] == "fleet")
     assert fleet == [("out_of_capacity", "fleet.out_of_capacity"), ("skew", "fleet.routing_skew")]
     assert all("instance" not in a["labels"] for a in data["alerts"] if a["symptom"] == "fleet")
-    skipped = {s["cause"]: s["reason"] for s in data["skipped"]}
-    assert "no PromQL aggregation" in skipped["fleet.straggler"]
+    assert "fleet.straggler" not in {s["cause"] for s in data["skipped"]}  # it has a PromQL form now
+
+
+def test_the_straggler_alert_fires_on_the_straggler_fleet_only(fleets_server):
+    """Under the SLO the straggler fleet misses (interactive), the straggler alert fires on that fleet and on no other:
+    the skewed fleet's hot replica is as slow, but it gets more traffic than its peers (routing, not its node)."""
+    server, stop = fleets_server
+    done = subprocess.run([sys.executable, "-m", "triage", "rules", "--evaluate", "--prometheus", server.url,
+                           "--end", stop.isoformat(), "--window", f"{WINDOW_MIN}m", "--slo", FLEETS["straggler"][0],
+                           "--json"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    data = json.loads(done.stdout)
+    stragglers = [a for a in data["alerts"] if a["cause"] == "fleet.straggler"]
+    assert [a["labels"].get("job") for a in stragglers] == ["straggler"], data["alerts"]
+    assert "instance" not in stragglers[0]["labels"]
 
 
 def test_fleet_page_shows_the_causes_across_replicas(kb, fleets_server, monkeypatch):
@@ -116,24 +130,33 @@ def test_one_replica_is_no_fleet(fleets_server):
     assert [s["present"] for s in data["fleet"]["symptoms"]] == [None]
 
 
-def test_promtool_fires_the_fleet_alerts_through_the_recording_rules(tmp_path):
+PROMTOOL_FIRING = {  # SLO → (fleet job, cause) that Prometheus's rule engine must fire, and nothing else
+    "chat": [("skew", "fleet.routing_skew"), ("out_of_capacity", "fleet.out_of_capacity")],
+    "interactive": [("skew", "fleet.routing_skew"), ("out_of_capacity", "fleet.out_of_capacity"),
+                    ("straggler", "fleet.straggler")],
+}
+
+
+@pytest.mark.parametrize("slo", list(PROMTOOL_FIRING))
+def test_promtool_fires_the_fleet_alerts_through_the_recording_rules(tmp_path, slo):
     """`promtool test rules` over the three fleets' samples and the rule file's recording rules and fleet alerts
     (the replica alerts left out): Prometheus's own rule engine, records → fleet records → alerts with `for`, fires
-    exactly routing skew on the skewed fleet and out of capacity on the saturated one."""
+    exactly routing skew on the skewed fleet and out of capacity on the saturated one, and under the SLO the
+    straggler fleet misses, the straggler on its fleet."""
     import yaml
 
     from tests.rules_harness import promtool_test_file, run_promtool_test
     from triage.alerting.export import alert_name
     from triage.sources.metrics.simulator import MODEL_NAME
 
-    done = subprocess.run([sys.executable, "-m", "triage", "rules", "--window", f"{WINDOW_MIN}m", "--for", "1m"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=60)
+    done = subprocess.run([sys.executable, "-m", "triage", "rules", "--window", f"{WINDOW_MIN}m", "--for", "1m",
+                           "--slo", slo], cwd=ROOT, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     doc = yaml.safe_load(done.stdout)
     group = doc["groups"][0]
     group["rules"] = [r for r in group["rules"] if "record" in r or r["labels"]["symptom"] == "fleet"]
     names = [r["alert"] for r in group["rules"] if "alert" in r]
-    assert sorted(names) == ["TriageFleetOutOfCapacity", "TriageFleetRoutingSkew"]
+    assert sorted(names) == ["TriageFleetOutOfCapacity", "TriageFleetRoutingSkew", "TriageFleetStraggler"]
     rules = tmp_path / "fleet-rules.yml"
     rules.write_text(yaml.safe_dump(doc, sort_keys=False, width=10**6))
     end = int(time.time() // 60 * 60)
@@ -145,7 +168,7 @@ def test_promtool_fires_the_fleet_alerts_through_the_recording_rules(tmp_path):
             texts[f"{name}-{i}"] = "\n".join(with_label(path.read_text(), "job", name)) + "\n# EOF\n"
     firing = [{"alertname": alert_name(cause), "alertstate": "firing", "cause": cause, "symptom": "fleet",
                "severity": "warning", "job": job, "model_name": MODEL_NAME}
-              for job, cause in (("skew", "fleet.routing_skew"), ("out_of_capacity", "fleet.out_of_capacity"))]
+              for job, cause in PROMTOOL_FIRING[slo]]
     test = promtool_test_file(rules, merge_openmetrics(texts), STEP, firing, names)
     result = run_promtool_test(tmp_path, test)
     assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]

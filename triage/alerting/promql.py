@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from triage.knowledge.engines import EngineSpec, MetricSpec, serving_engines
 from triage.knowledge.loader import KnowledgeBase
-from triage.knowledge.model import NeedRef, Recipe
+from triage.knowledge.model import NeedRef, PeerRatio, Recipe
 from triage.knowledge.replicas import CARRIER_KEY, duration_seconds, record_name
 from triage.sources.metrics.snapshot_window import (
     OVER_TIME,
@@ -24,6 +24,7 @@ from triage.sources.metrics.snapshot_window import (
 # server signals computed from tree/models.yaml and tree/gpus.yaml (model_name / DCGM modelName labels looked up in
 # tables): no PromQL can give them, so the rule export treats them as not measurable
 MODEL_TABLE_SIGNALS = frozenset({"decode_gb_per_step", "tpot_over_roofline"})
+PEER_RATIO_LEAST = 3  # replicas a fleet needs before PromQL's median (which counts the replica) stands for its peers'
 
 
 @dataclass(frozen=True)
@@ -181,8 +182,10 @@ class FleetCompiler:
     """Compiles the fleet recipes (tree/signals.yaml ``fleet``) over the replicas' recording rules, aggregated by the
     fleet labels (alerting.yaml ``fleet_labels``): the same interface as Compiler, so the alert builder judges fleet
     causes as it judges replica ones. A fleet with fewer than two replicas measuring a signal has no value for it,
-    as in triage/diagnosis/fleet_signals.py. A replica's ratio to its peers' median (itself left out) has no PromQL
-    aggregation: not measurable here, decided by the Python fleet diagnosis only."""
+    as in triage/diagnosis/fleet_signals.py. A replica's ratio to its peers' median (a straggler) is its value over
+    ``quantile(0.5, …)`` of its fleet: PromQL's median counts the replica itself, which with one straggler among three
+    or more replicas is the median of its peers (with two it is their mean, never three times either), so a peer
+    ratio needs at least three replicas here."""
 
     replicas: Compiler
     group: tuple[str, ...]
@@ -209,21 +212,52 @@ class FleetCompiler:
         recipe = self.kb.signals[name].fleet
         if recipe is None:
             return f"{name} (not a fleet signal)"
-        if recipe.peer_ratio is not None:
-            return f"{name} (a replica against its peers' median, itself left out: no PromQL aggregation)"
         return f"{name} (reads a replica signal without PromQL)"
 
     def _replica(self, name: str) -> str | None:
         return self.replicas.ref(name)
 
-    def _guard(self, expr: str, series: str) -> str:
-        """``expr`` kept only for fleets where at least two replicas have ``series``."""
-        return f"({expr}) and {self.on()} (count {self.by()} ({series}) >= 2)"
+    def _guard(self, expr: str, series: str, least: int = 2) -> str:
+        """``expr`` kept only for fleets where at least ``least`` replicas have ``series``."""
+        return f"({expr}) and {self.on()} (count {self.by()} ({series}) >= {least})"
+
+    def _ratio(self, series: str) -> str:
+        """Each replica's ``series`` ÷ the median of its fleet's (a positive median only)."""
+        return f"({series} / {self.on()} group_left () (quantile {self.by()} (0.5, {series}) > 0))"
+
+    def _peer_ratio(self, spec: PeerRatio) -> str | None:
+        """The largest peer ratio of ``spec.signal``; with ``at``, the peer ratio of ``spec.signal`` at the replica
+        furthest above its fleet on any of ``at`` (fleet_signals._straggler, in PromQL)."""
+        series = self._replica(spec.signal)
+        if series is None:
+            return None
+        if spec.guard is not None:  # only replicas with enough traffic are compared, as fleet_signals does
+            traffic = self._replica(spec.guard.signal)
+            if traffic is None:
+                return None
+            kept = f"{self.replicas.on()} ({traffic} >= {spec.guard.min!r})"
+            series = f"({series} and {kept})"
+        else:
+            kept = ""
+        if not spec.at:
+            return self._guard(f"max {self.by()} ({self._ratio(series)})", series, PEER_RATIO_LEAST)
+        refs = [r if not kept else f"({r} and {kept})" for r in (self._replica(a) for a in spec.at) if r is not None]
+        if not refs:
+            return None
+        worst = self._ratio(refs[0])
+        for ref in refs[1:]:  # a replica's largest ratio over ``at``, whichever of them it has
+            other = self._ratio(ref)
+            worst = f"(({worst} > {other}) or {other} or {worst})"
+        at_worst = f"({worst} == {self.on()} group_left () max {self.by()} ({worst}))"
+        return self._guard(f"max {self.by()} ({self._ratio(series)} and {self.replicas.on()} {at_worst})", series,
+                           PEER_RATIO_LEAST)
 
     def signal(self, name: str) -> str | None:
         recipe = self.kb.signals[name].fleet
-        if recipe is None or recipe.peer_ratio is not None:
+        if recipe is None:
             return None
+        if recipe.peer_ratio is not None:
+            return self._peer_ratio(recipe.peer_ratio)
         if recipe.share is not None:
             refs = [self._replica(c.signal) for c in recipe.share]
             if any(r is None for r in refs):

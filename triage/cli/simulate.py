@@ -11,13 +11,21 @@ from triage.cli import numbers
 from triage.errors import TriageError
 from triage.sources.metrics.openai_server import serve_openai
 from triage.sources.metrics.simulator import MODEL_NAME, load_scenarios, serve, write_openmetrics
+from triage.sources.metrics.stack import STACKS, write_stack_openmetrics
+
+STACK_TITLES = {"dynamo": "NVIDIA Dynamo's frontend", "llm_d": "llm-d's endpoint picker"}
 
 
 def _write(args: argparse.Namespace) -> int:
-    n = write_openmetrics(args.openmetrics, args.scenario, args.minutes, step=args.step, end=args.end,
-                          seed=args.seed)
-    print(f"wrote {n} samples ({args.minutes:g} min of '{args.scenario}', one every {args.step:g} s) to "
-          f"{args.openmetrics}")
+    if args.stack:
+        n = write_stack_openmetrics(args.openmetrics, args.stack, [(args.scenario, {})] * args.replicas, args.minutes,
+                                    step=args.step, end=args.end, seed=args.seed)
+        what = f"'{args.scenario}' on {args.replicas} replica(s) behind {STACK_TITLES[args.stack]}"
+    else:
+        n = write_openmetrics(args.openmetrics, args.scenario, args.minutes, step=args.step, end=args.end,
+                              seed=args.seed)
+        what = f"'{args.scenario}'"
+    print(f"wrote {n} samples ({args.minutes:g} min of {what}, one every {args.step:g} s) to {args.openmetrics}")
     print(f"load it with: promtool tsdb create-blocks-from openmetrics {args.openmetrics} <prometheus-data-dir>")
     return 0
 
@@ -51,6 +59,9 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def cmd_simulate(args: argparse.Namespace) -> int:
+    if args.stack and not args.openmetrics:
+        raise TriageError("--stack writes a backfill of every pod of the stack: give --openmetrics FILE",
+                          key="--stack")
     return _write(args) if args.openmetrics else _serve(args)
 
 
@@ -79,6 +90,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default 127.0.0.1)")
     p.add_argument("--seed", type=numbers.integer(0, 2**32 - 1), default=0,
                    help="random seed (same seed, same numbers)")
+    p.add_argument("--stack", choices=STACKS, default=None,
+                   help="with --openmetrics: the scenario on --replicas vLLM replicas (each under its pod label) "
+                        "behind NVIDIA Dynamo's frontend (dynamo) or llm-d's endpoint picker (llm_d), with the "
+                        "router's own metrics")
+    p.add_argument("--replicas", type=numbers.integer(1, 64), default=2,
+                   help="with --stack: how many replicas (default 2)")
     p.add_argument("--openmetrics", type=Path, metavar="FILE",
                    help="write an OpenMetrics backfill file instead of serving")
     p.add_argument("--minutes", type=numbers.real(0, 7 * 24 * 60), default=30.0,

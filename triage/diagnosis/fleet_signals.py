@@ -119,9 +119,18 @@ def _share(replicas: Sequence[Replica], conds: Sequence[Condition]) -> tuple[flo
     return len(hit) / len(judged), Msg("fleet.share_named", k=len(hit), n=len(judged), rule=rule, names=named)
 
 
+def _with_traffic(replicas: Sequence[Replica], spec: PeerRatio) -> list[Replica]:
+    """The replicas a peer comparison counts: all of them, or those whose guard signal reaches its minimum."""
+    guard = spec.guard
+    if guard is None:
+        return list(replicas)
+    return [r for r in replicas if (v := _value(r, guard.signal)) is not None and v >= guard.min]
+
+
 def _straggler(replicas: Sequence[Replica], spec: PeerRatio) -> tuple[float, Msg | None]:
     """The peer ratio of ``spec.signal``: the largest over replicas, or at the replica furthest above its peers on
-    any of ``spec.at``."""
+    any of ``spec.at``; with a guard, over the replicas with enough traffic only."""
+    replicas = _with_traffic(replicas, spec)
     if not spec.at:
         found = [(r, pr) for r in replicas if (pr := _peer_ratio(replicas, r, spec.signal)) is not None]
         if not found:

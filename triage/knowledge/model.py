@@ -322,12 +322,21 @@ class Recipe(Strict):
         return self
 
 
+class TrafficGuard(Strict):
+    """Replicas whose ``signal`` is below ``min`` (or unmeasured) are left out of a peer comparison."""
+
+    signal: str
+    min: float = Field(gt=0)
+
+
 class PeerRatio(Strict):
     """A replica's value ÷ the median of its peers' (the other replicas of the same model); the largest such ratio
-    in the fleet, or (``at``) the ratio at the replica whose ``at`` signals stand furthest above their peers."""
+    in the fleet, or (``at``) the ratio at the replica whose ``at`` signals stand furthest above their peers.
+    ``guard``: only replicas with that much traffic are compared (a p99 over a handful of requests is noise)."""
 
     signal: str
     at: list[str] = Field(default_factory=list)
+    guard: TrafficGuard | None = None
 
 
 class FleetRecipe(Strict):
@@ -358,7 +367,8 @@ class FleetRecipe(Strict):
         if self.share is not None:
             return list(dict.fromkeys(c.signal for c in self.share))
         if self.peer_ratio is not None:
-            return list(dict.fromkeys([self.peer_ratio.signal, *self.peer_ratio.at]))
+            guard = [self.peer_ratio.guard.signal] if self.peer_ratio.guard else []
+            return list(dict.fromkeys([self.peer_ratio.signal, *self.peer_ratio.at, *guard]))
         one = self.max or self.spread or self.max_over_median
         assert one is not None
         return [one]

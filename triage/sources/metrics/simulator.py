@@ -7,7 +7,8 @@ import math
 import threading
 import time
 from collections import deque
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -143,6 +144,18 @@ class _Table:
         self.free = list(range(2 * old - 1, old - 1, -1))
 
 
+@dataclass(frozen=True)
+class Finished:
+    """Requests that finished in one engine step, one entry per request: what a router in front of the engine sees
+    of them (arrival, first token and last token times, prompt and output tokens)."""
+
+    arrival: np.ndarray
+    first_token: np.ndarray
+    end: np.ndarray
+    prompt: np.ndarray
+    output: np.ndarray
+
+
 class Simulator:
     """A deterministic discrete-time model of one vLLM V1 engine (continuous batching, chunked prefill,
     paged KV cache with recompute preemption, optional speculative decoding) and its /metrics."""
@@ -169,6 +182,7 @@ class Simulator:
                                        "spec_accepted_tokens"), 0.0)
         self.success = np.zeros(len(REASONS))
         self.hists = self._new_hists()
+        self.listeners: list[Callable[[Finished], None]] = []  # a simulated router's view of finished requests
         self._registry = CollectorRegistry(auto_describe=False)
         self._registry.register(_Collector(self))
         self._run_until(self.now)
@@ -389,6 +403,11 @@ class Simulator:
         h["prompt_len"].observe(tab.prompt[ids])
         h["output_len"].observe(out)
         self.success += np.bincount(tab.reason[ids], minlength=len(REASONS))
+        if self.listeners:
+            done = Finished(arrival.copy(), first.copy(), np.asarray(t, dtype=float).copy(),
+                            tab.prompt[ids].astype(float), out)
+            for listener in self.listeners:
+                listener(done)
         self.used_blocks -= int(np.sum(tab.blocks[ids]))
         gone = set(ids.tolist())
         self.running = [r for r in self.running if r not in gone]
