@@ -68,7 +68,8 @@ POSTGRES_FIXTURES = frozenset({"postgres_server", "postgres"})
 
 # Session fixtures that simulate and backfill a whole fleet: their tests share one xdist worker, so the costly
 # history is built once per run, not once per worker.
-FLEET_FIXTURES = frozenset({"fleet_history", "fleet_blocks", "fleet_json", "recorded", "fleets_server", "stacks_server"})
+FLEET_FIXTURES = frozenset({"fleet_history", "fleet_blocks", "fleet_json", "recorded", "fleets_server",
+                            "stacks_server"})
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the xdist_group marks (--dist loadgroup)
