@@ -1,5 +1,5 @@
 """The KPI row: headline numbers of a run, each set against the SLO in force (rows and labels: the metric
-catalogue in tree/signals.yaml; text: the one formatter, triage/report/units.py)."""
+catalogue in tree/signals.yaml; text: the one formatter, triage/knowledge/units.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import streamlit as st
 from components.shell import knowledge, lang, t
 from triage.diagnosis.signals import SignalSet
 from triage.knowledge.messages import message_text
-from triage.report.units import fmt_against, fmt_value
+from triage.knowledge.units import fmt_against, fmt_value
 
 
 def kpi_row(signals: SignalSet, slo: dict) -> None:

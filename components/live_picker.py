@@ -13,6 +13,7 @@ import streamlit as st
 from components import live_source, session, upload_store
 from components.shell import labels_now, lang, t
 from triage.errors import TriageError
+from triage.knowledge.units import plain
 from triage.report.links import parse_live_link
 from triage.safe_text import md_escape
 from triage.service.typed_urls import TypedUrls, live_typed_urls
@@ -190,7 +191,7 @@ def pick_end(picker: session.EndPicker) -> datetime:
 def _baseline_label(choice: float | str | None) -> str:
     if choice is None:
         return t("live_baseline_none")
-    return t("live_baseline_chosen") if choice == "chosen" else f"−{choice:g} h"
+    return t("live_baseline_chosen") if choice == "chosen" else f"-{plain(float(choice))} h"
 
 
 def _baseline_offset(end: datetime | None) -> float | None:

@@ -23,7 +23,7 @@ from triage.knowledge.engines import load_engines
 from triage.knowledge.messages import message_text
 from triage.knowledge.model import Text
 from triage.knowledge.panels import Panel, line_points
-from triage.report.units import fmt_delta, fmt_value
+from triage.knowledge.units import fmt_delta, fmt_value, signed
 from triage.safe_text import md_escape
 from triage.service.live import LiveResult, evidence_group, refresh
 from triage.service.windows import WindowPair
@@ -36,7 +36,7 @@ def delta_text(d: SignalDelta | None, unit: str) -> str | None:
     change = fmt_delta(d.delta, unit, like=float(d.current))
     if change == "0":
         return None
-    pct = f" ({d.pct:+.0f}%)" if d.pct is not None else ""
+    pct = f" ({signed(d.pct, ' %', 0)})" if d.pct is not None else ""
     return f"{change} {t('vs_baseline')}{pct}"
 
 
@@ -89,7 +89,7 @@ def _change(d: SignalDelta) -> str:
     change = fmt_delta(d.delta, d.unit, like=float(d.current))
     if change == "0":
         return "±0"  # rounds away in the value's own digits
-    return change if d.pct is None else f"{change} ({d.pct:+.0f}%)"
+    return change if d.pct is None else f"{change} ({signed(d.pct, ' %', 0)})"
 
 
 def _panel_figure(panel: Panel, result: LiveResult) -> go.Figure | None:

@@ -8,6 +8,7 @@ import http.server
 from pathlib import Path
 
 from triage.cli import numbers
+from triage.knowledge.units import plain
 from triage.sources.metrics.openai_server import serve_openai
 from triage.sources.metrics.simulator import MODEL_NAME, SCENARIOS, serve, write_openmetrics
 
@@ -15,7 +16,7 @@ from triage.sources.metrics.simulator import MODEL_NAME, SCENARIOS, serve, write
 def _write(args: argparse.Namespace) -> int:
     n = write_openmetrics(args.openmetrics, args.scenario, args.minutes, step=args.step, end=args.end,
                           seed=args.seed)
-    print(f"wrote {n} samples ({args.minutes:g} min of '{args.scenario}', one every {args.step:g} s) to "
+    print(f"wrote {n} samples ({plain(args.minutes)} min of '{args.scenario}', one every {plain(args.step)} s) to "
           f"{args.openmetrics}")
     print(f"load it with: promtool tsdb create-blocks-from openmetrics {args.openmetrics} <prometheus-data-dir>")
     return 0
