@@ -10,6 +10,7 @@ import streamlit as st
 from components.chart_style import LEGEND_ABOVE, show
 from components.shell import t
 from triage.service.benchmark import knee_index
+from triage.service.display import ms
 from triage.service.model import Run, SweepPoint
 
 MAX_POINTS = 5000  # scatter plots draw a fixed-seed sample; histograms use every request
@@ -58,7 +59,7 @@ def distributions(run: Run, slo: dict) -> None:
                 continue
             fig = go.Figure(_binned(df[metric] * 1000, metric).update(marker_color=METRIC_COLORS[metric]))
             fig.add_vline(x=slo[key] * 1000, line_dash="dash", line_color="#D32F2F",
-                          annotation_text=f"SLO p99 {slo[key] * 1000:g} ms")
+                          annotation_text=f"SLO p99 {ms(slo[key] * 1000)}")
             show(_layout(fig, f"{metric[:-2].upper()} (ms)", t("requests")), width="stretch")
 
 
@@ -111,5 +112,5 @@ def sweep_curve(points: list[SweepPoint], slo: dict) -> None:
                                  textposition="top left", marker=dict(size=14, color="#D32F2F", symbol="x"),
                                  name=t("knee")))
     fig.add_hline(y=slo["ttft_p99_s"] * 1000, line_dash="dash", line_color="#9E9E9E",
-                  annotation_text=f"SLO p99 {slo['ttft_p99_s'] * 1000:g} ms")
+                  annotation_text=f"SLO p99 {ms(slo['ttft_p99_s'] * 1000)}")
     show(_layout(fig, t("throughput_req_s"), "TTFT p99 (ms)"), width="stretch")

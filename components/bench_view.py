@@ -14,7 +14,7 @@ from components.shell import knowledge, t
 from components.static_table import static_table
 from components.verdict import verdict_block
 from triage.service.benchmark import diagnose_benchmark, summary, sweep
-from triage.service.display import fmt_value, md_escape, number
+from triage.service.display import count, fmt_value, md_escape, ms, percent, plain
 from triage.service.model import Hardware, Run, Slo
 from triage.service.uploads import format_list, format_title
 from triage.service.verdict import run_engine
@@ -97,7 +97,7 @@ def run_picker(loaded: bench_source.Loaded) -> Run:
 
 def _ms(value: float | None) -> str:
     """Milliseconds in every cell, as the load tools print this table (digits: the one formatter's)."""
-    return "—" if value is None else f"{number(value)} ms"
+    return ms(value)
 
 
 def summary_table(run: Run) -> None:
@@ -112,14 +112,14 @@ def summary_table(run: Run) -> None:
              for row in s.latencies]).set_index(t("sum_metric")))
     load = t("sum_load_unknown")
     if s.concurrency is not None:
-        load = t("sum_concurrency_value", n=f"{s.concurrency:,.0f}")
+        load = t("sum_concurrency_value", n=count(s.concurrency))
     elif s.rate is not None:
-        load = t("sum_rate_value", rate=f"{s.rate:,.2f}")
+        load = t("sum_rate_value", rate=plain(s.rate))
     total = (s.requests or 0) + (s.failed or 0)
     errors = "—" if s.failed is None else (
-        f"{s.failed:,} ({fmt_value(s.failed / total, 'fraction')})" if total else f"{s.failed:,}")
+        f"{count(s.failed)} ({percent(s.failed / total)})" if total else count(s.failed))
     facts = {
-        t("sum_requests"): "—" if s.requests is None else f"{s.requests:,}",
+        t("sum_requests"): count(s.requests),
         t("sum_duration"): fmt_value(s.duration_s, "s"),
         t("sum_load"): load,
         t("sum_throughput"): fmt_value(s.req_per_s, "req/s"),

@@ -1,5 +1,5 @@
 """The KPI row: headline numbers of a run, each set against the SLO in force (rows and labels: the metric
-catalogue in tree/signals.yaml; text: the one formatter, triage/report/units.py)."""
+catalogue in tree/signals.yaml; text: the one formatter, triage/knowledge/units.py)."""
 
 from __future__ import annotations
 

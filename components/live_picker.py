@@ -13,7 +13,7 @@ import streamlit as st
 from components import live_source, session, upload_store
 from components.paste_view import paste_area
 from components.shell import labels_now, lang, t
-from triage.service.display import md_escape
+from triage.service.display import md_escape, plain
 from triage.service.model import Slo, TriageError
 from triage.service.params import parse_live_link
 from triage.service.typed_urls import TypedUrls, live_typed_urls
@@ -195,7 +195,7 @@ def pick_end(picker: session.EndPicker) -> datetime:
 def _baseline_label(choice: float | str | None) -> str:
     if choice is None:
         return t("live_baseline_none")
-    return t("live_baseline_chosen") if choice == "chosen" else f"−{choice:g} h"
+    return t("live_baseline_chosen") if choice == "chosen" else f"-{plain(float(choice))} h"
 
 
 def _baseline_offset(end: datetime | None) -> float | None:

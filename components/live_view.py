@@ -17,7 +17,7 @@ from components.chart_style import LEGEND_ABOVE, show
 from components.evidence import diagnosis_panel
 from components.shell import knowledge, lang, t
 from components.verdict import verdict_block
-from triage.service.display import fmt_delta, fmt_value, md_escape
+from triage.service.display import fmt_delta, fmt_value, md_escape, signed
 from triage.service.knowledge import Panel, Text, line_points, message_text
 from triage.service.live import LiveResult, evidence_group, refresh
 from triage.service.model import SignalDelta, Slo, TriageError
@@ -31,7 +31,7 @@ def delta_text(d: SignalDelta | None, unit: str) -> str | None:
     change = fmt_delta(d.delta, unit, like=float(d.current))
     if change == "0":
         return None
-    pct = f" ({d.pct:+.0f}%)" if d.pct is not None else ""
+    pct = f" ({signed(d.pct, ' %', 0)})" if d.pct is not None else ""
     return f"{change} {t('vs_baseline')}{pct}"
 
 
@@ -84,7 +84,7 @@ def _change(d: SignalDelta) -> str:
     change = fmt_delta(d.delta, d.unit, like=float(d.current))
     if change == "0":
         return "±0"  # rounds away in the value's own digits
-    return change if d.pct is None else f"{change} ({d.pct:+.0f}%)"
+    return change if d.pct is None else f"{change} ({signed(d.pct, ' %', 0)})"
 
 
 def _panel_figure(panel: Panel, result: LiveResult) -> go.Figure | None:

@@ -15,7 +15,7 @@ from components.chart_style import show
 from components.node_panel import technique_link
 from components.shell import knowledge, lang, t
 from components.static_table import static_table
-from triage.service.display import fmt_value, md_escape, number
+from triage.service.display import count, gib, kib, md_escape, ms, number, percent, plain, signed_count
 from triage.service.memory import (
     KV_DTYPES,
     WEIGHT_DTYPES,
@@ -200,13 +200,13 @@ def breakdown_chart(b: MemoryBreakdown) -> go.Figure:
              (t("mem_part_kv"), b.kv_needed_gib, "#EF6C00"),
              (t("mem_part_activation"), b.activation_gib, "#6A1B9A"),
              (t("mem_part_overhead"), b.overhead_gib, "#757575")]
-    fig = go.Figure([go.Bar(y=[t("mem_needed")], x=[gib], name=f"{name} {gib:.1f}", orientation="h",
-                            marker_color=color, text=f"{gib:.1f}", textposition="inside", cliponaxis=False)
-                     for name, gib, color in parts])
+    fig = go.Figure([go.Bar(y=[t("mem_needed")], x=[size], name=f"{name} {gib(size)}", orientation="h",
+                            marker_color=color, text=gib(size), textposition="inside", cliponaxis=False)
+                     for name, size, color in parts])
     fig.add_vline(x=b.usable_gib, line_dash="dash", line_color="#D32F2F")
     # the label sits above the plot area, never on a bar
     fig.add_annotation(x=b.usable_gib, y=1.0, yref="paper", yanchor="bottom", showarrow=False,
-                       text=t("mem_usable", gib=f"{b.usable_gib:.1f}"), font=dict(color="#D32F2F"))
+                       text=t("mem_usable", gib=gib(b.usable_gib)), font=dict(color="#D32F2F"))
     total = b.weights_gib + b.kv_needed_gib + b.activation_gib + b.overhead_gib
     fig.update_layout(barmode="stack", height=240, margin=dict(l=10, r=10, t=30, b=10),
                       xaxis=dict(title="GiB / GPU", range=[0, max(total, b.usable_gib) * 1.05]),
@@ -218,16 +218,16 @@ def _verdict(b: MemoryBreakdown) -> None:
     # two by two: four in a row left each value ~100 px beside the sidebar at 1024 px ("459,…", "22.7…")
     top, bottom = st.columns(2), st.columns(2)
     # per GPU like every other number here: the capacity beside it is the KV budget ÷ this figure
-    top[0].metric(t("mem_n_kv_per_token_gpu"), f"{number(b.kv_bytes_per_token_per_gpu / 1024)} KiB", border=True)
-    top[1].metric(t("mem_kv_capacity"), number(b.kv_capacity_tokens), border=True)
-    bottom[0].metric(t("mem_max_concurrency"), number(b.max_concurrency), border=True)
-    bottom[1].metric(t("mem_decode_floor"), fmt_value(b.decode_floor_ms / 1e3, "s"), border=True,
-                     help=t("mem_decode_floor_help", lo=f"{b.decode_realistic_ms[0]:.1f}",
-                            hi=f"{b.decode_realistic_ms[1]:.1f}"))
+    top[0].metric(t("mem_n_kv_per_token_gpu"), kib(b.kv_bytes_per_token_per_gpu), border=True)
+    top[1].metric(t("mem_kv_capacity"), count(b.kv_capacity_tokens), border=True)
+    bottom[0].metric(t("mem_max_concurrency"), count(b.max_concurrency), border=True)
+    bottom[1].metric(t("mem_decode_floor"), ms(b.decode_floor_ms), border=True,
+                     help=t("mem_decode_floor_help", lo=plain(b.decode_realistic_ms[0]),
+                            hi=plain(b.decode_realistic_ms[1])))
     if b.fits:
         part = b.largest_part
-        st.success(t("mem_fits_detail", part=t(PART_KEYS[part]), gib=f"{_part_gib(b, part):.1f}",
-                     usable=f"{b.usable_gib:.1f}", headroom=f"{b.headroom_gib:.1f}"))
+        st.success(t("mem_fits_detail", part=t(PART_KEYS[part]), gib=gib(_part_gib(b, part)),
+                     usable=gib(b.usable_gib), headroom=gib(b.headroom_gib)))
     else:
         st.error(_not_fits(b))
 
@@ -235,18 +235,18 @@ def _verdict(b: MemoryBreakdown) -> None:
 def _not_fits(b: MemoryBreakdown) -> str:
     """Which of the three ways it fails, with the numbers: an on-call reader should not have to work it out."""
     if b.kv_available_gib <= 0:
-        return t("mem_not_fits_weights", weights=f"{b.weights_gib:.1f}", usable=f"{b.usable_gib:.1f}")
+        return t("mem_not_fits_weights", weights=gib(b.weights_gib), usable=gib(b.usable_gib))
     if not b.starts:
-        return t("mem_not_fits_start", avail=f"{b.kv_available_gib:.1f}", tokens=f"{b.kv_capacity_tokens:,}")
-    return t("mem_not_fits_kv", need=f"{b.kv_needed_gib:.1f}", avail=f"{b.kv_available_gib:.1f}",
-             conc=f"{b.max_concurrency:,}")
+        return t("mem_not_fits_start", avail=gib(b.kv_available_gib), tokens=count(b.kv_capacity_tokens))
+    return t("mem_not_fits_kv", need=gib(b.kv_needed_gib), avail=gib(b.kv_available_gib),
+             conc=count(b.max_concurrency))
 
 
 def _steps_table(steps: list[WhatIf]) -> None:
     """What-if steps as a wrapping table: the step, the exact flag, what it frees and whether it then fits."""
     rows = [{t("mem_col_step"): w.label.get(lang(), w.label["en"]), t("mem_col_flag"): w.flags,
-             t("mem_col_frees"): f"{number(w.freed_gib)} GiB", t("mem_col_max_conc"): number(w.max_concurrency),
-             t("mem_col_change"): f"{w.delta_concurrency:+,}", t("mem_col_gpus"): str(w.gpus),
+             t("mem_col_frees"): gib(w.freed_gib), t("mem_col_max_conc"): count(w.max_concurrency),
+             t("mem_col_change"): signed_count(w.delta_concurrency), t("mem_col_gpus"): count(w.gpus),
              t("mem_col_fits"): t("word_yes") if w.fits else t("word_no")} for w in steps]
     static_table(pd.DataFrame(rows).set_index(t("mem_col_step")), whole_words=True)
 
@@ -271,18 +271,18 @@ def numbers_table(inp: MemoryInput, b: MemoryBreakdown) -> pd.DataFrame:
     """Every number of the breakdown with its unit, rounded for reading."""
     lo, hi = b.decode_realistic_ms
     rows = [
-        ("mem_n_usable", f"{b.usable_gib:.2f} GiB"), ("mem_n_total", f"{b.total_gib:.2f} GiB"),
-        ("mem_part_weights", f"{b.weights_gib:.2f} GiB"), ("mem_part_kv", f"{b.kv_needed_gib:.2f} GiB"),
-        ("mem_n_kv_available", f"{b.kv_available_gib:.2f} GiB"),
-        ("mem_part_activation", f"{b.activation_gib:.2f} GiB"), ("mem_part_overhead", f"{b.overhead_gib:.2f} GiB"),
-        ("mem_n_headroom", f"{b.headroom_gib:.2f} GiB"), ("mem_n_weights_share", f"{b.weights_share:.0%}"),
-        ("mem_kv_per_token", f"{b.kv_bytes_per_token / 1024:,.0f} KiB"),
-        ("mem_n_kv_per_token_gpu", f"{b.kv_bytes_per_token_per_gpu / 1024:,.0f} KiB"),
-        ("mem_kv_capacity", f"{b.kv_capacity_tokens:,}"), ("mem_max_concurrency", f"{b.max_concurrency:,}"),
-        ("mem_concurrency", f"{inp.concurrency:,}"), ("mem_n_gpus", str(b.gpus)),
-        ("mem_decode_floor", f"{b.decode_floor_ms:.2f} ms ({b.decode_bound})"),
-        ("mem_n_decode_realistic", f"{lo:.2f}–{hi:.2f} ms"),
-        ("mem_n_decode_weights", f"{b.decode_floor_weights_ms:.2f} ms"),
+        ("mem_n_usable", gib(b.usable_gib)), ("mem_n_total", gib(b.total_gib)),
+        ("mem_part_weights", gib(b.weights_gib)), ("mem_part_kv", gib(b.kv_needed_gib)),
+        ("mem_n_kv_available", gib(b.kv_available_gib)),
+        ("mem_part_activation", gib(b.activation_gib)), ("mem_part_overhead", gib(b.overhead_gib)),
+        ("mem_n_headroom", gib(b.headroom_gib)), ("mem_n_weights_share", percent(b.weights_share)),
+        ("mem_kv_per_token", kib(b.kv_bytes_per_token)),
+        ("mem_n_kv_per_token_gpu", kib(b.kv_bytes_per_token_per_gpu)),
+        ("mem_kv_capacity", count(b.kv_capacity_tokens)), ("mem_max_concurrency", count(b.max_concurrency)),
+        ("mem_concurrency", count(inp.concurrency)), ("mem_n_gpus", count(b.gpus)),
+        ("mem_decode_floor", f"{ms(b.decode_floor_ms)} ({b.decode_bound})"),
+        ("mem_n_decode_realistic", f"{plain(lo)}–{ms(hi)}"),
+        ("mem_n_decode_weights", ms(b.decode_floor_weights_ms)),
     ]
     return pd.DataFrame({t("mem_col_value"): [v for _, v in rows]}, index=[t(k) for k, _ in rows])
 
@@ -302,8 +302,8 @@ def _measured(inp: MemoryInput, b: MemoryBreakdown) -> None:
     except TriageError as exc:
         st.caption(md_escape(exc.line()))
         return
-    st.info(t("mem_measured", tokens=f"{measured.kv_capacity_tokens:,}", conc=measured.max_concurrency,
-              est=f"{b.kv_capacity_tokens:,}", source=measured.source))
+    st.info(t("mem_measured", tokens=count(measured.kv_capacity_tokens), conc=count(measured.max_concurrency),
+              est=count(b.kv_capacity_tokens), source=measured.source))
 
 
 def _refusals(where: Any, refused: list[str]) -> None:

@@ -12,7 +12,7 @@ from components.chart_style import LEGEND_ABOVE
 from components.evidence import diagnosis_panel
 from components.shell import knowledge, t
 from components.static_table import static_table
-from triage.service.display import fmt_value
+from triage.service.display import count, fmt_value, plain
 from triage.service.model import Hardware, Slo, TriageError
 from triage.service.pasted import Pasted, read_pasted
 
@@ -49,8 +49,8 @@ def series_panels(frame: pd.DataFrame) -> None:
 def _recognised(found: Pasted) -> str:
     f = found.facts
     if found.kind == "log":
-        return t("paste_log_recognised", title=found.title, stats=f"{int(f['stats']):,}",
-                 minutes=f"{float(f['minutes']):.1f}", skipped=f"{int(f['skipped']):,}")
+        return t("paste_log_recognised", title=found.title, stats=count(float(f["stats"])),
+                 minutes=plain(float(f["minutes"])), skipped=count(float(f["skipped"])))
     if found.kind == "scrape":
         return t("paste_scrape_recognised", engine=str(f["engine"]))
     return t("paste_bench_recognised", title=found.title, runs=f["runs"], run=str(f["run"]))

@@ -15,7 +15,7 @@ from components import session, upload_store
 from components.chart_style import LEGEND_ABOVE, show
 from components.shell import knowledge, labels_now, lang, t
 from components.static_table import static_table
-from triage.service.display import fmt_value, md_escape, number
+from triage.service.display import fmt_interval, fmt_relative, fmt_value, md_escape, number
 from triage.service.experiments import (
     GAIN,
     NOISE_FLOOR_PCT,
@@ -158,14 +158,13 @@ def _label(m: MetricDelta) -> str:
 def comparison_table(metrics: list[MetricDelta]) -> pd.DataFrame:
     """One row per metric: both values in their units, the change, its interval and the verdict, in words."""
     def interval(m: MetricDelta) -> str:
-        unit = "pp" if m.scale == "pp" else "%"
-        return f"[{m.interval[0]:+.1f}, {m.interval[1]:+.1f}] {unit}" if m.interval else t("verify_no_interval")
+        return fmt_interval(m.interval, m.scale) if m.interval else t("verify_no_interval")
 
     columns = [t(k) for k in ("verify_metric", "verify_baseline", "verify_candidate", "verify_change",
                               "verify_interval", "verify_verdict")]
     return pd.DataFrame([[
         _label(m), fmt_value(m.baseline, m.unit), fmt_value(m.candidate, m.unit),
-        f"{m.delta:+.1f} {m.scale}" if m.delta is not None else "—", interval(m),
+        fmt_relative(m.delta, m.scale), interval(m),
         f"{VERDICT_ICON.get(m.verdict, '')} {verdict_text(m.verdict)}".strip(),
     ] for m in metrics], columns=columns).set_index(columns[0])
 
@@ -217,11 +216,10 @@ def _distributions(base: Run, cand: Run) -> None:
 
 
 def _change_text(m: MetricDelta) -> str:
-    unit = " pp" if m.scale == "pp" else "%"
-    text = f"{_label(m)} {m.delta:+.1f}{unit}"
+    text = f"{_label(m)} {fmt_relative(m.delta, m.scale)}"
     if m.interval:
-        text += f" [{m.interval[0]:+.1f}{unit}, {m.interval[1]:+.1f}{unit}]"
-    return text.replace("-", "−")
+        text += f" {fmt_interval(m.interval, m.scale)}"
+    return text
 
 
 def _headline(c: Comparison) -> str:

@@ -206,7 +206,7 @@ def test_fp8_kv_what_if_doubles_concurrency(kb):
     assert fp8.max_concurrency > b.max_concurrency and fp8.max_concurrency == pytest.approx(2 * b.max_concurrency,
                                                                                            abs=2)
     assert fp8.delta_concurrency == fp8.max_concurrency - b.max_concurrency
-    assert fp8.text().startswith(f"FP8 KV [--kv-cache-dtype fp8]: frees 16.0 GiB/GPU, "
+    assert fp8.text().startswith(f"FP8 KV [--kv-cache-dtype fp8]: frees 16.00 GiB/GPU, "
                                  f"max concurrency {fp8.max_concurrency} (+")
     assert [w.step for w in b.what_if] == ["weights_fp8", "weights_int4", "kv_fp8", "tp_x2"]
 

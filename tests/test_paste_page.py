@@ -31,7 +31,7 @@ def paste(text: str, **query: str):
 def test_a_pasted_vllm_log_is_named_diagnosed_and_drawn_over_time():
     at = paste((LOGS / "vllm_v1_apiserver_kv_full.txt").read_text())
     body = texts(at)
-    assert "Recognised: vLLM V1 server log, 5 stats lines over 0.7 min, 1 lines skipped" in body
+    assert "Recognised: vLLM V1 server log, 5 stats lines over 0.667 min, 1 lines skipped" in body
     assert at.session_state["findings"][0] == "memory.kv_cache"  # the tree lights the log's branch
     assert "The KV cache is too small" in body
     charts = [c for c in at.get("plotly_chart")]

@@ -192,3 +192,32 @@ def test_the_retro_title_is_offered_in_the_readers_language():
 
     assert open_page("pages/retro.py", lang="zh").text_input(key="retro_title").value == "事故复盘"
     assert open_page("pages/retro.py").text_input(key="retro_title").value == "Incident retro"
+
+
+def _sample_diagnosis(kb):
+    run = load_benchmark((ROOT / "tree/sample/benchmark.csv").read_bytes(), "benchmark.csv").runs[0]
+    return diagnose_run(kb, run, resolve_slo(kb))
+
+
+def test_the_json_contract_keeps_the_english_text_in_either_language(kb):
+    """diagnose --json pins "source" as text: the English rendering, whatever language the meanings are in."""
+    from triage.report.json_contract import diagnosis_json
+
+    diag = _sample_diagnosis(kb)
+    for lang in LANGS:
+        out = diagnosis_json(diag, source="s", fmt="f", runs=[], lang=lang)
+        sources = [s["source"] for s in out["signals"].values()]
+        assert sources and all(isinstance(s, str) and s for s in sources)
+        assert any(s.endswith("successful requests") for s in sources), sources
+        shown = [e["source"] for f in out["findings"] for e in f["evidence"]]
+        assert shown and all(isinstance(s, str) for s in shown) and not any("个" in s for s in shown)
+
+
+def test_the_report_says_how_each_signal_was_measured_in_its_language(kb):
+    from triage.report.markdown import report_markdown
+
+    diag = _sample_diagnosis(kb)
+    zh, en = report_markdown(kb, diag, lang="zh"), report_markdown(kb, diag, lang="en")
+    assert "| Spearman 相关系数 r：在途请求数与 TTFT |" in zh and "in-flight requests vs" not in zh
+    assert "| Spearman r, in-flight requests vs TTFT |" in en and "相关系数" not in en
+    assert "逐请求 TTFT 之和 ÷ 运行时长" in zh and "run span" not in zh

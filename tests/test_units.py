@@ -16,7 +16,7 @@ from triage.diagnosis.benchmark import diagnose_run, pick_run
 from triage.diagnosis.compare import signal_deltas
 from triage.diagnosis.rules import resolve_slo
 from triage.diagnosis.window import window_signals
-from triage.report.units import fmt_against, fmt_delta, fmt_threshold, fmt_value
+from triage.knowledge.units import fmt_against, fmt_delta, fmt_threshold, fmt_value
 from triage.sources.files import load_benchmark
 from triage.sources.metrics.exposition import parse_metrics_text
 from triage.sources.metrics.simulator import SCENARIOS, Simulator

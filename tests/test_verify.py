@@ -43,7 +43,7 @@ def test_real_30pct_ttft_gain_is_a_gain_with_interval_excluding_zero(kb, slo):
     assert -33 < m.change_pct < -27 and m.interval[0] <= m.change_pct <= m.interval[1]
     assert c.overall == "gain confirmed" and not c.refused
     assert c.expected_gain_text and c.headline.startswith("expected: ")
-    assert "TTFT p50 −30" in c.headline
+    assert "TTFT p50 -30" in c.headline and "−" not in c.headline  # one minus sign: ASCII
 
 
 def test_15pct_regression_is_detected(kb, slo):

@@ -23,7 +23,7 @@ from triage.errors import TriageError
 from triage.knowledge.loader import DEFAULT_TREE_DIR, load_knowledge
 from triage.knowledge.messages import message_text
 from triage.report.json_contract import diagnosis_json
-from triage.report.text import diagnosis_text
+from triage.report.text import diagnosis_text, fmt_threshold, fmt_value
 from triage.run import Benchmark
 from triage.sources.metrics.exposition import Snapshot
 from triage.sources.metrics.since_start import SINCE_START
@@ -56,7 +56,7 @@ def _diagnose_live(kb, args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(live_json(live, label), ensure_ascii=False, indent=2))
     else:
-        header = [f"source: {label} (engine {live.engine}, window {live.readings.window_seconds:g} s)",
+        header = [f"source: {label} (engine {live.engine}, window {fmt_value(live.readings.window_seconds, 's')})",
                   *live.readings.errors]
         print(diagnosis_text(kb, live.diagnosis, header))
     return 0
@@ -183,7 +183,8 @@ def fleet_text(diag) -> str:
         for e in f.evidence:
             if e.holds:
                 how = message_text(e.source, "en")
-                lines.append(f"  {f.cause}: {e.signal} = {e.value:.3g} ({e.op} {e.threshold:g}): {how}")
+                rule = f"{e.op} {fmt_threshold(e)}"
+                lines.append(f"  {f.cause}: {e.signal} = {fmt_value(e.value, e.unit)} ({rule}): {how}")
     return "\n".join(lines)
 
 

@@ -13,7 +13,7 @@ from triage.cli.diagnose import preset_names
 from triage.diagnosis.rules import Slo, resolve_slo
 from triage.errors import TriageError
 from triage.knowledge.loader import load_knowledge
-from triage.report.units import fmt_value
+from triage.knowledge.units import count, fmt_interval, fmt_relative, fmt_value, plain
 from triage.run import Benchmark, Run
 from triage.verify.comparison import MIN_BOOT, Comparison, MetricDelta, compare, comparison_json, metric_specs
 from triage.verify.experiment_log import Entry, ExperimentLog, entry_from, sha256
@@ -146,15 +146,15 @@ def gate_report(c: Comparison, gate: GateResult, base: Loaded, cand: Loaded, slo
     return out
 
 
-def _signed(x: float | None, unit: str) -> str:
-    return "n/a" if x is None else f"{x:+.1f}{unit}"
+def _tolerance(tol: float, scale: str) -> str:
+    return plain(tol) + (" pp" if scale == "pp" else " %")
 
 
 def _table_row(m: MetricDelta, tol: float | None, status: str) -> list[str]:
-    unit = " pp" if m.scale == "pp" else "%"
-    interval = f"[{m.interval[0]:+.1f}, {m.interval[1]:+.1f}]{unit}" if m.interval else "no interval"
-    return [m.metric, fmt_value(m.baseline, m.unit), fmt_value(m.candidate, m.unit), _signed(m.delta, unit), interval,
-            "" if tol is None else f"{tol:g}{unit}", m.verdict, status]
+    interval = fmt_interval(m.interval, m.scale, missing="no interval")
+    return [m.metric, fmt_value(m.baseline, m.unit), fmt_value(m.candidate, m.unit),
+            fmt_relative(m.delta, m.scale, missing="n/a"), interval,
+            "" if tol is None else _tolerance(tol, m.scale), m.verdict, status]
 
 
 def _table(c: Comparison, gate: GateResult) -> list[str]:
@@ -168,7 +168,7 @@ def _table(c: Comparison, gate: GateResult) -> list[str]:
 
 
 def _side_line(name: str, s: dict[str, Any]) -> str:
-    n = f"{s['requests']:,} requests" if s["requests"] else "summary only"
+    n = f"{count(s['requests'])} requests" if s["requests"] else "summary only"
     return f"{name}: {s['file']} ({s['format']}), run {s['run']} of {s['runs']} \"{s['label']}\": {n}, " \
            f"sha256 {s['sha256'][:12]}"
 
@@ -176,7 +176,8 @@ def _side_line(name: str, s: dict[str, Any]) -> str:
 def gate_text(c: Comparison, gate: GateResult, report: dict[str, Any]) -> str:
     slo = report["slo"]
     lines = [_side_line("baseline ", report["baseline"]), _side_line("candidate", report["candidate"]),
-             f"SLO: {slo['name']} (TTFT p99 ≤ {slo['ttft_p99_s']:g} s, TPOT p99 ≤ {slo['tpot_p99_s']:g} s)",
+             f"SLO: {slo['name']} (TTFT p99 ≤ {fmt_value(slo['ttft_p99_s'], 's')}, "
+             f"TPOT p99 ≤ {fmt_value(slo['tpot_p99_s'], 's')})",
              f"technique: {c.technique or 'not given'}", f"basis: {c.basis}", "", *_table(c, gate), "",
              f"overall: {c.overall}", c.headline]
     lines += [f"refused: {r}" for r in c.refused] + [f"warning: {w}" for w in c.warnings]
@@ -194,8 +195,9 @@ def _gate_line(c: Comparison, gate: GateResult) -> str:
     fails = []
     for metric in gate.failed:
         m, tol = c.get(metric), next(r.tolerance for r in gate.rows if r.metric == metric)
-        unit = " pp" if m and m.scale == "pp" else "%"
-        fails.append(f"{metric} {_signed(m.delta if m else None, unit)} (tolerance {tol:g}{unit})")
+        scale = m.scale if m else "%"
+        fails.append(f"{metric} {fmt_relative(m.delta if m else None, scale, missing='n/a')} "
+                     f"(tolerance {_tolerance(tol, scale)})")
     return "gate: FAIL: " + "; ".join(fails)
 
 
@@ -262,9 +264,8 @@ def _gate_logs(args: argparse.Namespace, kb: Any, technique: str | list[str] | N
 def _logs_text(c: Comparison, report: dict[str, Any], code: int) -> str:
     table = [["metric", "baseline", "candidate", "change", "verdict"]]
     for m in c.metrics:
-        unit = " pp" if m.scale == "pp" else "%"
         table.append([m.label, fmt_value(m.baseline, m.unit), fmt_value(m.candidate, m.unit),
-                      _signed(m.delta, unit), m.verdict])
+                      fmt_relative(m.delta, m.scale, missing="n/a"), m.verdict])
     widths = [max(len(r[i]) for r in table) for i in range(len(table[0]))]
     lines = [f"{name:<9}: {report[name]['file']} ({report[name]['read_as']}), sha256 {report[name]['sha256'][:12]}"
              for name in ("baseline", "candidate")]
@@ -321,7 +322,7 @@ def add_gate_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--note", default=None, help="a note for the experiment log (with --save)")
     p.add_argument("--seed", type=numbers.integer(0, 2**32 - 1), default=0, help="bootstrap seed (default 0)")
     p.add_argument("--n-boot", type=numbers.integer(MIN_BOOT, MAX_BOOT), default=2000,
-                   help=f"bootstrap resamples ({MIN_BOOT} to {MAX_BOOT:,}; default 2000)")
+                   help=f"bootstrap resamples ({MIN_BOOT} to {count(MAX_BOOT)}; default 2000)")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -365,10 +366,11 @@ def cmd_log_show(args: argparse.Namespace) -> int:
         lines.append(f"recorded by {e.created_by}")
     for m in e.metrics:
         interval = m.get("interval")
-        shown = f" [{interval[0]:+.1f}, {interval[1]:+.1f}]" if interval else ""
+        scale = str(m.get("scale"))
+        shown = f" {fmt_interval((float(interval[0]), float(interval[1])), scale)}" if interval else ""
         delta = m.get("delta")
-        lines.append(f"  {m.get('metric', '?'):<16} {'n/a' if delta is None else f'{delta:+.1f}'}"
-                     f"{' pp' if m.get('scale') == 'pp' else '%'}{shown}  {m.get('verdict', '')}")
+        lines.append(f"  {m.get('metric', '?'):<16} {fmt_relative(delta, scale, missing='n/a')}{shown}  "
+                     f"{m.get('verdict', '')}")
     print("\n".join(lines))
     return 0
 

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 
 from triage.cli import numbers
 from triage.errors import TriageError
+from triage.knowledge.units import plain
 
 if TYPE_CHECKING:
     from triage.service.windows import WindowPair
@@ -27,7 +28,8 @@ def window_seconds(text: str) -> float:
         raise TriageError(f"'{text[:40]}' is not a window like 5m, 15m, 1h", key="--window")
     seconds = float(m.group(1)) * UNIT_S[m.group(2)]
     if not 1 <= seconds <= MAX_WINDOW_S:
-        raise TriageError(f"'{text[:40]}' is out of range: between 1s and {MAX_WINDOW_S // 86400:g}d", key="--window")
+        days = plain(MAX_WINDOW_S // 86400)
+        raise TriageError(f"'{text[:40]}' is out of range: between 1s and {days}d", key="--window")
     return seconds
 
 
@@ -99,7 +101,7 @@ def _snapshot_files(paths: list[Path], interval: float, match: dict[str, str]) -
         raise TriageError("the interval between the snapshots must be positive", key="--interval")
     before, after = (read_bounded(p, MAX_METRICS_BYTES) for p in paths)
     pair = snapshot_pair(before, after, (str(paths[0]), str(paths[1])), interval, match)
-    return WindowPair(pair.current, None, f"{pair.label} ({interval:g} s apart)")
+    return WindowPair(pair.current, None, f"{pair.label} ({plain(interval)} s apart)")
 
 
 def add_live_arguments(p: argparse.ArgumentParser) -> None:

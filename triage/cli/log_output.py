@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 
 from triage.errors import TriageError
+from triage.knowledge.units import plain
 from triage.report.json_contract import diagnosis_json
 from triage.report.text import diagnosis_text
 from triage.service.logs import BLIND, LogDiagnosis, diagnose_log
@@ -47,7 +48,7 @@ def uptime_text(window) -> str:
     if window.started is None:
         return "uptime unknown (no process_start_time_seconds): rates not measurable"
     hours = (window.scrape.taken_at - window.started) / 3600
-    return f"uptime {hours:.1f} h to the scrape (its time: the file's modification time, or now for a paste)"
+    return f"uptime {plain(hours)} h to the scrape (its time: the file's modification time, or now for a paste)"
 
 
 def print_scrape_diagnosis(kb, args: argparse.Namespace, window, live) -> int:

@@ -9,6 +9,7 @@ from pathlib import Path
 from triage.cli import numbers
 from triage.errors import TriageError
 from triage.knowledge.specs import MemoryInput, ModelSpec, load_gpus, load_models, pick
+from triage.knowledge.units import count, gib, kib, ms, plain
 from triage.memory.calculator import (
     KV_DTYPES,
     WEIGHT_DTYPES,
@@ -48,21 +49,21 @@ def memory_input(args: argparse.Namespace) -> MemoryInput:
 
 
 def _kib(n: int) -> str:
-    return f"{n:,} B ({n / 1024:.1f} KiB)"
+    return f"{count(n)} B ({kib(n)})"
 
 
 def _table(inp: MemoryInput, b: MemoryBreakdown) -> list[str]:
-    need = f"KV needed ({inp.concurrency} × {inp.max_model_len:,} tokens)"
+    need = f"KV needed ({count(inp.concurrency)} × {count(inp.max_model_len)} tokens)"
     rows = [
-        (f"usable ({inp.gpu_memory_utilization:g} × {b.total_gib:g})", b.usable_gib),
+        (f"usable ({plain(inp.gpu_memory_utilization)} × {gib(b.total_gib)})", b.usable_gib),
         ("weights", b.weights_gib),
-        (f"activation peak (est., {batched_tokens(inp):,} batched tokens)", b.activation_gib),
+        (f"activation peak (est., {count(batched_tokens(inp))} batched tokens)", b.activation_gib),
         ("overhead (est.)", b.overhead_gib),
         ("KV available", b.kv_available_gib),
         (need, b.kv_needed_gib),
     ]
     width = max(len(r[0]) for r in rows)
-    return [f"{'per GPU':<{width + 9}}GiB"] + [f"  {name:<{width}} {gib:9.2f}" for name, gib in rows]
+    return [f"{'per GPU':<{width + 9}}GiB"] + [f"  {name:<{width}} {gib(size, unit=False):>9}" for name, size in rows]
 
 
 def _header(inp: MemoryInput) -> list[str]:
@@ -70,8 +71,8 @@ def _header(inp: MemoryInput) -> list[str]:
     return [
         f"{inp.model.title} on {inp.tp * inp.pp} × {inp.gpu.title}: weights {inp.weights}, KV {kv}, "
         f"TP {inp.tp} × PP {inp.pp}",
-        f"max_model_len {inp.max_model_len:,}, concurrency {inp.concurrency}, "
-        f"gpu_memory_utilization {inp.gpu_memory_utilization:g}",
+        f"max_model_len {count(inp.max_model_len)}, concurrency {count(inp.concurrency)}, "
+        f"gpu_memory_utilization {plain(inp.gpu_memory_utilization)}",
         "",
     ]
 
@@ -80,12 +81,12 @@ def _summary(inp: MemoryInput, b: MemoryBreakdown) -> list[str]:
     fits = "yes" if b.fits else "NO"
     lines = [
         f"KV bytes/token: {_kib(b.kv_bytes_per_token)} for the model, {_kib(b.kv_bytes_per_token_per_gpu)} per GPU",
-        f"KV capacity: {b.kv_capacity_tokens:,} tokens -> max concurrency {b.max_concurrency} "
-        f"at {inp.max_model_len:,} tokens",
-        f"fits: {fits} ({inp.concurrency} requested, {b.max_concurrency} fit)"
+        f"KV capacity: {count(b.kv_capacity_tokens)} tokens -> max concurrency {count(b.max_concurrency)} "
+        f"at {count(inp.max_model_len)} tokens",
+        f"fits: {fits} ({count(inp.concurrency)} requested, {count(b.max_concurrency)} fit)"
         + ("" if b.starts else "; vLLM would refuse to start (not one max_model_len sequence fits)"),
         (f"branch: {b.branch} -> {', '.join(b.techniques)}" if b.branch else
-         f"no shortage: largest part {b.largest_part.replace('_', ' ')}, headroom {b.headroom_gib:.1f} GiB/GPU"),
+         f"no shortage: largest part {b.largest_part.replace('_', ' ')}, headroom {gib(b.headroom_gib)}/GPU"),
     ]
     return lines
 
@@ -104,8 +105,8 @@ def _steps(b: MemoryBreakdown) -> list[str]:
 def _decode(b: MemoryBreakdown) -> list[str]:
     lo, hi = b.decode_realistic_ms
     return [
-        f"decode floor: {b.decode_floor_ms:.1f} ms/step ({b.decode_bound}-bound; weights alone "
-        f"{b.decode_floor_weights_ms:.1f} ms); real kernels reach ~60-85% of bandwidth: {lo:.1f}-{hi:.1f} ms",
+        f"decode floor: {ms(b.decode_floor_ms)}/step ({b.decode_bound}-bound; weights alone "
+        f"{ms(b.decode_floor_weights_ms)}); real kernels reach ~60-85% of bandwidth: {plain(lo)}-{ms(hi)}",
     ]
 
 

@@ -6,6 +6,8 @@ import argparse
 import math
 from collections.abc import Callable
 
+from triage.knowledge.units import plain
+
 
 def real(low: float, high: float, *, low_open: bool = True) -> Callable[[str], float]:
     """A finite float in (low, high] (or [low, high] with ``low_open=False``); nan and inf are refused."""
@@ -17,7 +19,8 @@ def real(low: float, high: float, *, low_open: bool = True) -> Callable[[str], f
         above = value > low if low_open else value >= low
         if not math.isfinite(value) or not above or value > high:
             side = "(" if low_open else "["
-            raise argparse.ArgumentTypeError(f"{text[:40]} is out of range: give a number in {side}{low:g}, {high:g}]")
+            raise argparse.ArgumentTypeError(f"{text[:40]} is out of range: give a number in {side}{plain(low)}, "
+                                             f"{plain(high)}]")
         return value
 
     convert.__name__ = "number"

@@ -12,6 +12,7 @@ from triage.cli.diagnose import preset_names, slo_from_args
 from triage.cli.live import parse_end, parse_match
 from triage.errors import TriageError
 from triage.knowledge.loader import active_tree_dir, load_alerting_config, load_knowledge
+from triage.knowledge.units import plain
 
 # Kubernetes object names: a DNS subdomain (name) and a DNS label (namespace)
 K8S_NAME_RE = re.compile(r"[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?")
@@ -61,7 +62,7 @@ def _evaluate(kb, args: argparse.Namespace) -> int:
         print(f"no alert would fire ({len(rules.alerts)} evaluated)")
     for f in firing:
         labels = ", ".join(f"{k}={v}" for k, v in sorted(f.labels.items()))
-        print(f"FIRING {f.alert} [{labels}] value={f.value:.4g}")
+        print(f"FIRING {f.alert} [{labels}] value={plain(f.value)}")
     _print_skipped(rules.skipped)
     return 0
 

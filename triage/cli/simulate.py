@@ -9,6 +9,7 @@ from pathlib import Path
 
 from triage.cli import numbers
 from triage.errors import TriageError
+from triage.knowledge.units import plain
 from triage.sources.metrics.openai_server import serve_openai
 from triage.sources.metrics.simulator import MODEL_NAME, load_scenarios, serve, write_openmetrics
 from triage.sources.metrics.stack import STACKS, write_stack_openmetrics
@@ -25,7 +26,8 @@ def _write(args: argparse.Namespace) -> int:
         n = write_openmetrics(args.openmetrics, args.scenario, args.minutes, step=args.step, end=args.end,
                               seed=args.seed)
         what = f"'{args.scenario}'"
-    print(f"wrote {n} samples ({args.minutes:g} min of {what}, one every {args.step:g} s) to {args.openmetrics}")
+    print(f"wrote {n} samples ({plain(args.minutes)} min of {what}, one every {plain(args.step)} s) to "
+          f"{args.openmetrics}")
     print(f"load it with: promtool tsdb create-blocks-from openmetrics {args.openmetrics} <prometheus-data-dir>")
     return 0
 

@@ -13,6 +13,7 @@ from triage.diagnosis.fast_stats import positions, quantiles
 from triage.diagnosis.signals import SignalSet
 from triage.knowledge.loader import KnowledgeBase
 from triage.knowledge.messages import Msg
+from triage.knowledge.units import plain
 from triage.run import Run
 
 MIN_REQUESTS_FOR_CORRELATION = 30
@@ -266,7 +267,7 @@ def _throughput(kb: KnowledgeBase, out: SignalSet, t: _Table | None, run: Run, s
     enough = (completed or 0) >= MIN_REQUESTS_FOR_RATE
     if rate is not None and offered and np.isfinite(offered) and enough:
         out.put(kb, "achieved_over_offered", rate / offered,
-                Msg("bench.achieved", a=f"{rate:.2f}", b=f"{offered:.2f}"))
+                Msg("bench.achieved", a=plain(rate), b=plain(offered)))
     if t is not None and t["ttft_s"] is not None and t.all_count:
         ttft_ok = t["ttft_s"] <= slo["ttft_p99_s"]
         tpot = t["tpot_s"]

@@ -15,6 +15,7 @@ from triage.diagnosis.signals import SignalSet
 from triage.knowledge.loader import KnowledgeBase
 from triage.knowledge.messages import Msg
 from triage.knowledge.model import Condition, FleetRecipe, PeerRatio
+from triage.knowledge.units import plain
 
 OPS = {">": operator.gt, ">=": operator.ge, "<": operator.lt, "<=": operator.le, "==": operator.eq}
 PEER_LABEL = "model_name"  # peers are the replicas serving the same model, when the groups carry the label
@@ -38,7 +39,7 @@ def who(labels: dict[str, str]) -> str | Msg:
 
 
 def _num(value: float) -> str:
-    return f"{value:.3g}"
+    return plain(value)
 
 
 def _value(r: Replica, name: str) -> float | None:

@@ -24,6 +24,7 @@ from triage.knowledge.specs import (
     pick,
     weight_bytes,
 )
+from triage.knowledge.units import plain
 
 BW_EFFICIENCY = (0.6, 0.85)  # real decode kernels reach ≈60–85% of HBM bandwidth (§18.4, UNSURE)
 
@@ -120,13 +121,13 @@ def add_roofline(kb: KnowledgeBase, signals: SignalSet, summary: dict[str, float
         batch, context = shape
         floor = decode_floor(inp, batch=batch, context=context)
         signals.put(kb, "tpot_over_roofline", float(tpot.value) * 1000 / floor.ms,
-                    Msg("roofline.decode_floor", ms=f"{floor.ms:.2f}", where=where, batch=batch, context=context,
+                    Msg("roofline.decode_floor", ms=plain(floor.ms), where=where, batch=batch, context=context,
                         bound=Msg(f"roofline.{floor.bound}")))
     ttft, prompt = signals.get("ttft_p5_s"), summary.get("prompt_tokens_mean")
     if ttft is not None and prompt:
         ms = prefill_floor_ms(inp, int(prompt))
         signals.put(kb, "prefill_over_roofline", float(ttft.value) * 1000 / ms,
-                    Msg("roofline.prefill_floor", ms=f"{ms:.2f}", where=where, n=int(prompt)))
+                    Msg("roofline.prefill_floor", ms=plain(ms), where=where, n=int(prompt)))
 
 
 # ---------------------------------------------------------------- from a server's labels
@@ -210,5 +211,5 @@ def add_server_roofline(kb: KnowledgeBase, signals: SignalSet, model_name: str |
     if gpu is not None and tpot is not None:
         floor_ms = (weights + kv) / (gpu.bandwidth_gbs * 1e9) * 1e3
         signals.put(kb, "tpot_over_roofline", float(tpot.value) * 1000 / floor_ms,
-                    Msg("roofline.decode_bandwidth", ms=f"{floor_ms:.2f}", gb=f"{(weights + kv) / 1e9:.1f}",
+                    Msg("roofline.decode_bandwidth", ms=plain(floor_ms), gb=plain((weights + kv) / 1e9),
                         gpu=gpu.title, bw=round(gpu.bandwidth_gbs)))

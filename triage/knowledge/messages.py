@@ -2,7 +2,8 @@
 
 The templates are tree/provenance.yaml's (how each signal was measured), in English and Chinese. A parameter is a
 text from the data (a replica, a model title, a tool's label: shown as is), a count (shown with thousands
-separators) or another message (rendered in the same language), so no English sentence has to be matched back."""
+separators, by the one formatter) or another message (rendered in the same language), so no English sentence has
+to be matched back."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from dataclasses import dataclass
 from typing import Union
 
 from triage.knowledge.loader import load_knowledge
+from triage.knowledge.units import count
 
 Param = Union[str, int, "Msg"]
 
@@ -50,5 +52,5 @@ def _param(value: Param, lang: str) -> str:
     if isinstance(value, bool):  # a bool is an int: name it rather than print 1
         return str(value)
     if isinstance(value, int):
-        return f"{value:,}"
+        return count(value)
     return value

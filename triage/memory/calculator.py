@@ -18,6 +18,7 @@ from triage.knowledge.specs import (
     kv_shards,
     weight_bytes,
 )
+from triage.knowledge.units import count, gib, signed_count
 
 GIB = 1024**3
 
@@ -180,13 +181,12 @@ class WhatIf:
     flags: str = ""  # the vLLM flags that apply the step (all steps so far, for a ladder entry)
 
     def text(self, lang: str = "en") -> str:
-        sign = "+" if self.delta_concurrency >= 0 else ""
         flags = f" [{self.flags}]" if self.flags else ""
+        freed, conc, change = gib(self.freed_gib), count(self.max_concurrency), signed_count(self.delta_concurrency)
         if lang == "zh":
-            return (f"{self.label['zh']}{flags}：每卡腾出 {self.freed_gib:.1f} GiB，最大并发 {self.max_concurrency}"
-                    f"（{sign}{self.delta_concurrency} 条序列），{'放得下' if self.fits else '仍放不下'}")
-        return (f"{self.label['en']}{flags}: frees {self.freed_gib:.1f} GiB/GPU, max concurrency "
-                f"{self.max_concurrency} ({sign}{self.delta_concurrency} sequences), "
+            return (f"{self.label['zh']}{flags}：每卡腾出 {freed}，最大并发 {conc}"
+                    f"（{change} 条序列），{'放得下' if self.fits else '仍放不下'}")
+        return (f"{self.label['en']}{flags}: frees {freed}/GPU, max concurrency {conc} ({change} sequences), "
                 f"{'fits' if self.fits else 'still does not fit'}")
 
 
@@ -303,9 +303,9 @@ def _own_label(step: str, inp: MemoryInput, new: MemoryInput, label: dict[str, s
     if step == "tp_x2":
         return {"en": f"TP {new.tp}", "zh": f"TP {new.tp}"}
     if step == "max_model_len":
-        return {k: f"{v} {inp.max_model_len:,} → {new.max_model_len:,}" for k, v in label.items()}
+        return {k: f"{v} {count(inp.max_model_len)} → {count(new.max_model_len)}" for k, v in label.items()}
     if step == "max_num_seqs":
-        return {k: f"{v} {inp.concurrency:,} → {new.concurrency:,}" for k, v in label.items()}
+        return {k: f"{v} {count(inp.concurrency)} → {count(new.concurrency)}" for k, v in label.items()}
     return label
 
 
@@ -326,11 +326,11 @@ def _describe(inp: MemoryInput, cur: MemoryInput) -> dict[str, str]:
         en.append(f"{cur.kv_dtype.upper()} KV")
         zh.append(f"{cur.kv_dtype.upper()} KV")
     if cur.max_model_len != inp.max_model_len:
-        en.append(f"max_model_len {cur.max_model_len:,}")
-        zh.append(f"max_model_len {cur.max_model_len:,}")
+        en.append(f"max_model_len {count(cur.max_model_len)}")
+        zh.append(f"max_model_len {count(cur.max_model_len)}")
     if cur.concurrency != inp.concurrency:
-        en.append(f"max_num_seqs {cur.concurrency:,}")
-        zh.append(f"max_num_seqs {cur.concurrency:,}")
+        en.append(f"max_num_seqs {count(cur.concurrency)}")
+        zh.append(f"max_num_seqs {count(cur.concurrency)}")
     if cur.tp != inp.tp:
         en.append(f"TP {cur.tp}")
         zh.append(f"TP {cur.tp}")

@@ -9,6 +9,7 @@ from dataclasses import dataclass, replace
 from triage import safe_load
 from triage.errors import TriageError
 from triage.knowledge.specs import MemoryInput, ModelSpec, embedding_params
+from triage.knowledge.units import plain
 from triage.memory.calculator import GIB, kv_bytes_per_token_per_gpu
 
 # ---------------------------------------------------------------- Hugging Face config.json
@@ -141,7 +142,7 @@ def parse_hf_config(text: str, params_b: float | None = None, where: str = "conf
         source = f"parsed from {where}; parameter count estimated from the shapes"
     else:
         total, active = params_b, _active_if_known(cfg, spec, where)
-        source = f"parsed from {where}; parameter count given ({params_b:g}B)"
+        source = f"parsed from {where}; parameter count given ({plain(params_b)}B)"
     return replace(spec, params_b=total, active_params_b=min(active, total) if active else None, source=source)
 
 

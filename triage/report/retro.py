@@ -10,6 +10,7 @@ from triage.diagnosis.rules import Diagnosis
 from triage.errors import TriageError
 from triage.knowledge.loader import KnowledgeBase, load_knowledge
 from triage.knowledge.model import RetroStep
+from triage.knowledge.units import count
 
 
 def load_steps(tree_dir: Path | None = None) -> tuple[RetroStep, ...]:
@@ -72,7 +73,7 @@ def _text(value: object, field: str, limit: int, optional: bool = False) -> str 
     if not isinstance(value, str):
         raise _bad(field, "must be text")
     if len(value) > limit:
-        raise _bad(field, f"is longer than {limit:,} characters")
+        raise _bad(field, f"is longer than {count(limit)} characters")
     return value
 
 
@@ -109,7 +110,7 @@ def _walk_from(data: object, kb: KnowledgeBase | None) -> RetroState:
             raise _bad(f"checklist.{key}", "must be a list of true/false")
     timeline = data.get("timeline", [])
     if not isinstance(timeline, list) or len(timeline) > MAX_EVENTS:
-        raise _bad("timeline", f"must be a list of at most {MAX_EVENTS:,} events")
+        raise _bad("timeline", f"must be a list of at most {count(MAX_EVENTS)} events")
     events = []
     for i, event in enumerate(timeline):
         if not isinstance(event, dict) or set(event) != set(EVENT_TEXT):

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from triage.diagnosis.rules import Diagnosis, Evidence
 from triage.diagnosis.verdict import first_actions, ranked_techniques
+from triage.knowledge import units
 from triage.knowledge.loader import KnowledgeBase
-from triage.report import units
 
 MARK = {True: "✗", False: "✓", None: "?"}
 
 
 def fmt_value(value: float | bool | None, unit: str = "") -> str:
-    """A value in its unit (the one formatter, triage/report/units.py); ``n/a`` when absent."""
+    """A value in its unit (the one formatter, triage/knowledge/units.py); ``n/a`` when absent."""
     return units.fmt_value(value, unit, missing="n/a")
 
 

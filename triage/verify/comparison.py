@@ -12,6 +12,7 @@ import pandas as pd
 
 from triage.diagnosis.rules import Slo
 from triage.knowledge.loader import KnowledgeBase, load_knowledge
+from triage.knowledge.units import fmt_interval, fmt_relative, percent, plain
 from triage.run import Run
 from triage.verify.bootstrap import boot_mean, boot_quantile
 
@@ -313,11 +314,11 @@ def _metric_delta(spec: MetricSpec, b: Sample, c: Sample, summary: bool, floor: 
     unit = "pp" if spec.scale == "pp" else "%"
     if interval is not None:
         margin = _margin(spec, True, floor, tol)
-        basis = f"95% bootstrap interval against a ±{margin:g} {unit} noise floor"
+        basis = f"95% bootstrap interval against a ±{plain(margin)} {unit} noise floor"
     else:
         margin = _margin(spec, False, floor, tol)
         why = "summary only" if summary else "one number per run"
-        basis = f"{why}, no interval: change against a ±{margin:g} {unit} tolerance"
+        basis = f"{why}, no interval: change against a ±{plain(margin)} {unit} tolerance"
     return MetricDelta(spec.id, spec.direction, base, cand, change_pct, interval,
                        _judge(spec, delta, interval, margin), basis, spec.label, spec.unit, spec.scale, delta)
 
@@ -349,16 +350,16 @@ def _differs(a: float | None, b: float | None, limit: float) -> bool:
 def _length_checks(bw: dict, cw: dict, refused: list[Note]) -> None:
     for key, what in (("prompt_tokens_median", "prompt"), ("output_tokens_median", "output")):
         if _differs(bw[key], cw[key], MAX_LENGTH_DIFF):
-            refused.append(Note("lengths", {"what": what, "base": f"{bw[key]:g}", "cand": f"{cw[key]:g}",
-                                            "limit": f"{MAX_LENGTH_DIFF:.0%}"}))
+            refused.append(Note("lengths", {"what": what, "base": plain(bw[key]), "cand": plain(cw[key]),
+                                            "limit": percent(MAX_LENGTH_DIFF)}))
 
 
 def _load_checks(bw: dict, cw: dict, refused: list[Note], warnings: list[Note]) -> None:
     for key, what in (("offered_rate", "offered rate"), ("max_concurrency", "max concurrency")):
         a, b = bw[key], cw[key]
         if _differs(a, b, MAX_LOAD_DIFF):
-            refused.append(Note("load", {"what": what, "base": f"{a:g}", "cand": f"{b:g}",
-                                         "limit": f"{MAX_LOAD_DIFF:.0%}"}))
+            refused.append(Note("load", {"what": what, "base": plain(a), "cand": plain(b),
+                                         "limit": percent(MAX_LOAD_DIFF)}))
         elif (a is None) != (b is None):
             warnings.append(Note("load_one_side", {"what": what}))
 
@@ -372,7 +373,7 @@ def _arrival_check(base: _Side, cand: _Side, warnings: list[Note]) -> None:
         rates.append(start.size / span if start is not None and span > 0 else None)
     limit = MAX_LOAD_DIFF + 3 / math.sqrt(max(1, min(base.n_total, cand.n_total)))
     if _differs(rates[0], rates[1], limit):
-        warnings.append(Note("arrival", {"base": f"{rates[0]:.2f}", "cand": f"{rates[1]:.2f}"}))
+        warnings.append(Note("arrival", {"base": plain(rates[0]), "cand": plain(rates[1])}))
 
 
 def _definition_checks(base: Run, cand: Run, warnings: list[Note]) -> None:
@@ -433,13 +434,12 @@ def _overall(metrics: list[MetricDelta], refused: list[Any], specs: dict[str, Me
 
 
 def fmt_change(m: MetricDelta) -> str:
-    """'TTFT p50 −42% [−47%, −38%]' (pp for error rate)."""
+    """'TTFT p50 -42 % [-47 %, -38 %]' (pp for error rate)."""
     if m.delta is None:
         return f"{m.label} not comparable"
-    unit = " pp" if m.scale == "pp" else "%"
-    text = f"{m.label} {m.delta:+.1f}{unit}".replace("-", "−")
+    text = f"{m.label} {fmt_relative(m.delta, m.scale)}"
     if m.interval:
-        text += f" [{m.interval[0]:+.1f}{unit}, {m.interval[1]:+.1f}{unit}]".replace("-", "−")
+        text += f" {fmt_interval(m.interval, m.scale)}"
     return text
 
 
@@ -494,9 +494,9 @@ def compare(baseline: Run, candidate: Run, slo: Slo, technique: str | Sequence[s
     overall = _overall(metrics, refused, specs)
     if per_request:
         basis = (f"per-request bootstrap: {n_boot} resamples of each run's requests (seed {seed}), 95% percentile "
-                 f"intervals, ±{noise_floor_pct:g}% noise floor")
+                 f"intervals, ±{plain(noise_floor_pct)} % noise floor")
     else:
-        basis = f"{SUMMARY_ONLY}; verdicts compare the change against a ±{summary_tolerance_pct:g}% tolerance"
+        basis = f"{SUMMARY_ONLY}; verdicts compare the change against a ±{plain(summary_tolerance_pct)} % tolerance"
     notes = tech_warnings + warnings
     return Comparison(metrics, overall, [n.text() for n in notes], [n.text() for n in refused],
                       techniques[0] if techniques else None, expected, basis,

@@ -1,9 +1,15 @@
-"""The one formatter: a value, a delta or a threshold in its unit as text, the same on every page and report.
+"""The one formatter: every number a user reads (pages, reports, CLI, messages), the same everywhere.
 
 Rules: times under a second in ms, otherwise s; a fraction (0…1 share) in %, its delta in percentage points;
 a ratio (p99 ÷ p50, achieved ÷ offered) as ``×``; three significant digits, thousands separated, never
 scientific notation; a delta in the display unit of the value it belongs to, rounded like that value, so a
-change too small to see is ``0``; zero is ``0``.
+change too small to see is ``0``; zero is ``0``. Memory sizes in GiB with two decimals (a breakdown's parts add
+up to its total to the shown digit), per-token sizes in KiB; counts whole with thousands separators;
+a relative change (Verify) with one decimal, in % or pp.
+
+One minus sign: ASCII "-" (U+002D) everywhere, never "−" (U+2212). Streamlit's st.metric reads a delta as a fall
+only when its text starts with "-" (a "−" shows a rising arrow in the wrong colour), and a terminal, grep, a
+spreadsheet or a pasted number reads "-" as a number's sign; so text and metric cards agree.
 """
 
 from __future__ import annotations
@@ -96,3 +102,77 @@ def fmt_threshold(threshold: float | None, unit: str, like: float | None = None,
 def fmt_against(value: float, reference: float, unit: str, what: str) -> str:
     """``+20.3 s vs SLO 2 s``: the difference to a reference, both in the value's display unit."""
     return f"{fmt_delta(value - reference, unit, like=value)} {what} {fmt_threshold(reference, unit, like=value)}"
+
+
+def count(n: float | None, missing: str = MISSING) -> str:
+    """A count, whole, with thousands separators: ``1,987``."""
+    if n is None or not math.isfinite(n):
+        return missing
+    return number(round(n), 0)
+
+
+def signed(x: float | None, suffix: str = "", decimals: int | None = None, missing: str = MISSING) -> str:
+    """``x`` with its sign always shown (``+`` or ASCII ``-``) and ``suffix``: ``+1,024``, ``-3.2 %``; zero
+    (after rounding) is ``0`` with the suffix."""
+    if x is None or not math.isfinite(x):
+        return missing
+    text = number(x, decimals)
+    return ("+" if text != "0" and not text.startswith("-") else "") + text + suffix
+
+
+def signed_count(n: float | None, missing: str = MISSING) -> str:
+    """A change in a count: ``+1,024``, ``-512``, ``0``."""
+    return missing if n is None or not math.isfinite(n) else signed(round(n), decimals=0)
+
+
+GIB_DECIMALS = 2
+
+
+def gib(x: float | None, missing: str = MISSING, unit: bool = True) -> str:
+    """A memory size in GiB, always two decimals (a breakdown's rows line up and add up to the shown digit):
+    ``70.53 GiB``, ``16.00 GiB``; ``unit=False`` for a column headed GiB."""
+    if x is None or not math.isfinite(x):
+        return missing
+    text = f"{x:,.{GIB_DECIMALS}f}"
+    text = text[1:] if text.startswith("-") and not text.strip("-0.,") else text  # "-0.00" is zero
+    return text + (" GiB" if unit else "")
+
+
+def kib(n_bytes: float | None, missing: str = MISSING) -> str:
+    """A size given in bytes, shown in KiB (three significant digits): ``128 KiB``, ``1,536 KiB``."""
+    return missing if n_bytes is None or not math.isfinite(n_bytes) else number(n_bytes / 1024) + " KiB"
+
+
+def ms(x: float | None, missing: str = MISSING) -> str:
+    """A duration given in milliseconds, kept in ms (a per-step floor): ``5.12 ms``."""
+    return missing if x is None or not math.isfinite(x) else number(x) + " ms"
+
+
+def percent(fraction: float | None, missing: str = MISSING) -> str:
+    """A 0…1 share in %: ``93.4 %`` (as fmt_value's ``fraction``)."""
+    return fmt_value(fraction, "fraction", missing)
+
+
+def tokens_per_s(x: float | None, missing: str = MISSING) -> str:
+    """A token rate: ``1,520 tok/s``."""
+    return fmt_value(x, "tok/s", missing)
+
+
+def plain(x: float | None, missing: str = MISSING) -> str:
+    """A number without a unit, three significant digits (an option echoed back, a factor): ``0.9``, ``2,000``."""
+    return missing if x is None or not math.isfinite(x) else number(x)
+
+
+RELATIVE_DECIMALS = 1
+
+
+def fmt_relative(delta: float | None, scale: str, missing: str = MISSING) -> str:
+    """A relative change (Verify) in ``scale`` ("%" of the baseline, or "pp" for a rate): ``-3.2 %``, ``+0.4 pp``."""
+    return signed(delta, " pp" if scale == "pp" else " %", RELATIVE_DECIMALS, missing)
+
+
+def fmt_interval(interval: tuple[float, float] | None, scale: str, missing: str = MISSING) -> str:
+    """A change's interval in ``scale``: ``[-5.1 %, -1.2 %]``."""
+    if not interval:
+        return missing
+    return f"[{fmt_relative(interval[0], scale)}, {fmt_relative(interval[1], scale)}]"
