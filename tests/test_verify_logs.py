@@ -106,7 +106,7 @@ def test_two_real_vllm_console_summaries_go_through_the_soundness_checks() -> No
 def test_two_real_sglang_console_summaries_refuse_the_different_workload() -> None:
     out = gate(CONSOLE / "sglang_bench_serving_rate_330.txt", CONSOLE / "sglang_bench_serving_vision_inf.txt")
     assert out.returncode == 2
-    assert "refused: output lengths differ: median 1024 vs 1 tokens" in out.stdout
+    assert "refused: output lengths differ: median 1,024 vs 1 tokens" in out.stdout
 
 
 def test_the_same_console_summary_twice_is_no_effect_without_an_interval() -> None:

@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from triage.errors import TriageError
+from triage.knowledge.units import count, percent, plain
 from triage.sources.logs.series import LogSeries
 from triage.verify.comparison import (
     GAIN,
@@ -106,7 +107,7 @@ def _metric(spec: MetricSpec, base: float, cand: float) -> MetricDelta:
     if delta is None and base == 0 and cand != 0:  # from none to some (waiting, preemptions): no ratio, a clear change
         verdict = REGRESSION if (cand > 0) == (spec.direction == "lower") else GAIN
     unit = "pp" if spec.scale == "pp" else "%"
-    basis = f"median over each log's stats lines, no interval: change against a ±{margin:g} {unit} tolerance"
+    basis = f"median over each log's stats lines, no interval: change against a ±{plain(margin)} {unit} tolerance"
     return MetricDelta(spec.id, spec.direction, base, cand, (cand / base - 1) * 100 if base else None, None, verdict,
                        basis, spec.label, spec.unit, spec.scale, delta)
 
@@ -126,12 +127,12 @@ def _soundness(base: LogSeries, cand: LogSeries, rows: tuple[list, list], values
         warnings.append(Note("log_formats", {"base": base.title, "cand": cand.title}))
     a, b = values[0]["log_prompt_tps"], values[1]["log_prompt_tps"]
     if a is not None and b is not None and max(a, b) > 0 and abs(a - b) / max(a, b) > MAX_PROMPT_DIFF:
-        warnings.append(Note("log_load", {"base": f"{a:,.0f}", "cand": f"{b:,.0f}",
-                                          "limit": f"{MAX_PROMPT_DIFF:.0%}"}))
+        warnings.append(Note("log_load", {"base": count(a), "cand": count(b),
+                                          "limit": percent(MAX_PROMPT_DIFF)}))
     spans = sorted((base.span_s, cand.span_s))
     if spans[0] > 0 and spans[1] / spans[0] > MAX_SPAN_RATIO:
-        warnings.append(Note("log_spans", {"base": f"{base.span_s / 60:.1f}", "cand": f"{cand.span_s / 60:.1f}"}))
-    warnings.append(Note(LIMITS, {"tol": f"{SUMMARY_TOLERANCE_PCT:g}"}))
+        warnings.append(Note("log_spans", {"base": plain(base.span_s / 60), "cand": plain(cand.span_s / 60)}))
+    warnings.append(Note(LIMITS, {"tol": plain(SUMMARY_TOLERANCE_PCT)}))
     return refused, warnings
 
 
@@ -149,7 +150,8 @@ def _overall(metrics: list[MetricDelta], refused: list[Note]) -> str:
 def _headline(metrics: list[MetricDelta], overall: str, expected: str | None) -> str:
     shown = [m for m in metrics if m.verdict in (GAIN, REGRESSION) and LOG_SPECS[m.metric].counts]
     shown.sort(key=lambda m: (m.verdict != REGRESSION, not LOG_SPECS[m.metric].primary))
-    measured = "; ".join(fmt_change(m) if m.delta is not None else f"{m.label} {m.baseline:g} → {m.candidate:g}"
+    measured = "; ".join(fmt_change(m) if m.delta is not None
+                         else f"{m.label} {plain(m.baseline)} → {plain(m.candidate)}"
                          for m in shown[:4]) or "no stats-line median changed beyond the tolerance"
     lead = f"expected: {expected} (seed); " if expected else ""
     return f"{lead}measured from server logs ({overall}): {measured}"
@@ -161,8 +163,8 @@ def log_workload(log: LogSeries) -> dict[str, Any]:
 
 
 BASIS = (f"server logs: medians of the stats lines over each window, no per-request data, so no latency "
-         f"percentile and no bootstrap interval; verdicts compare the change against a ±{SUMMARY_TOLERANCE_PCT:g}% "
-         "tolerance")
+         f"percentile and no bootstrap interval; verdicts compare the change against a "
+         f"±{plain(SUMMARY_TOLERANCE_PCT)} % tolerance")
 
 
 def compare_logs(baseline: LogSeries, candidate: LogSeries, technique: str | Sequence[str] | None = None,
