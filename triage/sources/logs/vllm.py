@@ -168,14 +168,14 @@ class VllmLogParser:
         The rows are transposed once; a two-dimensional array of their 14 byte strings cost more than the rest."""
         n = len(rows)
         cols = list(zip(*rows, strict=True))
-        day = np.array(cols[0]).astype(np.int64) * 100 + np.array(cols[1]).astype(np.int64)  # MMDD
+        day = _two_digits(cols[0]) * 100 + _two_digits(cols[1])  # MMDD
         changes = np.flatnonzero(day[1:] != day[:-1]) + 1
         starts = [0, *changes.tolist()]
         midnights = np.empty(n)
         for a, b in zip(starts, [*starts[1:], n], strict=True):  # one stamp per day: year rollover kept
             midnight = self.clock.yearless_time(int(cols[0][a]), int(cols[1][a]), 0, 0, 0)
             midnights[a:b] = np.nan if midnight is None else midnight
-        hh, mm, ss = (np.array(cols[k]).astype(np.int64) for k in (2, 3, 4))
+        hh, mm, ss = (_two_digits(cols[k]) for k in (2, 3, 4))
         bad = (hh > 23) | (mm > 59) | (ss > 60) | np.isnan(midnights)
         if bad.any():  # a stamp that is no time: the careful path assigns it an interval
             for row in rows:
@@ -183,15 +183,15 @@ class VllmLogParser:
             return
         times = midnights + hh * 3600 + mm * 60 + ss
 
-        def numbers(k: int, scale: float = 1.0) -> list[float]:
-            values = np.fromiter(map(float, cols[k]), np.float64, n)
-            return (values / scale if scale != 1.0 else values).tolist()
+        def percent(k: int) -> list[float]:
+            return (np.fromiter(map(float, cols[k]), np.float64, n) / 100).tolist()
 
         none = [None] * n
         pre = cols[11]
+        p, g, r, w = (list(map(float, cols[k])) for k in (7, 8, 9, 10))
         samples = list(map(tuple.__new__, repeat(Sample), zip(
-            times.tolist(), numbers(7), numbers(8), numbers(9), numbers(10), none, numbers(12, 100),
-            numbers(13, 100), [float(x) if x else None for x in pre] if any(pre) else none, strict=True)))
+            times.tolist(), p, g, r, w, none, percent(12), percent(13),
+            [float(x) if x else None for x in pre] if any(pre) else none, strict=True)))
         keys, aggregated = cols[5], cols[6]
         if not any(aggregated) and len(set(keys)) == 1:
             key = keys[0].decode() if keys[0] else "000"
@@ -311,6 +311,12 @@ class VllmLogParser:
         if any(x.preemptions is not None for x in s.samples):
             s.preemptions_logged = True  # newer V1 prints "Preemptions: N" whenever there was one
         return s
+
+
+def _two_digits(column: tuple[bytes, ...]) -> np.ndarray:
+    """Integers of a column of two-digit byte strings (a stamp's fields: V1_LINE matched exactly two digits)."""
+    digits = np.frombuffer(b"".join(column), dtype=np.uint8).reshape(-1, 2).astype(np.int64) - ord("0")
+    return digits[:, 0] * 10 + digits[:, 1]
 
 
 def _stats_match(line: bytes, key_at: int) -> re.Match[bytes] | None:
