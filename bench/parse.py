@@ -25,7 +25,6 @@ import pyarrow.csv as pacsv
 ROOT = Path(__file__).resolve().parent.parent
 CHILD = r"""
 import json, resource, sys, time
-sys.path.insert(0, {root!r})
 import pyarrow as pa, pyarrow.csv as pacsv
 from triage.service.uploads import open_benchmark as load_benchmark  # what the UI and CLI call
 
@@ -85,7 +84,7 @@ def timed(fn: Callable[[], object], repeat: int) -> float:
 
 def child(path: Path, mode: str) -> dict[str, float]:
     out = subprocess.run([sys.executable, "-c", CHILD.format(root=str(ROOT)), str(path), mode],
-                         check=True, capture_output=True, text=True)
+                         check=True, capture_output=True, text=True, cwd=ROOT)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -94,7 +93,6 @@ def main() -> None:
     ap.add_argument("--rows", type=int, default=1_000_000)
     ap.add_argument("--repeat", type=int, default=5)
     args = ap.parse_args()
-    sys.path.insert(0, str(ROOT))
     from triage.service.uploads import open_benchmark as load_benchmark  # what the UI and CLI call
 
     with tempfile.TemporaryDirectory() as tmp:

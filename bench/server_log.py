@@ -22,7 +22,6 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 CHILD = r"""
 import json, resource, sys, time
-sys.path.insert(0, {root!r})
 from pathlib import Path
 from triage.cli.text_input import read_source
 from triage.diagnosis.rules import resolve_slo
@@ -41,7 +40,6 @@ print(json.dumps({{"seconds": elapsed, "peak_mb": peak_kb / 1024, "stats": log.s
 """
 BASELINE = r"""
 import resource, sys
-sys.path.insert(0, {root!r})
 from triage.knowledge.loader import load_knowledge
 from triage.cli.text_input import read_source  # the same imports as the measured child: only the data differs
 from triage.service.logs import diagnose_log
@@ -90,11 +88,11 @@ def main() -> int:
                                    text=True, check=True).stdout.strip()
             grep_times.append(time.perf_counter() - started)
             child = subprocess.run([sys.executable, "-c", CHILD.format(root=str(ROOT), path=str(path))],
-                                   capture_output=True, text=True, check=True, env={**os.environ})
+                                   capture_output=True, text=True, check=True, env={**os.environ}, cwd=ROOT)
             result = json.loads(child.stdout)
             triage_times.append(result["seconds"])
         base_mb = float(subprocess.run([sys.executable, "-c", BASELINE.format(root=str(ROOT))], capture_output=True,
-                                       text=True, check=True).stdout)
+                                       text=True, check=True, cwd=ROOT).stdout)
     ratio = best(triage_times) / best(grep_times)
     print(f"log: {args.lines:,} lines ({size_mb:,.0f} MB), {int(count):,} stats lines (grep -c)")
     print(f"grep -c:            {best(grep_times):.3f} s (best of {args.repeat})")
