@@ -380,6 +380,27 @@ def _load_messages(path: Path) -> dict[str, Text]:
     return messages
 
 
+def _check_recipes(signals: dict[str, SignalDef], messages: dict[str, Text], path: Path) -> None:
+    """A recipe reads declared signals and names messages of provenance.yaml with exactly their parameters."""
+    for i, sig in enumerate(signals.values()):
+        todo = [sig.recipe] if sig.recipe is not None else []
+        while todo:
+            part = todo.pop()
+            todo += (part.div or []) + (part.first or [])
+            if part.signal is not None and part.signal not in signals:
+                raise TriageError(f"recipe reads unknown signal '{part.signal}'", where=str(path),
+                                  key=f"signals[{i}].recipe")
+            if part.how is None:
+                continue
+            if part.how.id not in messages:
+                raise TriageError(f"unknown message '{part.how.id}' (add it to provenance.yaml)", where=str(path),
+                                  key=f"signals[{i}].recipe")
+            wanted = set(PLACEHOLDER.findall(messages[part.how.id].en))
+            if set(part.how.params) != wanted:
+                raise TriageError(f"message '{part.how.id}' takes parameters {sorted(wanted)}, got "
+                                  f"{sorted(part.how.params)}", where=str(path), key=f"signals[{i}].recipe")
+
+
 def _load_strings(path: Path) -> dict[str, Text]:
     raw = _read_yaml(path)
     if not isinstance(raw, dict):
@@ -484,6 +505,7 @@ def _read(root: Path) -> KnowledgeBase:
         retro=tuple(retro_steps), models=_by_id(_load_list(models, "models", ModelEntry), models, "models"),
         gpus=_by_id(_load_list(gpus, "gpus", GpuEntry), gpus, "gpus"), strings=_load_strings(root / "ui.yaml"),
         messages=_load_messages(root / "provenance.yaml"), scenarios=_load_scenarios(root / "scenarios.yaml"))
+    _check_recipes(signals, kb.messages, root / "signals.yaml")
     for i, group in enumerate(groups):
         if group.title_key not in kb.strings:
             raise TriageError(f"no interface string '{group.title_key}' (the tab's title) in ui.yaml",

@@ -300,12 +300,23 @@ class FlagRef(Strict):
     label: str
 
 
+class How(Strict):
+    """How a value was measured, as a message of tree/provenance.yaml: its id and its text parameters."""
+
+    id: str
+    params: dict[str, str] = Field(default_factory=dict)
+
+
 class Recipe(Strict):
     """How a server signal is computed from window readings, as data: exactly one of the fields.
 
     need     one reading            signal   another signal's value
     div      a ÷ b (absent when b is absent or 0)
     first    the first alternative that has a value   flag   an info label as a boolean
+
+    Two modifiers go with any of them: ``how``, the provenance message of this part's value (without it the message
+    is built from the recipe), and ``later``, on an alternative of ``first``: its readings are asked in a second
+    round, only when the alternatives before it gave nothing (a stand-in an older engine exports instead).
     """
 
     need: NeedRef | None = None
@@ -313,6 +324,8 @@ class Recipe(Strict):
     div: list[Recipe] | None = Field(default=None, min_length=2, max_length=2)
     first: list[Recipe] | None = Field(default=None, min_length=2)
     flag: FlagRef | None = None
+    how: How | None = None
+    later: bool = False
 
     @model_validator(mode="after")
     def _exactly_one(self) -> Recipe:
