@@ -10,7 +10,7 @@ file in it changes. ``use_tree_dir`` makes another directory the default for the
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -33,6 +33,7 @@ from triage.knowledge.model import (
     GateSpec,
     Guidance,
     KpiRows,
+    Recipe,
     RetroStep,
     SignalDef,
     SloPreset,
@@ -417,8 +418,27 @@ def _check_engines(kb: KnowledgeBase, tree_path: Path, tech_dir: Path) -> None:
 
 
 def _check_recipes(signals: dict[str, SignalDef], messages: dict[str, Text], path: Path) -> None:
-    """A recipe reads declared signals and names messages of provenance.yaml with exactly their parameters."""
+    """A recipe reads declared signals, never itself through others, and names messages of provenance.yaml with
+    exactly their parameters."""
+    def reads(recipe: Recipe | None) -> Iterator[str]:
+        for part in (recipe.div or []) + (recipe.first or []) if recipe is not None else []:
+            yield from reads(part)
+        if recipe is not None and recipe.signal is not None:
+            yield recipe.signal
+
+    def cycle(name: str, path: tuple[str, ...]) -> tuple[str, ...] | None:
+        for ref in reads(signals[name].recipe) if name in signals else ():
+            if ref in path:
+                return (*path, ref)
+            found = cycle(ref, (*path, ref))
+            if found:
+                return found
+        return None
+
     for i, sig in enumerate(signals.values()):
+        loop = cycle(sig.name, (sig.name,))
+        if loop:
+            raise TriageError(f"recipe reads itself: {' → '.join(loop)}", where=str(path), key=f"signals[{i}].recipe")
         todo = [sig.recipe] if sig.recipe is not None else []
         while todo:
             part = todo.pop()
