@@ -23,7 +23,7 @@ from pathlib import Path
 
 from tests.prom_harness import PROMETHEUS, PROMTOOL, PromServer, data_end, free_port, wait_ready
 from triage.diagnosis.rules import resolve_slo
-from triage.diagnosis.server_signals import NEEDS
+from triage.diagnosis.server_signals import window_needs
 from triage.knowledge.loader import load_knowledge
 from triage.service.live import SERIES_POINTS, panel_needs, refresh
 from triage.service.windows import prometheus_pair
@@ -177,7 +177,7 @@ def single_queries(w: PrometheusWindow) -> list[tuple[str, Callable[[], object]]
     out: list[tuple[str, Callable[[], object]]] = [
         ("label values __name__ (engine detection)", lambda: w.client.get_label_values("__name__", params=params))]
     at = w.end.timestamp()
-    for need in NEEDS:
+    for need in window_needs(load_knowledge()):
         r = w.resolve(need)
         if not isinstance(r, str):
             q = promql(need, r, w.window_seconds)

@@ -7,7 +7,7 @@ import streamlit as st
 
 from components import session
 from components.shell import knowledge, lang, t
-from triage.service.knowledge import ENGINES, LEVEL_ORDER, PublishedGain, Technique, paper_url, versions_line
+from triage.service.knowledge import LEVEL_ORDER, PublishedGain, Technique, paper_url, versions_line
 
 DIAGNOSE_PAGE = "pages/diagnose.py"
 
@@ -31,8 +31,10 @@ def _cite(gain: PublishedGain) -> str:
 def _knobs(tech: Technique) -> None:
     st.markdown(f"#### {t('knobs')}")
     st.caption(t("flags_as_of", versions=versions_line(tech.verified, t("version_sep"))))
-    maps = knowledge().engines  # tab names and status lines come from tree/engines/<id>.yaml
-    for tab, engine in zip(st.tabs([maps[e].title if e in maps else e for e in ENGINES]), ENGINES):
+    kb = knowledge()
+    maps = kb.engines  # tab names and status lines come from tree/engines/<id>.yaml
+    engines = [e for e in kb.serving if e in tech.knobs]  # the serving engines this technique gives knobs for
+    for tab, engine in zip(st.tabs([maps[e].title for e in engines]), engines):
         knobs = tech.knobs[engine]
         status = maps[engine].status if engine in maps else None
         with tab:

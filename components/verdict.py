@@ -53,7 +53,9 @@ def _sentence(v: Verdict) -> str:
 
 
 def _engine(engine: str) -> str:
-    return TOOL_LABELS.get(engine, engine)
+    """The engine's title from tree/engines/<id>.yaml (a tool without a map, by its label)."""
+    spec = knowledge().engines.get(engine)
+    return spec.title if spec is not None else TOOL_LABELS.get(engine, engine)
 
 
 def action_lines(actions: list[Action], engine: str | None) -> list[str]:

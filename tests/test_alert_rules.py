@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import subprocess
 import sys
 from contextlib import contextmanager
@@ -17,6 +18,7 @@ import pytest
 import requests
 import yaml
 
+from tests.conftest import edit_yaml
 from tests.fleet_history import STEP, slo_of
 from tests.prom_harness import PROMTOOL, backfill
 from tests.rules_harness import (
@@ -31,12 +33,15 @@ from tests.rules_harness import (
     with_import_padding,
 )
 from triage.alerting.export import alert_name, build
-from triage.alerting.promql import MODEL_TABLE_SIGNALS, evaluate_recipe
 from triage.cli import main
 from triage.diagnosis.rules import resolve_slo
-from triage.diagnosis.server_signals import NEEDS, server_signals
-from triage.diagnosis.window import diagnose_window
+from triage.diagnosis.server_signals import first_needs
+from triage.diagnosis.window import diagnose_window, window_signals
+from triage.knowledge import DEFAULT_TREE_DIR
+from triage.knowledge.loader import load_knowledge
+from triage.knowledge.messages import message_text
 from triage.knowledge.needs import Need
+from triage.knowledge.replicas import record_name
 from triage.sources.metrics.exposition import parse_metrics_text
 from triage.sources.metrics.prometheus_window import PrometheusWindow
 from triage.sources.metrics.simulator import ENGINE, MODEL_NAME, SCENARIOS, Simulator
@@ -152,7 +157,19 @@ def test_bad_options_exit_2(capsys):
     assert code == 2 and "--evaluate" in err
 
 
-# ---------------------------------------------------------------- recipes = the Python server signals
+# ---------------------------------------------------------------- a recipe is the one definition of a signal
+
+NEW_SIGNALS = [  # added to a copy of tree/signals.yaml only: a reading no other signal reads, and a ratio over it
+    {"name": "decode_time_mean_s", "label": {"en": "Decode time (mean)", "zh": "decode 时间（均值）"}, "unit": "s",
+     "worse": "higher", "meaning": {"en": "Mean time a request spends decoding", "zh": "请求 decode 的平均时间"},
+     "sources": {"server": "mean request_decode_time_seconds"},
+     "recipe": {"need": {"kind": "hist_mean", "key": "decode_time"}}},
+    {"name": "decode_over_prefill", "label": {"en": "Decode ÷ prefill time", "zh": "decode ÷ prefill 时间"},
+     "unit": "ratio", "worse": "neither", "meaning": {"en": "Mean decode ÷ mean prefill time",
+                                                      "zh": "平均 decode ÷ 平均 prefill 时间"},
+     "sources": {"server": "decode_time_mean_s ÷ mean request_prefill_time_seconds"},
+     "recipe": {"div": [{"signal": "decode_time_mean_s"}, {"need": {"kind": "hist_mean", "key": "prefill_time"}}]}},
+]
 
 
 def _snapshots(scenario: str, minutes: int = 10) -> list:
@@ -164,37 +181,33 @@ def _snapshots(scenario: str, minutes: int = 10) -> list:
     return snaps
 
 
-@pytest.mark.parametrize("scenario", list(SCENARIOS))
-def test_signal_recipes_compute_what_the_server_diagnosis_computes(kb, scenario):
-    """The recipes in signals.yaml (what the PromQL compiles from) give the server signals' values exactly."""
-    readings = SnapshotWindow(_snapshots(scenario)).read(NEEDS)
-    python = server_signals(kb, readings)
+def test_a_signal_added_only_in_yaml_is_computed_from_a_window_and_compiled_to_promql(tmp_path):
+    """The recipe is the one definition: a new signals.yaml entry is read, computed and told (its message built
+    from the recipe) by the server diagnosis, and compiled to a recording rule, with no Python change."""
+    tree = tmp_path / "tree"
+    shutil.copytree(DEFAULT_TREE_DIR, tree)
+    edit_yaml(tree / "signals.yaml", lambda data: data["signals"].extend(NEW_SIGNALS))
+    kb = load_knowledge(tree)
+    decode = Need("hist_mean", "decode_time")
+    assert decode in first_needs(kb) and decode not in first_needs(load_knowledge())  # the window is asked for it
 
-    def reading(ref):
-        value = readings.get(Need(ref.kind, ref.key, ref.q, ref.engine))
-        return value if isinstance(value, float) else None
+    signals, readings = window_signals(kb, SnapshotWindow(_snapshots("decode_bound")))
+    mean, prefill = readings.get(decode), readings.get(Need("hist_mean", "prefill_time"))
+    assert isinstance(mean, float) and isinstance(prefill, float) and mean > 0 and prefill > 0
+    got, ratio = signals.get("decode_time_mean_s"), signals.get("decode_over_prefill")
+    assert got is not None and ratio is not None
+    assert got.value == pytest.approx(mean) and ratio.value == pytest.approx(mean / prefill)
+    assert message_text(got.source, "en") == "mean decode_time (histogram sum ÷ count)"
+    assert message_text(ratio.source, "en") == ("the decode_time_mean_s signal ÷ mean prefill_time "
+                                                "(histogram sum ÷ count)")
+    assert message_text(ratio.source, "zh").startswith("decode_time_mean_s 信号 ÷ prefill_time 的均值")
+    assert signals.get("ttft_p99_s") is not None  # the catalogue's own signals still come with them
 
-    def info(key):
-        value = readings.get(Need("info", key))
-        return value if isinstance(value, dict) else {}
-
-    computed: dict[str, float | bool | None] = {}
-
-    def value_of(name):
-        if name not in computed:
-            computed[name] = evaluate_recipe(kb.signals[name].recipe, reading, info, value_of)
-        return computed[name]
-
-    for name, sig in kb.signals.items():
-        if name in MODEL_TABLE_SIGNALS:
-            continue  # from the model and GPU tables (model_name / DCGM modelName), not from PromQL
-        if sig.recipe is None:
-            assert python.get(name) is None, f"{name} is computed on the server side but has no recipe"
-            continue
-        got, want = value_of(name), python.get(name)
-        assert (got is None) == (want is None), name
-        if want is not None:
-            assert got == pytest.approx(want.value, rel=1e-9), name
+    rules = build(kb, resolve_slo(kb, "chat"))
+    own = rules.records["decode_time_mean_s"]
+    assert "vllm:request_decode_time_seconds_sum" in own and "vllm:request_decode_time_seconds_count" in own
+    over = rules.records["decode_over_prefill"]
+    assert record_name("decode_time_mean_s", "15m") in over and "request_prefill_time_seconds_sum" in over
 
 
 # ---------------------------------------------------------------- real engines over the scenarios

@@ -14,8 +14,17 @@ from pathlib import Path
 import pytest
 import yaml
 
+from tests.conftest import edit_yaml
 from tests.prom_harness import PROMETHEUS, PROMTOOL, data_end, generate_openmetrics, start_prometheus
+from triage.diagnosis.rules import resolve_slo
+from triage.diagnosis.verdict import engine_id, first_actions, ranked_techniques
+from triage.diagnosis.verdict import verdict as verdict_of
+from triage.diagnosis.window import diagnose_window
+from triage.errors import TriageError
 from triage.knowledge import DEFAULT_TREE_DIR
+from triage.knowledge.loader import load_knowledge
+from triage.sources.metrics.exposition import parse_metrics_text
+from triage.sources.metrics.snapshot_window import SnapshotWindow
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRAPE = ROOT / "tests" / "fixtures" / "metrics" / "vllm.txt"
@@ -44,7 +53,7 @@ def acme_engine() -> dict:
     """tree/engines/acme.yaml: vLLM's map re-labelled (prefix acme:, its own names), no launcher flags."""
     spec = yaml.safe_load((DEFAULT_TREE_DIR / "engines" / "vllm.yaml").read_text(encoding="utf-8"))
     spec.update(id="acme", title="Acme Serve", prefixes=["acme:"])
-    for key in ("renamed", "removed", "renamed_prefixes"):
+    for key in ("renamed", "removed", "renamed_prefixes", "knobs_required"):  # a new engine's knobs are optional
         spec.pop(key, None)
     spec["detect"] = [RENAMES.get(n, n) for n in spec["detect"] if n != "gpu_cache_usage_perc"]
     for metric in spec["metrics"]:
@@ -92,6 +101,50 @@ def test_a_new_engine_yaml_diagnoses_its_scrape(tmp_path):
     nothing.write_text("# TYPE other_metric gauge\nother_metric 1\n", encoding="utf-8")
     out = diagnose(tree, nothing, nothing)  # the message names every serving engine the maps know
     assert out.returncode == 2 and "no vLLM, SGLang, TGI or Acme Serve metrics" in out.stderr
+
+
+ACME_ACTION = "--acme-kv-fraction 0.95"
+ACME_KNOBS = {"on_by_default": {"en": "Always on in Acme Serve.", "zh": "Acme Serve 中始终开启。"}, "default_on": True,
+              "flags": [{"flag": "--acme-kv-block", "default": "32", "meaning": {"en": "Tokens per KV block.",
+                                                                                "zh": "每个 KV 块的 token 数。"}}],
+              "example": "acme serve my-model --acme-kv-block 32\n"}
+
+
+def test_a_new_serving_engine_yaml_brings_its_own_first_action_and_technique_flags(tmp_path):
+    """A serving engine is data end to end: with tree/engines/acme.yaml, a first action and a technique's knobs
+    for acme in the YAML, the verdict of an acme window names acme's own command and flags."""
+    tree = tmp_path / "tree"
+    shutil.copytree(DEFAULT_TREE_DIR, tree)
+    (tree / "engines" / "acme.yaml").write_text(yaml.safe_dump(acme_engine(), allow_unicode=True), encoding="utf-8")
+    before = load_knowledge(tree)
+    assert "acme" in before.serving and "acme" not in before.knob_engines  # knobs optional for a new engine
+
+    def add_action(data: dict) -> None:
+        for symptom in data["symptoms"]:
+            for cause in symptom["causes"]:
+                if cause["id"] == "memory.kv_cache":
+                    cause["first_action"]["acme"] = ACME_ACTION
+
+    edit_yaml(tree / "tree.yaml", add_action)
+    edit_yaml(tree / "techniques" / "paged_attention.yaml", lambda d: d["knobs"].update(acme=ACME_KNOBS))
+    kb = load_knowledge(tree)
+    assert engine_id("acme-serve", kb) == "acme"
+
+    text = SCRAPE.read_text(encoding="utf-8")
+    snaps = [parse_metrics_text(as_acme(t), at, "acme") for t, at in ((text, 0.0), (grown(text), 60.0))]
+    live = diagnose_window(kb, SnapshotWindow(snaps, engines=kb.engines), resolve_slo(kb, "chat"))
+    assert live.engine == "acme"
+    kv = next(f for f in live.diagnosis.findings if f.cause == "memory.kv_cache")  # as for vLLM's scrape
+    assert verdict_of(kb, live.diagnosis, live.engine).engine == "acme"
+    assert [(a.engine, a.command) for a in first_actions(kb, kv.cause, "acme")] == [("acme", ACME_ACTION)]
+    assert ("acme", ACME_ACTION) in [(a.engine, a.command) for a in first_actions(kb, kv.cause, None)]
+    paged = next(r for r in ranked_techniques(kb, kv.techniques, "acme") if r.id == "paged_attention")
+    assert paged.default_on  # acme's own knobs say it is always on
+    assert kb.techniques["paged_attention"].knobs["acme"].flags[0].flag == "--acme-kv-block"
+
+    edit_yaml(tree / "techniques" / "paged_attention.yaml", lambda d: d["knobs"].update(nope=ACME_KNOBS))
+    with pytest.raises(TriageError, match="unknown serving engine"):
+        load_knowledge(tree)
 
 
 @pytest.fixture(scope="module")

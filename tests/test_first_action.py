@@ -13,9 +13,9 @@ from triage.diagnosis.signals import SignalSet
 from triage.diagnosis.verdict import engine_id, ranked_techniques, verdict
 from triage.knowledge.knobs import Dump, check_argv, load_dump
 from triage.knowledge.loader import load_knowledge
-from triage.knowledge.model import ENGINES
 
 KB = load_knowledge()
+ENGINES = KB.knob_engines  # the engines every first action covers (tree/engines/*.yaml knobs_required)
 CAUSES = [c for c in KB.causes.values() if c.rule is not None]
 
 

@@ -66,7 +66,8 @@ def test_one_request_per_need_for_the_whole_fleet(fleet_history):
     """The fleet read sends as many queries as one engine's read, however many replicas there are."""
     from datetime import timedelta
 
-    from triage.diagnosis.server_signals import NEEDS
+    from triage.diagnosis.server_signals import window_needs
+    from triage.knowledge.loader import load_knowledge
     from triage.sources.metrics.prometheus_fleet import FleetWindow
     from triage.sources.metrics.prometheus_window import PrometheusWindow
 
@@ -79,7 +80,8 @@ def test_one_request_per_need_for_the_whole_fleet(fleet_history):
         sent: list[str] = []
         original = window._instant
         window._instant = lambda q, at, original=original, sent=sent: (sent.append(q), original(q, at))[1]
-        groups = window.read_groups(NEEDS) if name == "fleet" else {(): window.read(NEEDS)}
+        needs = window_needs(load_knowledge())
+        groups = window.read_groups(needs) if name == "fleet" else {(): window.read(needs)}
         counts[name] = (len(sent), len(groups))
     assert counts["fleet"][0] == counts["one"][0] and counts["fleet"][1] == len(SCENARIOS)
 

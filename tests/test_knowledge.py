@@ -203,3 +203,38 @@ def test_an_uncited_slo_number_is_refused(tiny_tree):
     edit_yaml(tiny_tree / "slo.yaml", lambda d: d["presets"]["chat"]["cite"].pop("tpot_p99_s"))
     with pytest.raises(TriageError, match="cite must give one non-blank citation per number"):
         load_knowledge(tiny_tree)
+
+
+def _set_recipe(name: str, recipe: dict):
+    def change(data: dict) -> None:
+        next(s for s in data["signals"] if s["name"] == name)["recipe"] = recipe
+    return change
+
+
+@pytest.mark.parametrize(("name", "recipe", "says"), [
+    ("ttft_p5_s", {"div": [{"signal": "ttft_spread"}, {"signal": "ttft_p99_s"}]},
+     "recipe reads itself: ttft_p5_s → ttft_spread → ttft_p5_s"),
+    ("ttft_p5_s", {"signal": "warp_speed"}, "recipe reads unknown signal 'warp_speed'"),
+    ("ttft_p5_s", {"need": {"kind": "quantile", "key": "ttft", "q": 0.05}, "how": {"id": "server.nope"}},
+     "unknown message 'server.nope'"),
+    ("ttft_p5_s", {"need": {"kind": "quantile", "key": "ttft", "q": 0.05}, "how": {"id": "server.ttft_hist"}},
+     "message 'server.ttft_hist' takes parameters ['p'], got []"),
+])
+def test_a_recipe_that_loops_or_names_a_wrong_message_is_refused(tiny_tree, name, recipe, says):
+    edit_yaml(tiny_tree / "signals.yaml", _set_recipe(name, recipe))
+    line = _refusal(tiny_tree)
+    assert "signals.yaml" in line and says in line, line
+
+
+def test_a_first_action_for_an_unknown_engine_or_missing_a_required_one_is_refused(tiny_tree):
+    def action(change):
+        def edit(data: dict) -> None:
+            change(data["symptoms"][0]["causes"][0]["first_action"])
+        return edit
+
+    first = yaml.safe_load((tiny_tree / "tree.yaml").read_text(encoding="utf-8"))["symptoms"][0]["causes"][0]
+    assert "first_action" in first
+    edit_yaml(tiny_tree / "tree.yaml", action(lambda a: a.update(warp="--warp 9")))
+    assert "unknown serving engine(s) warp" in _refusal(tiny_tree)
+    edit_yaml(tiny_tree / "tree.yaml", action(lambda a: (a.pop("warp"), a.pop("tgi"))))
+    assert "first action missing for engine(s): tgi" in _refusal(tiny_tree)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 from pathlib import Path
+from typing import get_args
 
 import pytest
 
@@ -16,6 +17,7 @@ from triage.diagnosis.window import diagnose_window
 from triage.errors import TriageError
 from triage.knowledge.loader import PLACEHOLDER, load_knowledge
 from triage.knowledge.messages import Msg, message_text
+from triage.knowledge.model import NeedKindName
 from triage.sources.files import load_benchmark
 from triage.sources.metrics.snapshot_window import SnapshotWindow
 
@@ -82,7 +84,7 @@ def test_each_message_renders_in_both_languages_with_its_parameters_filled(kb, k
 
 
 # formulas that read the same in both languages (metric names and symbols only)
-SAME_IN_BOTH = {"tail_ratio", "bench.ttft_over_p5", "bench.prefill_rate"}
+SAME_IN_BOTH = {"tail_ratio", "bench.ttft_over_p5", "bench.prefill_rate", "recipe.div"}
 
 
 def _ids_in_code() -> set[tuple[str, str]]:
@@ -100,13 +102,25 @@ def _ids_in_code() -> set[tuple[str, str]]:
     return out
 
 
+def _ids_in_recipes(kb) -> set[str]:
+    """The message ids the server signals' recipes name (tree/signals.yaml ``how``)."""
+    out, todo = set(), [s.recipe for s in kb.signals.values() if s.recipe is not None]
+    while todo:
+        part = todo.pop()
+        todo += (part.div or []) + (part.first or [])
+        if part.how is not None:
+            out.add(part.how.id)
+    return out
+
+
 def test_every_id_the_core_names_has_a_template(kb):
-    named = _ids_in_code()
+    named = _ids_in_code() | {("tree/signals.yaml", i) for i in _ids_in_recipes(kb)}  # a recipe's `how` too
     assert len(named) > 50
     missing = sorted((f, i) for f, i in named if i not in kb.messages)
     assert missing == [], "add each to tree/provenance.yaml in en and zh"
-    computed = {f"roofline.{b}" for b in ("memory", "compute")} | {"server.tpot_req_hist", "server.itl_hist"}
+    computed = {f"roofline.{b}" for b in ("memory", "compute")} | {f"recipe.{k}" for k in get_args(NeedKindName)}
     assert computed <= set(kb.messages)
+    assert {"server.tpot_req_hist", "server.itl_hist", "tail_ratio"} <= {i for _, i in named}
     unused = set(kb.messages) - {i for _, i in named} - computed
     assert unused == set(), "a template no code names"
 

@@ -6,8 +6,7 @@ engine's candidate names are joined with ``or``, which keeps, per replica, the f
 
 from __future__ import annotations
 
-import math
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from triage.knowledge.engines import EngineSpec, MetricSpec, serving_engines
@@ -153,28 +152,6 @@ class Compiler:
 def _fits(need: NeedRef, spec: MetricSpec) -> bool:
     allowed = {"rate": ("counter", "histogram"), "quantile": ("histogram",), "hist_mean": ("histogram",)}
     return spec.type in allowed.get(need.kind, ("gauge",))
-
-
-Reading = Callable[[NeedRef], float | None]
-
-
-def evaluate_recipe(r: Recipe, reading: Reading, info: Callable[[str], dict[str, str]],
-                    value_of: Callable[[str], float | bool | None]) -> float | bool | None:
-    """A recipe over window readings in Python, the arithmetic the PromQL does: None when not measurable."""
-    if r.need is not None:
-        got = reading(r.need)
-        return None if got is None or math.isnan(got) else float(got)
-    if r.signal is not None:
-        return value_of(r.signal)
-    if r.div is not None:
-        top, bottom = (evaluate_recipe(x, reading, info, value_of) for x in r.div)
-        return top / bottom if top is not None and bottom else None
-    if r.first is not None:
-        values = (evaluate_recipe(x, reading, info, value_of) for x in r.first)
-        return next((v for v in values if v is not None), None)
-    assert r.flag is not None
-    labels = info(r.flag.key)
-    return labels[r.flag.label] == "True" if labels.get(r.flag.label) in ("True", "False") else None
 
 
 @dataclass(frozen=True)

@@ -14,10 +14,11 @@ from triage.diagnosis.fleet_signals import Replica, fleet_signals
 from triage.diagnosis.roofline import Hardware
 from triage.diagnosis.rules import Diagnosis, Slo, diagnose
 from triage.diagnosis.server_signals import (
-    FIRST_NEEDS,
-    ITL_NEEDS,
     RecordedSignals,
-    needs_itl,
+    first_needs,
+    info_needs,
+    later_needs,
+    more_needs,
     server_signals,
 )
 from triage.diagnosis.signals import SignalSet
@@ -103,7 +104,7 @@ def diagnose_fleet(kb: KnowledgeBase, window: FleetWindow, slo: Slo,
     reason = "recorded signals not asked for (--raw)"
     if recorded:
         found = window.read_recorded(duration_text(window.window_seconds), rule_labels(window),
-                                     base_signals(kb), INFO_NEEDS)
+                                     base_signals(kb), info_needs(kb))
         if isinstance(found, Recorded):
             result = _from_recorded(kb, window, slo, hardware, found, rules)
             result.fleet = fleet_diagnosis(kb, result.rows, slo)
@@ -140,32 +141,40 @@ def _rows(kb: KnowledgeBase, window: FleetWindow, slo: Slo, hardware: Hardware |
 
 
 def _from_raw(kb: KnowledgeBase, window: FleetWindow, slo: Slo, hardware: Hardware | None) -> list[FleetRow]:
-    groups = window.read_groups(FIRST_NEEDS)
-    _read_more(window, ITL_NEEDS, groups, [key for key, readings in groups.items() if needs_itl(readings)])
+    groups = window.read_groups(first_needs(kb))
+    _read_later(kb, window, groups, list(groups))
     return _rows(kb, window, slo, hardware, groups)
+
+
+def _read_later(kb: KnowledgeBase, window: FleetWindow, groups: dict[GroupKey, Readings], keys: list[GroupKey],
+                among: list[Need] | None = None) -> None:
+    """The second round (the recipes' ``later`` readings, ``among`` those only), one grouped read per set of
+    needs, asked only of the groups that need them."""
+    by_needs: dict[tuple[Need, ...], list[GroupKey]] = {}
+    for key in keys:
+        wanted = tuple(n for n in more_needs(kb, groups[key]) if among is None or n in among)
+        by_needs.setdefault(wanted, []).append(key)
+    for needs, some in by_needs.items():
+        _read_more(window, list(needs), groups, some)
 
 
 def _read_more(window: FleetWindow, needs: list[Need], groups: dict[GroupKey, Readings],
                keys: list[GroupKey]) -> None:
-    """Read ``needs`` for the groups ``keys`` in one grouped round and merge them into their readings (the ITL
-    round, as window_signals does for one replica, is asked only of the groups that need it)."""
+    """Read ``needs`` for the groups ``keys`` in one grouped round and merge them into their readings."""
     if needs and keys:
         more = window.read_groups(needs, groups=keys)
         for key in keys:
             groups[key].merge(more[key])
 
 
-INFO_NEEDS = [n for n in FIRST_NEEDS if n.kind == "info"]  # labels: prefix caching, served model, GPU (roofline)
-
-
 def unrecorded_needs(kb: KnowledgeBase, recorded: set[str]) -> list[Need]:
     """The needs of every server signal the rules did not record (a recorded signal a recipe refers to is not
-    read again), plus the info needs (INFO_NEEDS), in the order a window reads them."""
-    wanted: set[Need] = set(INFO_NEEDS)
+    read again), plus the info needs, in the order a window reads them."""
+    wanted: set[Need] = set(info_needs(kb))
     for name, sig in kb.signals.items():
         if sig.recipe is not None and name not in recorded:
             wanted.update(Need(n.kind, n.key, n.q, n.engine) for n in recipe_needs(kb, name, stop=recorded))
-    return [n for n in FIRST_NEEDS + ITL_NEEDS if n in wanted]
+    return [n for n in first_needs(kb) + later_needs(kb) if n in wanted]
 
 
 def _from_recorded(kb: KnowledgeBase, window: FleetWindow, slo: Slo, hardware: Hardware | None,
@@ -176,9 +185,9 @@ def _from_recorded(kb: KnowledgeBase, window: FleetWindow, slo: Slo, hardware: H
     needs = unrecorded_needs(kb, set(found.signals))
     groups = found.readings
     keys = list(found.groups)
-    _read_more(at_eval, [n for n in needs if n not in ITL_NEEDS and n not in INFO_NEEDS], groups, keys)
-    itl = [n for n in needs if n in ITL_NEEDS]
-    _read_more(at_eval, itl, groups, [key for key in keys if needs_itl(groups[key])])
+    later, info = set(later_needs(kb)), set(info_needs(kb))
+    _read_more(at_eval, [n for n in needs if n not in later and n not in info], groups, keys)
+    _read_later(kb, at_eval, groups, keys, [n for n in needs if n in later])
     def source(signal: str) -> Msg:
         return Msg("server.recorded", series=record_name(signal, found.window), at=f"{found.at:%H:%M:%S}")
 

@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from triage.diagnosis.rules import Diagnosis, Evidence, Finding
-from triage.knowledge.loader import KnowledgeBase
-from triage.knowledge.model import ENGINES, Text
+from triage.knowledge.loader import KnowledgeBase, load_knowledge
+from triage.knowledge.model import Text
 
 State = Literal["finding", "note", "symptom_only", "healthy", "partly_measured", "not_measurable", "empty"]
 MAX_DECIDING = 2  # the one or two numbers that decide the verdict
@@ -53,10 +53,12 @@ class Verdict:
     reason: str = ""  # why there is nothing to judge (state "empty"), as the core wrote it
 
 
-def engine_id(name: str | None) -> str | None:
-    """An engine id from what a source calls it (``vllm``, ``sglang-oai``, ``tgi``…); None when unknown."""
+def engine_id(name: str | None, kb: KnowledgeBase | None = None) -> str | None:
+    """A serving engine's id (tree/engines/*.yaml) from what a source calls it (``vllm``, ``sglang-oai``, ``tgi``…);
+    None when unknown."""
     low = (name or "").lower()
-    return next((e for e in ENGINES if low == e or low.startswith(f"{e}-") or low.startswith(f"{e}_")), None)
+    serving = (kb or load_knowledge()).serving
+    return next((e for e in serving if low == e or low.startswith(f"{e}-") or low.startswith(f"{e}_")), None)
 
 
 def ranked_techniques(kb: KnowledgeBase, finding_techniques: list[str], engine: str | None) -> list[RankedTechnique]:
@@ -79,7 +81,7 @@ def first_actions(kb: KnowledgeBase, cause_id: str, engine: str | None) -> list[
     first = kb.causes[cause_id].first_action
     if first is None:
         return []
-    engines = [engine] if engine in ENGINES else list(ENGINES)
+    engines = [engine] if engine in first.engines else [e for e in kb.serving if e in first.engines]
     return [Action(e, first.command(e), first.sentence(e), first.client, first.cluster)
             for e in engines if e is not None]
 
@@ -97,7 +99,7 @@ def _lit(kb: KnowledgeBase, f: Finding, state: State, engine: str | None) -> Ver
 def verdict(kb: KnowledgeBase, diag: Diagnosis, engine: str | None = None) -> Verdict:
     """The verdict of a diagnosis. No finding is "healthy" only when every symptom was measured and none is
     present; a symptom that could not be measured is named, never read as health."""
-    engine = engine if engine in ENGINES else None
+    engine = engine if engine in kb.serving else None
     if diag.empty:
         return Verdict("empty", engine, reason=diag.empty)
     if diag.findings:

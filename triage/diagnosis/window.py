@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from triage.diagnosis.roofline import Hardware
 from triage.diagnosis.rules import Diagnosis, Slo, diagnose
-from triage.diagnosis.server_signals import FIRST_NEEDS, ITL_NEEDS, needs_itl, server_signals
+from triage.diagnosis.server_signals import first_needs, more_needs, server_signals
 from triage.diagnosis.signals import SignalSet
 from triage.knowledge.loader import KnowledgeBase
 from triage.sources.readings import MetricWindow, Readings
@@ -21,11 +21,12 @@ class LiveDiagnosis:
 
 def window_signals(kb: KnowledgeBase, window: MetricWindow,
                    hardware: Hardware | None = None) -> tuple[SignalSet, Readings]:
-    """Every need read at once (the ITL quantiles in a second round, only when TPOT needs them), then the server
-    signals they give."""
-    readings = window.read(FIRST_NEEDS)
-    if needs_itl(readings):
-        readings.merge(window.read(ITL_NEEDS))
+    """Every need read at once (the recipes' ``later`` alternatives, e.g. the ITL quantiles, in a second round, only
+    when the window needs them), then the server signals they give."""
+    readings = window.read(first_needs(kb))
+    more = more_needs(kb, readings)
+    if more:
+        readings.merge(window.read(more))
     return server_signals(kb, readings, hardware), readings
 
 

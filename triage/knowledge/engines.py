@@ -81,6 +81,9 @@ class EngineSpec(Strict):
     # in front of the engines (llm-d EPP, Dynamo frontend), mapped for linting and fleet views, never picked as
     # the serving engine
     role: Literal["serving", "addon", "router"] = "serving"
+    # a serving engine every technique gives knobs for and every first action a command for (the loader checks);
+    # another serving engine's knobs are optional: a technique may name them, the views show them where given
+    knobs_required: bool = False
     prefixes: list[str] = Field(min_length=1)
     detect: list[str] = Field(min_length=1)
     labels: list[str] = Field(default_factory=list)

@@ -10,6 +10,7 @@ file in it changes. ``use_tree_dir`` makes another directory the default for the
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -20,7 +21,7 @@ from triage import safe_load
 from triage.errors import TriageError
 from triage.knowledge import DEFAULT_TREE_DIR
 from triage.knowledge.checked import content_key, yaml_files
-from triage.knowledge.engines import EngineSpec
+from triage.knowledge.engines import EngineSpec, serving_engines
 from triage.knowledge.hardware import GpuEntry, ModelEntry
 from triage.knowledge.model import (
     LANGS,
@@ -32,6 +33,7 @@ from triage.knowledge.model import (
     GateSpec,
     Guidance,
     KpiRows,
+    Recipe,
     RetroStep,
     SignalDef,
     SloPreset,
@@ -71,6 +73,16 @@ class KnowledgeBase:
     scenarios: dict[str, Scenario] = field(default_factory=dict)
     kpis: KpiRows | None = None
     compare: dict[str, CompareMetric] = field(default_factory=dict)
+
+    @property
+    def serving(self) -> tuple[str, ...]:
+        """The serving engines' ids (tree/engines/*.yaml, role serving), vLLM first."""
+        return tuple(e.id for e in serving_engines(self.engines))
+
+    @property
+    def knob_engines(self) -> tuple[str, ...]:
+        """The serving engines every technique and first action covers (``knobs_required``)."""
+        return tuple(e for e in self.serving if self.engines[e].knobs_required)
 
     def metric(self, name: str) -> SignalDef:
         """The catalogue entry of a signal (label, unit, which way is worse)."""
@@ -380,6 +392,71 @@ def _load_messages(path: Path) -> dict[str, Text]:
     return messages
 
 
+def _check_engines(kb: KnowledgeBase, tree_path: Path, tech_dir: Path) -> None:
+    """Knobs and first actions name serving engines (tree/engines/*.yaml), and cover every ``knobs_required`` one."""
+    serving, required = set(kb.serving), kb.knob_engines
+
+    def check(named: Iterable[str], where: Path, key: str, what: str) -> None:
+        named = list(named)
+        unknown = [e for e in named if e not in serving]
+        if unknown:
+            raise TriageError(f"unknown serving engine(s) {', '.join(unknown)}; choose among {', '.join(kb.serving)}",
+                              where=str(where), key=key)
+        missing = [e for e in required if e not in named]
+        if missing:
+            raise TriageError(f"{what} missing for engine(s): {', '.join(missing)}", where=str(where), key=key)
+
+    for tid, tech in kb.techniques.items():
+        check(tech.knobs, tech_dir / f"{tid}.yaml", "knobs", "knobs")
+        missing = [e for e in required if e not in tech.verified]
+        if missing:
+            raise TriageError(f"no verified version for: {', '.join(missing)}", where=str(tech_dir / f"{tid}.yaml"),
+                              key="verified")
+    for cause in kb.causes.values():
+        if cause.first_action is not None:
+            check(cause.first_action.engines, tree_path, f"{cause.id}.first_action", "first action")
+
+
+def _check_recipes(signals: dict[str, SignalDef], messages: dict[str, Text], path: Path) -> None:
+    """A recipe reads declared signals, never itself through others, and names messages of provenance.yaml with
+    exactly their parameters."""
+    def reads(recipe: Recipe | None) -> Iterator[str]:
+        for part in (recipe.div or []) + (recipe.first or []) if recipe is not None else []:
+            yield from reads(part)
+        if recipe is not None and recipe.signal is not None:
+            yield recipe.signal
+
+    def cycle(name: str, path: tuple[str, ...]) -> tuple[str, ...] | None:
+        for ref in reads(signals[name].recipe) if name in signals else ():
+            if ref in path:
+                return (*path, ref)
+            found = cycle(ref, (*path, ref))
+            if found:
+                return found
+        return None
+
+    for i, sig in enumerate(signals.values()):
+        loop = cycle(sig.name, (sig.name,))
+        if loop:
+            raise TriageError(f"recipe reads itself: {' → '.join(loop)}", where=str(path), key=f"signals[{i}].recipe")
+        todo = [sig.recipe] if sig.recipe is not None else []
+        while todo:
+            part = todo.pop()
+            todo += (part.div or []) + (part.first or [])
+            if part.signal is not None and part.signal not in signals:
+                raise TriageError(f"recipe reads unknown signal '{part.signal}'", where=str(path),
+                                  key=f"signals[{i}].recipe")
+            if part.how is None:
+                continue
+            if part.how.id not in messages:
+                raise TriageError(f"unknown message '{part.how.id}' (add it to provenance.yaml)", where=str(path),
+                                  key=f"signals[{i}].recipe")
+            wanted = set(PLACEHOLDER.findall(messages[part.how.id].en))
+            if set(part.how.params) != wanted:
+                raise TriageError(f"message '{part.how.id}' takes parameters {sorted(wanted)}, got "
+                                  f"{sorted(part.how.params)}", where=str(path), key=f"signals[{i}].recipe")
+
+
 def _load_strings(path: Path) -> dict[str, Text]:
     raw = _read_yaml(path)
     if not isinstance(raw, dict):
@@ -484,6 +561,8 @@ def _read(root: Path) -> KnowledgeBase:
         retro=tuple(retro_steps), models=_by_id(_load_list(models, "models", ModelEntry), models, "models"),
         gpus=_by_id(_load_list(gpus, "gpus", GpuEntry), gpus, "gpus"), strings=_load_strings(root / "ui.yaml"),
         messages=_load_messages(root / "provenance.yaml"), scenarios=_load_scenarios(root / "scenarios.yaml"))
+    _check_recipes(signals, kb.messages, root / "signals.yaml")
+    _check_engines(kb, tree_path, tech_dir)
     for i, group in enumerate(groups):
         if group.title_key not in kb.strings:
             raise TriageError(f"no interface string '{group.title_key}' (the tab's title) in ui.yaml",

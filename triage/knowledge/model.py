@@ -10,8 +10,9 @@ Lang = Literal["en", "zh"]
 LANGS: tuple[Lang, ...] = ("en", "zh")
 Level = Literal["config", "model", "architecture"]
 LEVEL_ORDER: dict[str, int] = {"config": 0, "model": 1, "architecture": 2}
-Engine = Literal["vllm", "sglang", "tgi"]
-ENGINES: tuple[Engine, ...] = ("vllm", "sglang", "tgi")
+# a serving engine's id, as tree/engines/<id>.yaml names it: the engines are data (KnowledgeBase.serving lists them,
+# KnowledgeBase.knob_engines those every technique and first action must cover)
+Engine = str
 # tools whose flags a technique quotes: the engines and their routers; a version of each is named in `verified`
 Tool = Literal["vllm", "sglang", "sglang-router", "vllm-router", "tgi"]
 
@@ -95,16 +96,17 @@ class FirstAction(Strict):
     do: Text
     client: bool = False
     cluster: bool = False
-    vllm: EngineAction
-    sglang: EngineAction
-    tgi: EngineAction
+    engines: dict[Engine, EngineAction] = Field(min_length=1)  # in the YAML: one key per engine id, beside ``do``
 
     @model_validator(mode="before")
     @classmethod
-    def _plain_commands(cls, data: object) -> object:
-        """``vllm: "--max-num-seqs 512"`` is short for ``vllm: {command: "--max-num-seqs 512"}``."""
-        if isinstance(data, dict):
-            return {k: {"command": v} if k in ENGINES and isinstance(v, str) else v for k, v in data.items()}
+    def _engine_keys(cls, data: object) -> object:
+        """Every key but do/client/cluster names an engine (the loader checks it is one); ``vllm: "--max-num-seqs
+        512"`` is short for ``vllm: {command: "--max-num-seqs 512"}``."""
+        if isinstance(data, dict) and "engines" not in data:
+            own = {k: v for k, v in data.items() if k in ("do", "client", "cluster")}
+            engines = {k: {"command": v} if isinstance(v, str) else v for k, v in data.items() if k not in own}
+            return {**own, "engines": engines}
         return data
 
     def command(self, engine: str) -> str:
@@ -114,7 +116,7 @@ class FirstAction(Strict):
         return self.action(engine).do or self.do
 
     def action(self, engine: str) -> EngineAction:
-        return {"vllm": self.vllm, "sglang": self.sglang, "tgi": self.tgi}[engine]
+        return self.engines[engine]
 
 
 class Cause(Strict):
@@ -234,22 +236,6 @@ class Technique(Strict):
     # the release each tool's flags, defaults and examples were checked against (tree/engines/flags/<tool>-<v>.json)
     verified: dict[Tool, Annotated[str, Field(pattern=r"^\d+(\.\d+)+$")]]
 
-    @field_validator("verified")
-    @classmethod
-    def _engines_verified(cls, value: dict) -> dict:
-        missing = [e for e in ENGINES if e not in value]
-        if missing:
-            raise ValueError(f"no verified version for: {', '.join(missing)}")
-        return value
-
-    @field_validator("knobs")
-    @classmethod
-    def _all_engines(cls, value: dict) -> dict:
-        missing = [e for e in ENGINES if e not in value]
-        if missing:
-            raise ValueError(f"missing engine(s): {', '.join(missing)}")
-        return value
-
     @field_validator("checklist")
     @classmethod
     def _minimal_change_first(cls, value: list[ChecklistStep]) -> list[ChecklistStep]:
@@ -300,12 +286,23 @@ class FlagRef(Strict):
     label: str
 
 
+class How(Strict):
+    """How a value was measured, as a message of tree/provenance.yaml: its id and its text parameters."""
+
+    id: str
+    params: dict[str, str] = Field(default_factory=dict)
+
+
 class Recipe(Strict):
     """How a server signal is computed from window readings, as data: exactly one of the fields.
 
     need     one reading            signal   another signal's value
     div      a ÷ b (absent when b is absent or 0)
     first    the first alternative that has a value   flag   an info label as a boolean
+
+    Two modifiers go with any of them: ``how``, the provenance message of this part's value (without it the message
+    is built from the recipe), and ``later``, on an alternative of ``first``: its readings are asked in a second
+    round, only when the alternatives before it gave nothing (a stand-in an older engine exports instead).
     """
 
     need: NeedRef | None = None
@@ -313,6 +310,8 @@ class Recipe(Strict):
     div: list[Recipe] | None = Field(default=None, min_length=2, max_length=2)
     first: list[Recipe] | None = Field(default=None, min_length=2)
     flag: FlagRef | None = None
+    how: How | None = None
+    later: bool = False
 
     @model_validator(mode="after")
     def _exactly_one(self) -> Recipe:

@@ -70,7 +70,7 @@ def _first_technique(kb: KnowledgeBase, finding: Finding, engine: str) -> str:
         tech = kb.techniques.get(tid)
         if tech is None:
             continue
-        knobs = tech.knobs.get(engine) or next(iter(tech.knobs.values()), None)  # type: ignore[call-overload]
+        knobs = tech.knobs.get(engine) or next(iter(tech.knobs.values()), None)
         flag = knobs.flags[0].flag if knobs is not None and knobs.flags else ""
         where = f" — `{flag}`" if flag else ""
         return f"{plain(tech.title.en)} ({tech.level}){where}"
