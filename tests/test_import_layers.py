@@ -25,7 +25,7 @@ def test_the_stack_holds() -> None:
 def test_an_upward_import_breaks_the_contract(tmp_path: Path) -> None:
     """The readings moved out of diagnosis because sources imported them: importing one back up is refused."""
     shutil.copy(ROOT / "pyproject.toml", tmp_path)
-    for package in ("triage", "components"):
+    for package in ("triage", "components", "pages"):
         shutil.copytree(ROOT / package, tmp_path / package, ignore=shutil.ignore_patterns("__pycache__"))
     window = tmp_path / "triage" / "sources" / "logs" / "window.py"
     window.write_text(window.read_text(encoding="utf-8") + "\nfrom triage.diagnosis.window import window_signals\n",

@@ -82,9 +82,8 @@ def test_simulate_and_the_demo_read_the_scenarios_of_the_tree_dir(tree_copy, tmp
 def test_fleet_groups_by_the_target_labels_of_the_tree_dir(tree_copy):
     """The labels a fleet read groups by (diagnosis.fleet.rule_labels, the raw read's replicas): the target labels
     of the run's tree, as `triage rules --tree-dir` writes the recording rules with."""
-    from triage.alerting.promql import replica_labels
     from triage.knowledge.loader import load_knowledge
-    from triage.knowledge.replicas import target_labels
+    from triage.knowledge.replicas import replica_labels, target_labels
 
     edit_yaml(tree_copy / "alerting.yaml", lambda d: d.update(target_labels=[*d["target_labels"], "cluster"]))
     assert "cluster" not in target_labels()
