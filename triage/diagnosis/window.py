@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from triage.diagnosis.batch_cap import put_running_cap
 from triage.diagnosis.roofline import Hardware
 from triage.diagnosis.rules import Diagnosis, Slo, diagnose
 from triage.diagnosis.server_signals import FIRST_NEEDS, ITL_NEEDS, needs_itl, server_signals
@@ -44,8 +45,12 @@ def empty_reason(signals: SignalSet) -> str:
 
 
 def diagnose_window(kb: KnowledgeBase, window: MetricWindow, slo: Slo,
-                    hardware: Hardware | None = None) -> LiveDiagnosis:
+                    hardware: Hardware | None = None,
+                    configured_cap: tuple[float, str] | None = None) -> LiveDiagnosis:
+    """``configured_cap``: the running cap a startup log names, with its setting's name (else read from the
+    window's running plateau)."""
     signals, readings = window_signals(kb, window, hardware)
+    put_running_cap(kb, signals, window, configured_cap)
     diag = diagnose(kb, signals, slo)
     diag.empty = empty_reason(signals)
     return LiveDiagnosis(diag, readings, window.engine.id)

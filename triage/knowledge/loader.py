@@ -23,6 +23,7 @@ from triage.knowledge.checked import content_key, yaml_files
 from triage.knowledge.engines import EngineSpec
 from triage.knowledge.hardware import GpuEntry, ModelEntry
 from triage.knowledge.model import (
+    ENGINES,
     LANGS,
     AlertingConfig,
     Cause,
@@ -32,6 +33,7 @@ from triage.knowledge.model import (
     GateSpec,
     Guidance,
     KpiRows,
+    RelativeCap,
     RetroStep,
     SignalDef,
     SloPreset,
@@ -206,9 +208,25 @@ def _cross_check(causes: dict[str, Cause], techniques: dict[str, Technique], tre
                               where=str(tree_path), key=cause.id)
         if cause.id in techniques:
             raise TriageError(f"duplicate id '{cause.id}'", where=str(tree_path), key=cause.id)
+        if cause.first_action is not None and cause.first_action.relative is not None:
+            _check_relative(cause.first_action.relative, causes, tree_path, f"{cause.id}.first_action.relative")
     for tid in techniques:
         if tid not in reached:
             raise TriageError("technique is not reached by any cause", where=str(tech_dir / f"{tid}.yaml"), key="id")
+
+
+def _check_relative(rel: RelativeCap, causes: dict[str, Cause], tree_path: Path, key: str) -> None:
+    """A relative first action names a cause that exists, engines that exist, a {target} in each flag and the
+    starting-point sentence of each of those engines."""
+    if rel.memory_cause not in causes:
+        raise TriageError(f"unknown cause '{rel.memory_cause}'", where=str(tree_path), key=f"{key}.memory_cause")
+    for engine, flag in rel.flags.items():
+        if engine not in ENGINES or "{target}" not in flag:
+            raise TriageError(f"'{engine}: {flag}' needs a known engine and a {{target}}", where=str(tree_path),
+                              key=f"{key}.flags")
+    if set(rel.unmeasured) != set(rel.flags):
+        raise TriageError("unmeasured needs one sentence per engine in flags", where=str(tree_path),
+                          key=f"{key}.unmeasured")
 
 
 def _load_signals(path: Path) -> tuple[dict[str, SignalDef], KpiRows, dict[str, CompareMetric]]:

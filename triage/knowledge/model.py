@@ -87,6 +87,22 @@ class EngineAction(Strict):
     do: Text | None = None
 
 
+class RelativeCap(Strict):
+    """A batch-cap first action relative to the cap the data shows (triage/diagnosis/batch_cap.py): ``factor`` ×
+    the measured cap while the KV cache peaked under ``kv_ceiling``; at or above it raising the cap only preempts,
+    so the action is ``memory_cause``'s; unmeasured, the engine's plain command as a starting point. ``flags``
+    hold a ``{target}`` per engine; the sentences take {cap}, {target}, {waiting}, {kv}, {how}, {factor}, {ceiling}."""
+
+    factor: float = Field(gt=1)
+    kv_ceiling: float = Field(gt=0, le=1)
+    memory_cause: str
+    flags: dict[str, str]
+    measured: Text
+    kv_unknown: Text
+    kv_full: Text
+    unmeasured: dict[str, Text]
+
+
 class FirstAction(Strict):
     """The knob that acts first on a cause, per engine: never a technique the engine already runs by default
     (tests/test_first_action.py). ``client``: the knob belongs to whoever sends the load, not to the engine;
@@ -98,6 +114,7 @@ class FirstAction(Strict):
     vllm: EngineAction
     sglang: EngineAction
     tgi: EngineAction
+    relative: RelativeCap | None = None
 
     @model_validator(mode="before")
     @classmethod

@@ -32,4 +32,7 @@ class LogDiagnosis:
 
 def diagnose_log(kb: KnowledgeBase, log: LogSeries, slo: Slo) -> LogDiagnosis:
     window = LogWindow(log)
-    return LogDiagnosis(log, window, diagnose_window(kb, window, slo), log_readings(log))
+    known = log.config.get("max_num_seqs")  # SGLang's max_running_requests is read into the same key
+    setting = "max_running_requests" if log.engine_id == "sglang" else "max_num_seqs"
+    configured = (known, setting) if known else None
+    return LogDiagnosis(log, window, diagnose_window(kb, window, slo, configured_cap=configured), log_readings(log))
