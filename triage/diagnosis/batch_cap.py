@@ -48,18 +48,24 @@ def plateau(samples: list[tuple[float, float]]) -> Plateau | None:
     return Plateau(round(peak), held, len(queued))
 
 
+Samples = list[tuple[float, float]]  # (running, waiting) in time order
+
+
 def put_running_cap(kb: KnowledgeBase, out: SignalSet, window: MetricWindow,
-                    configured: tuple[float, str] | None = None) -> None:
-    """Record ``running_cap``: the cap a startup log names (value, flag), else the running plateau of the window.
-    Read only when requests waited (the series costs range queries on a Prometheus window)."""
+                    configured: tuple[float, str] | None = None, groups: list[Samples] | None = None) -> None:
+    """Record ``running_cap``: the cap a startup log names (value, setting), else the first running plateau of
+    ``groups`` (a log's stats lines per engine) or of the window's series. Read only when requests waited (the
+    series costs range queries on a Prometheus window)."""
     if configured is not None:
         out.put(kb, "running_cap", configured[0], Msg("server.cap_configured", flag=configured[1]))
         return
     waiting_mean, running_mean = out.get("waiting_mean"), out.get("running_mean")
     if waiting_mean is None or running_mean is None or not waiting_mean.value or not running_mean.value:
         return
-    series = window.series([RUNNING, WAITING], SERIES_POINTS)
-    waiting = {p.t: p.value for p in series.get(WAITING, [])}
-    found = plateau([(p.value, waiting[p.t]) for p in series.get(RUNNING, []) if p.t in waiting])
+    if groups is None:
+        series = window.series([RUNNING, WAITING], SERIES_POINTS)
+        waiting = {p.t: p.value for p in series.get(WAITING, [])}
+        groups = [[(p.value, waiting[p.t]) for p in series.get(RUNNING, []) if p.t in waiting]]
+    found = next((p for g in groups if (p := plateau(g)) is not None), None)
     if found is not None:
         out.put(kb, "running_cap", found.cap, Msg("server.running_plateau", held=found.held, queued=found.queued))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from triage.diagnosis.batch_cap import put_running_cap
+from triage.diagnosis.batch_cap import Samples, put_running_cap
 from triage.diagnosis.roofline import Hardware
 from triage.diagnosis.rules import Diagnosis, Slo, diagnose
 from triage.diagnosis.server_signals import FIRST_NEEDS, ITL_NEEDS, needs_itl, server_signals
@@ -46,11 +46,12 @@ def empty_reason(signals: SignalSet) -> str:
 
 def diagnose_window(kb: KnowledgeBase, window: MetricWindow, slo: Slo,
                     hardware: Hardware | None = None,
-                    configured_cap: tuple[float, str] | None = None) -> LiveDiagnosis:
-    """``configured_cap``: the running cap a startup log names, with its setting's name (else read from the
-    window's running plateau)."""
+                    configured_cap: tuple[float, str] | None = None,
+                    cap_samples: list[Samples] | None = None) -> LiveDiagnosis:
+    """``configured_cap``: the running cap a startup log names, with its setting's name; ``cap_samples``: a log's
+    (running, waiting) per engine, for the running plateau (else read from the window's series)."""
     signals, readings = window_signals(kb, window, hardware)
-    put_running_cap(kb, signals, window, configured_cap)
+    put_running_cap(kb, signals, window, configured_cap, cap_samples)
     diag = diagnose(kb, signals, slo)
     diag.empty = empty_reason(signals)
     return LiveDiagnosis(diag, readings, window.engine.id)
