@@ -109,7 +109,9 @@ def test_cli_diagnose_json_holds_the_measured_cap() -> None:
 
 
 def test_live_verdict_shows_the_measured_cap() -> None:
-    """Live on the queueing demo: the verdict block's first action is 2 × the cap the window shows, with it."""
+    """Live on the queueing demo: the verdict block's first action is 2 × the cap the window shows, with it;
+    Diagnose then says the same in its verdict and in the selected node's panel (which said 512, "a starting
+    point", before the panel was given the diagnosed source's signals)."""
     from tests.apptest_tools import open_page, texts
 
     at = open_page("pages/live.py", source="demo", scenario="queueing")
@@ -117,4 +119,9 @@ def test_live_verdict_shows_the_measured_cap() -> None:
     page = texts(at)
     assert "**First action** (vLLM): `--max-num-seqs 32` — Now 16 (running held at its peak" in page
     assert "--max-num-seqs 512" not in page
+    at.switch_page("pages/diagnose.py")
+    at.query_params["node"] = QUEUEING
+    at.run()
+    page = texts(at)
+    assert page.count("`--max-num-seqs 32` — Now 16 (") == 2 and "--max-num-seqs 512" not in page
 
