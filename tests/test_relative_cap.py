@@ -14,6 +14,7 @@ from triage.diagnosis.verdict import first_actions, verdict
 from triage.diagnosis.window import diagnose_window
 from triage.report.first_action import action_sentence
 from triage.report.text import diagnosis_text
+from triage.report.units import fmt_value
 from triage.service.logs import diagnose_log
 from triage.sources.metrics.snapshot_window import SnapshotWindow
 
@@ -44,7 +45,8 @@ def test_measured_cap_with_kv_headroom_doubles_it_in_a_window(kb) -> None:
     assert action.command == "--max-num-seqs 32" and action.cap is not None and action.cap.state == "raise"
     kv = diag.signals.get("kv_usage_max").value  # type: ignore[union-attr]
     sentence = action_sentence(action, "en")
-    assert sentence.startswith("Now 16 (running held at its peak in ") and f"peaked at {kv * 100:.2g} %" in sentence
+    assert sentence.startswith("Now 16 (running held at its peak in ")
+    assert f"KV peaked at {fmt_value(kv, 'fraction')}:" in sentence
     assert "room for about 32" in sentence and "under 90 %" in sentence
     assert "当前上限 16" in action_sentence(action, "zh")
     every = {a.engine: a.command for a in first_actions(kb, QUEUEING, None, diag.signals)}
@@ -86,11 +88,11 @@ def test_no_measurable_cap_is_a_starting_point_said_so(kb) -> None:
     action = first_actions(kb, QUEUEING, "vllm", signals)[0]
     assert action.command == "--max-num-seqs 512" and action.cap is not None and action.cap.state == "unmeasured"
     sentence = action_sentence(action, "en")
-    assert sentence.startswith("A starting point, not a measured value")
-    assert "max_num_seqs=" in sentence and "vLLM 0.33.0" in sentence and "Now" not in sentence
+    assert sentence.startswith("Starting point, not measured")
+    assert "max_num_seqs in the startup log" in sentence and "vLLM 0.33.0" in sentence and "Now" not in sentence
     assert "这是起点而非测量值" in action_sentence(action, "zh")
     sglang = first_actions(kb, QUEUEING, "sglang", signals)[0]
-    assert "max_running_requests=" in action_sentence(sglang, "en")
+    assert "max_running_requests in the startup log" in action_sentence(sglang, "en")
 
 
 def test_the_text_report_says_how_the_cap_was_read(kb) -> None:
