@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from tests.test_live_scenarios import snapshots
 from tests.test_server_logs import REAL, parse, triage, v1
 from triage.diagnosis.batch_cap import plateau
@@ -127,3 +129,34 @@ def test_live_verdict_shows_the_measured_cap() -> None:
     page = texts(at)
     assert page.count("`--max-num-seqs 32` — Now 16 (") == 2 and "--max-num-seqs 512" not in page
 
+
+
+def test_the_loader_refuses_a_relative_action_it_could_not_render(tiny_tree) -> None:
+    from tests.conftest import edit_yaml
+    from triage.errors import TriageError
+    from triage.knowledge.loader import load_knowledge
+
+    real = load_knowledge().causes[QUEUEING].first_action
+    assert real is not None and real.relative is not None
+    relative = real.relative.model_dump()
+
+    def put(change):
+        def edit(d):
+            cause = d["symptoms"][0]["causes"][0]
+            cause["first_action"]["relative"] = change(dict(relative))
+        return edit
+
+    edit_yaml(tiny_tree / "tree.yaml", put(lambda r: r))  # memory.kv_cache is not in the one-cause tree
+    with pytest.raises(TriageError, match="unknown cause 'memory.kv_cache'"):
+        load_knowledge(tiny_tree)
+    cause_id = yaml_cause_id(tiny_tree)
+    edit_yaml(tiny_tree / "tree.yaml", put(lambda r: {**r, "memory_cause": cause_id,
+                                                      "kv_full": {"en": "{cap} {kv}", "zh": "{cap}"}}))
+    with pytest.raises(TriageError, match="different"):
+        load_knowledge(tiny_tree)
+
+
+def yaml_cause_id(tree_dir) -> str:
+    import yaml
+
+    return yaml.safe_load((tree_dir / "tree.yaml").read_text(encoding="utf-8"))["symptoms"][0]["causes"][0]["id"]

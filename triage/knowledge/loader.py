@@ -216,8 +216,8 @@ def _cross_check(causes: dict[str, Cause], techniques: dict[str, Technique], tre
 
 
 def _check_relative(rel: RelativeCap, causes: dict[str, Cause], tree_path: Path, key: str) -> None:
-    """A relative first action names a cause that exists, engines that exist, a {target} in each flag and the
-    starting-point sentence of each of those engines."""
+    """A relative first action names a cause that exists, engines that exist, a {target} in each flag, the
+    starting-point sentence of each of those engines, and the same {placeholders} in both languages."""
     if rel.memory_cause not in causes:
         raise TriageError(f"unknown cause '{rel.memory_cause}'", where=str(tree_path), key=f"{key}.memory_cause")
     for engine, flag in rel.flags.items():
@@ -227,6 +227,12 @@ def _check_relative(rel: RelativeCap, causes: dict[str, Cause], tree_path: Path,
     if set(rel.unmeasured) != set(rel.flags):
         raise TriageError("unmeasured needs one sentence per engine in flags", where=str(tree_path),
                           key=f"{key}.unmeasured")
+    texts = {"measured": rel.measured, "kv_unknown": rel.kv_unknown, "kv_full": rel.kv_full,
+             **{f"unmeasured.{e}": text for e, text in rel.unmeasured.items()}}
+    for name, text in texts.items():  # the verdict fills both languages with the same numbers
+        if set(PLACEHOLDER.findall(text.en)) != set(PLACEHOLDER.findall(text.zh)):
+            raise TriageError("the English and Chinese sentences name different {placeholders}",
+                              where=str(tree_path), key=f"{key}.{name}")
 
 
 def _load_signals(path: Path) -> tuple[dict[str, SignalDef], KpiRows, dict[str, CompareMetric]]:
