@@ -160,3 +160,29 @@ def yaml_cause_id(tree_dir) -> str:
     import yaml
 
     return yaml.safe_load((tree_dir / "tree.yaml").read_text(encoding="utf-8"))["symptoms"][0]["causes"][0]["id"]
+
+
+@pytest.mark.prometheus
+def test_a_real_prometheus_window_shows_the_cap(kb, tmp_path) -> None:
+    """The queueing demo backfilled into a real Prometheus: the range series of running and waiting show the
+    plateau at 16 (the cap comes from the series, vLLM exports no max_num_seqs), so the action is 32."""
+    import time
+    from datetime import UTC, datetime, timedelta
+
+    from tests.prom_harness import start_prometheus
+    from triage.sources.metrics.prometheus_window import PrometheusWindow
+    from triage.sources.metrics.simulator import write_openmetrics
+
+    end = int(time.time() // 15 * 15) - 60
+    path = tmp_path / "sim.om"
+    write_openmetrics(path, "queueing", minutes=15, step=15, end=end, seed=5)
+    server = start_prometheus(tmp_path, path.read_text(), end)
+    try:
+        stop = datetime.fromtimestamp(end, UTC)
+        window = PrometheusWindow(server.url, stop - timedelta(minutes=10), stop, timeout=10)
+        diag = diagnose_window(kb, window, resolve_slo(kb, "chat")).diagnosis
+    finally:
+        server.stop()
+    cap = diag.signals.get("running_cap")
+    assert cap is not None and cap.value == 16 and cap.source.id == "server.running_plateau"
+    assert verdict(kb, diag, "vllm").actions[0].command == "--max-num-seqs 32"
