@@ -14,7 +14,7 @@ from components.tree_chart import request_scroll, selected_node, tree_chart
 from components.verdict import action_lines, ranked_links
 from triage.service.evidence_text import fmt_threshold, fmt_value
 from triage.service.knowledge import message_text, tr
-from triage.service.model import Diagnosis, Evidence, Finding
+from triage.service.model import Diagnosis, Evidence, Finding, SignalSet
 from triage.service.verdict import first_actions
 
 # Material icons ship with Streamlit's own font: no emoji font needed (🟢 / 🔴 / ❔ were empty boxes without one)
@@ -50,7 +50,8 @@ def _nowrap(text: str) -> str:
     return text.replace(" ", "\u00a0")  # "✔ 99.1 %" and ">= 50 %" each stay on one line
 
 
-def finding_card(f: Finding, rank: int, select: bool = True, engine: str | None = None) -> None:
+def finding_card(f: Finding, rank: int, select: bool = True, engine: str | None = None,
+                 signals: SignalSet | None = None) -> None:
     kb = knowledge()
     cause = kb.causes[f.cause]
     with st.container(border=True):
@@ -65,7 +66,7 @@ def finding_card(f: Finding, rank: int, select: bool = True, engine: str | None 
             static_table(_rows(measured))
         if f.not_measurable:
             st.caption(t("not_measurable", names=", ".join(f.not_measurable)))
-        if lines := action_lines(first_actions(kb, f.cause, engine), engine):
+        if lines := action_lines(first_actions(kb, f.cause, engine, signals), engine):
             st.markdown("  \n".join(lines))
         st.markdown(f"**{t('techniques')}**")
         ranked_links(f.techniques, engine)
@@ -103,7 +104,7 @@ def findings_block(diag: Diagnosis, select: bool = True, engine: str | None = No
     elif not diag.findings:
         st.success(t("no_symptom"))
     for i, f in enumerate(diag.findings, start=1):
-        finding_card(f, i, select, engine)
+        finding_card(f, i, select, engine, diag.signals)
     within_slo_but(diag, select, engine)
 
 

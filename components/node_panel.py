@@ -61,10 +61,11 @@ def _cause(kb: KnowledgeBase, node_id: str) -> None:
     st.write(cause.detail.get(lang()))
     st.markdown(f"**{t('question')}** — {cause.question.get(lang())}")
     st.markdown(f"**{t('metric')}** — `{cause.metric.get(lang())}`")
-    from components.findings import current_engine  # the engine of the source diagnosed last, if any
+    from components.findings import current_diagnosis, current_engine  # the source diagnosed last, if any
 
     engine = current_engine()
-    if lines := action_lines(first_actions(kb, node_id, engine), engine):
+    signals = current_diagnosis()[1].signals  # a batch cap relative to what that source shows
+    if lines := action_lines(first_actions(kb, node_id, engine, signals), engine):
         st.markdown("  \n".join(lines))
     st.markdown(f"**{t('techniques')}**")
     gains = {ct.id: ct.gain for ct in cause.techniques}

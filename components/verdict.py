@@ -9,7 +9,7 @@ from components.shell import knowledge, lang, t
 from triage.service.evidence_text import fmt_threshold, fmt_value
 from triage.service.knowledge import TOOL_LABELS
 from triage.service.model import Diagnosis, Evidence
-from triage.service.verdict import Action, RankedTechnique, Verdict, ranked_techniques, verdict_of
+from triage.service.verdict import Action, RankedTechnique, Verdict, action_sentence, ranked_techniques, verdict_of
 
 BADGE = {"high": ":red-badge[{}]", "medium": ":orange-badge[{}]", "low": ":gray-badge[{}]"}
 NOT_OP = {">": "≤", ">=": "<", "<": "≥", "<=": ">", "==": "≠"}  # a healthy number: the trigger that did not hold
@@ -67,9 +67,9 @@ def action_lines(actions: list[Action], engine: str | None) -> list[str]:
     if engine or first.client or first.cluster:
         where = t("verdict_client") if first.client else t("verdict_cluster") if first.cluster \
             else _engine(first.engine)
-        return [t("verdict_action", where=where) + f" `{first.command}` — {first.do.get(lang())}"]
+        return [t("verdict_action", where=where) + f" `{first.command}` — {action_sentence(first, lang())}"]
     commands = " · ".join(f"{_engine(a.engine)} `{a.command}`" for a in actions)
-    return [t("verdict_action_any") + f" {commands}", first.do.get(lang())]
+    return [t("verdict_action_any") + f" {commands}", action_sentence(first, lang())]
 
 
 def already_on_note(r: RankedTechnique, engine: str | None) -> str:

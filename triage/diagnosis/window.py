@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from triage.diagnosis.batch_cap import Samples, put_running_cap
 from triage.diagnosis.roofline import Hardware
 from triage.diagnosis.rules import Diagnosis, Slo, diagnose
 from triage.diagnosis.server_signals import first_needs, more_needs, server_signals
@@ -45,8 +46,13 @@ def empty_reason(signals: SignalSet) -> str:
 
 
 def diagnose_window(kb: KnowledgeBase, window: MetricWindow, slo: Slo,
-                    hardware: Hardware | None = None) -> LiveDiagnosis:
+                    hardware: Hardware | None = None,
+                    configured_cap: tuple[float, str] | None = None,
+                    cap_samples: list[Samples] | None = None) -> LiveDiagnosis:
+    """``configured_cap``: the running cap a startup log names, with its setting's name; ``cap_samples``: a log's
+    (running, waiting) per engine, for the running plateau (else read from the window's series)."""
     signals, readings = window_signals(kb, window, hardware)
+    put_running_cap(kb, signals, window, configured_cap, cap_samples)
     diag = diagnose(kb, signals, slo)
     diag.empty = empty_reason(signals)
     return LiveDiagnosis(diag, readings, window.engine.id)

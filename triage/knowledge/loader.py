@@ -34,6 +34,7 @@ from triage.knowledge.model import (
     Guidance,
     KpiRows,
     Recipe,
+    RelativeCap,
     RetroStep,
     SignalDef,
     SloPreset,
@@ -218,9 +219,33 @@ def _cross_check(causes: dict[str, Cause], techniques: dict[str, Technique], tre
                               where=str(tree_path), key=cause.id)
         if cause.id in techniques:
             raise TriageError(f"duplicate id '{cause.id}'", where=str(tree_path), key=cause.id)
+        if cause.first_action is not None and cause.first_action.relative is not None:
+            _check_relative(cause.first_action.relative, set(cause.first_action.engines), causes, tree_path,
+                            f"{cause.id}.first_action.relative")
     for tid in techniques:
         if tid not in reached:
             raise TriageError("technique is not reached by any cause", where=str(tech_dir / f"{tid}.yaml"), key="id")
+
+
+def _check_relative(rel: RelativeCap, engines: set[str], causes: dict[str, Cause], tree_path: Path, key: str) -> None:
+    """A relative first action names a cause that exists, engines the first action has a command for, a {target} in
+    each flag, the starting-point sentence of each of those engines, and the same {placeholders} in both
+    languages."""
+    if rel.memory_cause not in causes:
+        raise TriageError(f"unknown cause '{rel.memory_cause}'", where=str(tree_path), key=f"{key}.memory_cause")
+    for engine, flag in rel.flags.items():
+        if engine not in engines or "{target}" not in flag:
+            raise TriageError(f"'{engine}: {flag}' needs a known engine and a {{target}}", where=str(tree_path),
+                              key=f"{key}.flags")
+    if set(rel.unmeasured) != set(rel.flags):
+        raise TriageError("unmeasured needs one sentence per engine in flags", where=str(tree_path),
+                          key=f"{key}.unmeasured")
+    texts = {"measured": rel.measured, "kv_unknown": rel.kv_unknown, "kv_full": rel.kv_full,
+             **{f"unmeasured.{e}": text for e, text in rel.unmeasured.items()}}
+    for name, text in texts.items():  # the verdict fills both languages with the same numbers
+        if set(PLACEHOLDER.findall(text.en)) != set(PLACEHOLDER.findall(text.zh)):
+            raise TriageError("the English and Chinese sentences name different {placeholders}",
+                              where=str(tree_path), key=f"{key}.{name}")
 
 
 def _load_signals(path: Path) -> tuple[dict[str, SignalDef], KpiRows, dict[str, CompareMetric]]:

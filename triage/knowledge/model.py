@@ -88,6 +88,22 @@ class EngineAction(Strict):
     do: Text | None = None
 
 
+class RelativeCap(Strict):
+    """A batch-cap first action relative to the cap the data shows (triage/diagnosis/batch_cap.py): ``factor`` ×
+    the measured cap while the KV cache peaked under ``kv_ceiling``; at or above it raising the cap only preempts,
+    so the action is ``memory_cause``'s; unmeasured, the engine's plain command as a starting point. ``flags``
+    hold a ``{target}`` per engine; the sentences take {cap}, {target}, {waiting}, {kv}, {how}, {factor}, {ceiling}."""
+
+    factor: float = Field(gt=1)
+    kv_ceiling: float = Field(gt=0, le=1)
+    memory_cause: str
+    flags: dict[str, str]
+    measured: Text
+    kv_unknown: Text
+    kv_full: Text
+    unmeasured: dict[str, Text]
+
+
 class FirstAction(Strict):
     """The knob that acts first on a cause, per engine: never a technique the engine already runs by default
     (tests/test_first_action.py). ``client``: the knob belongs to whoever sends the load, not to the engine;
@@ -97,14 +113,15 @@ class FirstAction(Strict):
     client: bool = False
     cluster: bool = False
     engines: dict[Engine, EngineAction] = Field(min_length=1)  # in the YAML: one key per engine id, beside ``do``
+    relative: RelativeCap | None = None
 
     @model_validator(mode="before")
     @classmethod
     def _engine_keys(cls, data: object) -> object:
-        """Every key but do/client/cluster names an engine (the loader checks it is one); ``vllm: "--max-num-seqs
-        512"`` is short for ``vllm: {command: "--max-num-seqs 512"}``."""
+        """Every key but do/client/cluster/relative names an engine (the loader checks it is one); ``vllm:
+        "--max-num-seqs 512"`` is short for ``vllm: {command: "--max-num-seqs 512"}``."""
         if isinstance(data, dict) and "engines" not in data:
-            own = {k: v for k, v in data.items() if k in ("do", "client", "cluster")}
+            own = {k: v for k, v in data.items() if k in ("do", "client", "cluster", "relative")}
             engines = {k: {"command": v} if isinstance(v, str) else v for k, v in data.items() if k not in own}
             return {**own, "engines": engines}
         return data

@@ -8,10 +8,12 @@ import re
 
 from triage import safe_load
 from triage.diagnosis.rules import Diagnosis, Evidence, Finding
+from triage.diagnosis.signals import SignalSet
 from triage.diagnosis.verdict import first_actions, ranked_techniques
 from triage.errors import TriageError
 from triage.knowledge.loader import KnowledgeBase
 from triage.knowledge.messages import message_text
+from triage.report.first_action import action_sentence
 from triage.report.retro import RetroState, load_steps, wrong_usages
 from triage.report.text import fmt_threshold, fmt_value
 from triage.safe_text import md_escape
@@ -57,7 +59,7 @@ def _evidence_table(evidence: list[Evidence], lang: str) -> list[str]:
     return rows
 
 
-def _finding(kb: KnowledgeBase, f: Finding, i: int, lang: str) -> list[str]:
+def _finding(kb: KnowledgeBase, f: Finding, i: int, lang: str, signals: SignalSet | None = None) -> list[str]:
     cause = kb.causes[f.cause]
     out = [f"### {i}. {cause.title.get(lang)} (`{f.cause}`), confidence {f.confidence}", ""]
     if f.explains:
@@ -65,11 +67,11 @@ def _finding(kb: KnowledgeBase, f: Finding, i: int, lang: str) -> list[str]:
     out += _evidence_table(f.evidence, lang) + [""]
     if f.not_measurable:
         out += [f"Not measurable from this source: {', '.join(f'`{s}`' for s in f.not_measurable)}.", ""]
-    actions = first_actions(kb, f.cause, None)
+    actions = first_actions(kb, f.cause, None, signals)
     if actions:
         where = " (on the client)" if actions[0].client else " (on the cluster)" if actions[0].cluster else ""
         out += [f"First action{where}: " + " · ".join(f"{a.engine} `{a.command}`" for a in actions)
-                + f" — {_cell(actions[0].do.get(lang))}", ""]
+                + f" — {_cell(action_sentence(actions[0], lang))}", ""]
     out.append("Techniques, minimal change first (already on by default last):")
     for r in ranked_techniques(kb, f.techniques, None):
         tech = kb.techniques[r.id]
@@ -90,7 +92,7 @@ def findings_markdown(kb: KnowledgeBase, diag: Diagnosis, lang: str = "en") -> l
     if not diag.findings:
         out += ["No finding: no symptom is present, or none of its causes is measurable here.", ""]
     for i, f in enumerate(diag.findings, start=1):
-        out += _finding(kb, f, i, lang)
+        out += _finding(kb, f, i, lang, diag.signals)
     return out
 
 

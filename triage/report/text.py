@@ -6,6 +6,7 @@ from triage.diagnosis.rules import Diagnosis, Evidence
 from triage.diagnosis.verdict import first_actions, ranked_techniques
 from triage.knowledge import units
 from triage.knowledge.loader import KnowledgeBase
+from triage.report.first_action import action_sentence
 
 MARK = {True: "✗", False: "✓", None: "?"}
 
@@ -64,10 +65,12 @@ def _findings(kb: KnowledgeBase, diag: Diagnosis, lang: str, blind: str) -> list
                   for e in f.evidence if e.holds is not None]
         if f.not_measurable:
             lines.append(f"    not measurable from {blind}: {', '.join(f.not_measurable)}")
-        actions = first_actions(kb, f.cause, None)
+        actions = first_actions(kb, f.cause, None, diag.signals)
         if actions:
             lines.append("    first action: " + " · ".join(f"{a.engine} {a.command}" for a in actions)
                          + (" (client side)" if actions[0].client else " (cluster side)" if actions[0].cluster else ""))
+            if actions[0].cap is not None:  # the command is relative to the cap the data shows: say how
+                lines.append(f"      {action_sentence(actions[0], lang)}")
         steps = [f"{kb.techniques[r.id].title.get(lang)} ({kb.techniques[r.id].level}"
                  + (", already on by default)" if r.default_on else ")")
                  for r in ranked_techniques(kb, f.techniques, None)]

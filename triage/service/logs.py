@@ -32,4 +32,11 @@ class LogDiagnosis:
 
 def diagnose_log(kb: KnowledgeBase, log: LogSeries, slo: Slo) -> LogDiagnosis:
     window = LogWindow(log)
-    return LogDiagnosis(log, window, diagnose_window(kb, window, slo), log_readings(log))
+    known = log.config.get("max_num_seqs")  # SGLang's max_running_requests is read into the same key
+    setting = "max_running_requests" if log.engine_id == "sglang" else "max_num_seqs"
+    configured = (known, setting) if known else None
+    # per engine, from the stats lines themselves (the window's series add up lines of one second)
+    samples = [[(s.running, s.waiting) for s in g if s.running is not None and s.waiting is not None]
+               for g in log.groups]
+    live = diagnose_window(kb, window, slo, configured_cap=configured, cap_samples=samples)
+    return LogDiagnosis(log, window, live, log_readings(log))

@@ -13,10 +13,11 @@ from triage.diagnosis.verdict import (
     verdict,
 )
 from triage.knowledge.loader import KnowledgeBase
+from triage.report.first_action import action_sentence
 from triage.run import Run
 
-__all__ = ["Action", "RankedTechnique", "Verdict", "engine_id", "first_actions", "ranked_techniques", "run_engine",
-           "verdict_of"]
+__all__ = ["Action", "RankedTechnique", "Verdict", "action_sentence", "engine_id", "first_actions", "ranked_techniques",
+           "run_engine", "verdict_of"]
 
 
 def run_engine(run: Run) -> str | None:
