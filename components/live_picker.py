@@ -39,6 +39,39 @@ def _from_url(widget: session.Widget[Any], param: str, parse: Callable[[str], ob
         widget.seed(value)
 
 
+# the picker's widgets a page switch must not reset, with the URL parameter that seeds each (a link wins)
+_KEPT: tuple[tuple[session.Widget[Any], str | None], ...] = (
+    (session.LIVE_KIND, "source"), (session.LIVE_RANGE, "window"), (session.LIVE_CUSTOM_MIN, "minutes"),
+    (session.LIVE_CUSTOM_END_DATE, "end"), (session.LIVE_CUSTOM_END_TIME, "end"), (session.LIVE_SCENARIO, "scenario"),
+    (session.LIVE_URL, None), (session.SNAP_INTERVAL, None), (session.PROM_PROFILE, None),
+    (session.PROM_BASELINE, None), (session.PROM_BASE_END.absolute, None), (session.PROM_BASE_END.day, None),
+    (session.PROM_BASE_END.at, None),
+)
+
+
+def restore_choice() -> None:
+    """Give the picker back what this session chose on it: Streamlit drops a widget's state when a page without
+    it runs, and the navigation link back carries no ``?source=``. A parameter in the URL (a shared link, an
+    alert's runbook URL) wins over the session's copy; a new session (a reload) starts from the URL alone."""
+    kept = session.LIVE_CHOICE.get() or {}
+    for widget, param in _KEPT:
+        if widget.name in kept and not widget.present() and (param is None or param not in st.query_params):
+            widget.seed(kept[widget.name])
+    for label, value in (kept.get("match") or {}).items():
+        if session.MATCH.value(label) is None:
+            session.MATCH.seed(value, label)
+
+
+def _remember_choice() -> None:
+    """Copy the picker's values drawn in this run into the session (a source not drawn keeps its last values)."""
+    kept = dict(session.LIVE_CHOICE.get() or {})
+    kept.update({widget.name: widget.value() for widget, _ in _KEPT if widget.present()})
+    labels = (*MATCH_LABELS, *(session.LIVE_LINK_LABELS.get() or []))
+    match = {label: session.MATCH.value(label) for label in labels if session.MATCH.value(label) is not None}
+    kept["match"] = {**(kept.get("match") or {}), **match}
+    session.LIVE_CHOICE.set(kept)
+
+
 def _to_url(values: dict[str, str | None]) -> None:
     for param, value in values.items():
         if value is None:
@@ -237,6 +270,7 @@ def _prometheus(minutes: float, end: datetime | None) -> partial[Any] | None:
 def source_picker(slo: Slo | None = None) -> tuple[str, Callable | None]:
     """(a key naming the chosen source and its settings, a function building its windows); ``slo`` judges text
     pasted on the snapshot source."""
+    restore_choice()
     _from_url(session.LIVE_KIND, "source", str, SOURCES)
     kind = st.segmented_control(t("live_source"), SOURCES, default="demo", key=session.LIVE_KIND.name,
                                 required=True,
@@ -254,5 +288,6 @@ def source_picker(slo: Slo | None = None) -> tuple[str, Callable | None]:
     else:
         minutes, end = time_range() if kind != "snapshots" else (15.0, None)
         make = pick(minutes, end) if kind != "snapshots" else _snapshots(minutes, end, slo)
+    _remember_choice()
     settings = (make.args, tuple(sorted(make.keywords.items()))) if make is not None else ()
     return f"{kind}:{hashlib.sha1(repr(settings).encode()).hexdigest()[:12]}", make

@@ -84,6 +84,14 @@ LIVE_LINK_APPLIED: StateKey[str] = StateKey(
     "live_link_applied", "components.live_picker", "the deep link (alert runbook URL, Fleet row) applied last")
 LIVE_LINK_LABELS: StateKey[list[str]] = StateKey(
     "live_link_labels", "components.live_picker", "labels a deep link filters on beyond the usual four")
+LIVE_CHOICE: StateKey[dict[str, Any]] = StateKey(
+    "live_choice", "components.live_picker",
+    "the Live page's picker values as last drawn (source, URL, window, scenario, profile, filters): a page switch "
+    "drops the widgets' state, this brings them back; the session's only, never the URL's (a typed URL may hold "
+    "credentials)")
+REFRESH_KEPT: StateKey[dict[str, int]] = StateKey(
+    "refresh_kept", "components.refresh_picker",
+    "each page's refresh interval by widget key, kept across a page switch")
 LIVE_BY_SOURCE: StateKey[dict[str, LiveResult]] = StateKey(
     "live_by_source", "components.live_view", "source key → its last good refresh (shown stale when one fails)")
 LIVE_CACHE_CONFIG: StateKey[dict[str, str]] = StateKey(
@@ -105,7 +113,8 @@ RETRO_IMPORTED: StateKey[str] = StateKey(
 KEYS: tuple[StateKey[Any], ...] = (
     LANG, JUMP, TREE_SCROLL, FINDINGS, DIAGNOSIS, DIAGNOSIS_ENGINE, BENCH_UPLOADS, SINGLE_UPLOADS,
     BENCH_CHOICE, LIVE_FEEDS,
-    LIVE_LINK_APPLIED, LIVE_LINK_LABELS, LIVE_BY_SOURCE, LIVE_CACHE_CONFIG, FLEET_LAST, VERIFY_VERDICT,
+    LIVE_LINK_APPLIED, LIVE_LINK_LABELS, LIVE_CHOICE, REFRESH_KEPT, LIVE_BY_SOURCE, LIVE_CACHE_CONFIG, FLEET_LAST,
+    VERIFY_VERDICT,
     MEMORY_MODEL_SEEN, PASTED_TEXTS, RETRO, RETRO_IMPORTED,
 )
 
@@ -202,7 +211,7 @@ TECH_CHECK: WidgetFamily[bool] = WidgetFamily(
     "check:", _TECH, "a technique's checklist box, per (technique id, line)")
 
 # the Live page
-LIVE_REFRESH: Widget[int] = Widget("live_refresh", "pages.live", "seconds between Live refreshes")
+LIVE_REFRESH: Widget[int] = Widget("live_refresh", "components.refresh_picker", "seconds between Live refreshes")
 LIVE_KIND: Widget[str] = Widget("live_kind", _LIVE_PICKER, "the Live source: demo, scrape, snapshots, prometheus")
 LIVE_RANGE: Widget[str] = Widget("live_range", _LIVE_PICKER, "the time range: 15m, 1h, 6h or custom")
 LIVE_CUSTOM_MIN: Widget[float] = Widget("live_custom_min", _LIVE_PICKER, "minutes of a custom range")
@@ -226,7 +235,7 @@ LIVE_GROUP: Widget[str] = Widget(
 LIVE_ALL_DELTAS: Widget[bool] = Widget("live_all_deltas", _LIVE_VIEW, "the expander of every signal's delta is open")
 
 # the Fleet page
-FLEET_REFRESH: Widget[int] = Widget("fleet_refresh", "pages.fleet", "seconds between Fleet refreshes")
+FLEET_REFRESH: Widget[int] = Widget("fleet_refresh", "components.refresh_picker", "seconds between Fleet refreshes")
 FLEET_WINDOW: Widget[str] = Widget("fleet_window", _FLEET, "the Fleet window: 5m, 15m, 1h, 6h")
 FLEET_BY: Widget[str] = Widget("fleet_by", _FLEET, "labels the fleet is grouped by, comma-separated")
 FLEET_FILTER: Widget[str] = Widget("fleet_filter", _FLEET, "free-text row filter (label=value, cause id)")

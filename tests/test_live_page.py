@@ -246,3 +246,56 @@ def test_a_kpi_delta_is_coloured_only_past_the_noise(current, baseline, better_h
     from triage.diagnosis.compare import SignalDelta
 
     assert delta_color(SignalDelta("x", "fraction", current, baseline), better_higher) == color
+
+
+def _away_and_back(at, query: dict[str, str] | None = None):
+    """Live → Technique → Live as the navigation links do it: each link's URL carries no query parameters."""
+    at.switch_page("pages/technique.py")
+    at.query_params.clear()
+    at.run()
+    assert not at.exception, at.exception
+    assert not any(b.key == "live_kind" for b in at.get("button_group"))  # the picker was not drawn there
+    at.switch_page("pages/live.py")
+    at.query_params.clear()
+    at.query_params.update(query or {})
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def _source_label(at) -> str:
+    """The label of the source the page shows (its caption: label · engine · refreshed at)."""
+    return next(str(c.value) for c in at.caption if " · engine " in str(c.value)).split(" · ")[0]
+
+
+def test_a_page_switch_keeps_the_live_source_window_and_scenario():
+    at = live_page()
+    at.selectbox(key="live_scenario").set_value("kv_pressure").run()
+    at.segmented_control(key="live_range").set_value("1h").run()
+    at.segmented_control(key="live_refresh").set_value(60).run()
+    label = _source_label(at)
+    _away_and_back(at)
+    assert source(at).value == "demo"
+    assert at.selectbox(key="live_scenario").value == "kv_pressure"
+    assert at.segmented_control(key="live_range").value == "1h"
+    assert at.segmented_control(key="live_refresh").value == 60
+    assert _source_label(at) == label
+    assert at.session_state["findings"][0] == "memory.kv_cache"
+    # and the URL says it again, so a reload or a shared link opens the same view
+    assert at.query_params["scenario"] == "kv_pressure" and at.query_params["window"] == "1h"
+
+
+def test_a_page_switch_keeps_the_snapshot_source_and_its_paste():
+    at = live_page()
+    source(at).set_value("snapshots").run()
+    _away_and_back(at)
+    assert source(at).value == "snapshots"
+    assert at.query_params["source"] == "snapshots"
+
+
+def test_a_link_back_to_live_wins_over_the_session_choice():
+    at = live_page()
+    source(at).set_value("snapshots").run()
+    _away_and_back(at, {"source": "demo", "scenario": "healthy"})
+    assert source(at).value == "demo"
+    assert at.selectbox(key="live_scenario").value == "healthy"
