@@ -106,6 +106,10 @@ MEMORY_MODEL_SEEN: StateKey[str] = StateKey(
 PASTED_TEXTS: StateKey[dict[str, str]] = StateKey(
     "pasted_texts", "components.paste_view",
     "each paste area's text by its widget key: a page switch drops the widget's state, this brings it back")
+LOG_KEPT: StateKey[dict[str, Any]] = StateKey(
+    "log_kept", "components.log_view",
+    "the Log page's filters and page number as last drawn: a page switch drops the widgets' state, this brings "
+    "them back")
 RETRO: StateKey[RetroState] = StateKey("retro", "components.retro_view", "the retro walk in progress")
 RETRO_IMPORTED: StateKey[str] = StateKey(
     "retro_imported", "components.retro_view", "upload id of the report imported last (imported once)")
@@ -115,7 +119,7 @@ KEYS: tuple[StateKey[Any], ...] = (
     BENCH_CHOICE, LIVE_FEEDS,
     LIVE_LINK_APPLIED, LIVE_LINK_LABELS, LIVE_CHOICE, REFRESH_KEPT, LIVE_BY_SOURCE, LIVE_CACHE_CONFIG, FLEET_LAST,
     VERIFY_VERDICT,
-    MEMORY_MODEL_SEEN, PASTED_TEXTS, RETRO, RETRO_IMPORTED,
+    MEMORY_MODEL_SEEN, PASTED_TEXTS, LOG_KEPT, RETRO, RETRO_IMPORTED,
 )
 
 
@@ -271,6 +275,7 @@ VERIFY_DIST: WidgetFamily[Any] = WidgetFamily("verify_dist_", _VERIFY, "a distri
 # the experiment log
 LOG_TECHNIQUE: Widget[str | None] = Widget("log_technique", _LOG, "log filter: technique")
 LOG_VERDICT: Widget[str | None] = Widget("log_verdict", _LOG, "log filter: verdict")
+LOG_PAGE: Widget[int] = Widget("log_page", _LOG, "the page of the log shown (1 is the newest), also ?page=")
 LOG_OPEN: Widget[int] = Widget("log_open", _LOG, "the experiment opened")
 LOG_EXPORT: Widget[bool] = Widget("log_export", _LOG, "button downloading the log as CSV")
 
