@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, time
 from functools import partial
 from typing import Any
@@ -17,7 +17,7 @@ from triage.service.display import md_escape
 from triage.service.model import Slo, TriageError
 from triage.service.params import parse_live_link
 from triage.service.typed_urls import TypedUrls, live_typed_urls
-from triage.service.uploads import Refused
+from triage.service.uploads import Held, Refused
 from triage.service.windows import Profile, demo_scenarios, prometheus_profiles
 
 SOURCES = ("demo", "scrape", "snapshots", "prometheus")
@@ -163,6 +163,7 @@ def _snapshots(minutes: float, end: datetime | None, slo: Slo | None = None) -> 
         if isinstance(item, Refused):
             st.error(t("upload_failed", name=item.name, reason=item.reason))
     held = [item[0] for item in got if isinstance(item, tuple)]
+    held = _kept_pair(held, got)
     if len(held) < 2:
         if slo is not None and paste_area(slo, widget=session.LIVE_PASTE):
             return None
@@ -170,6 +171,31 @@ def _snapshots(minutes: float, end: datetime | None, slo: Slo | None = None) -> 
             st.info(t("live_snapshots_hint"))
         return None
     return partial(live_source.snapshot_windows, held[0].digest, held[1].digest, interval)
+
+
+def _kept_pair(held: list[Held], got: Sequence[object]) -> list[Held]:
+    """The pair to diagnose: the two uploads, else (both uploaders empty, as after a page switch, which empties
+    them) the pair this session diagnosed last while the server still has its parses."""
+    if len(held) == 2:
+        session.LIVE_SNAPSHOTS.set((held[0], held[1]))
+        return held
+    kept = session.LIVE_SNAPSHOTS.get()
+    if any(item is not None for item in got) or kept is None:  # other files on their way: the old pair is done
+        session.LIVE_SNAPSHOTS.clear()
+        return held
+    cache = upload_store.snapshot_cache()
+    if cache.get(kept[0].digest) is None or cache.get(kept[1].digest) is None:  # evicted: upload again
+        session.LIVE_SNAPSHOTS.clear()
+        return held
+    left, right = st.columns([4, 1], vertical_alignment="center")
+    left.caption(t("live_snapshots_kept", before=md_escape(kept[0].name), after=md_escape(kept[1].name)))
+    # a callback: the run the click starts no longer shows the pair
+    right.button(t("live_snapshots_forget"), key=session.SNAP_FORGET.name, on_click=_forget_pair)
+    return list(kept)
+
+
+def _forget_pair() -> None:
+    session.LIVE_SNAPSHOTS.clear()
 
 
 MATCH_LABELS = ("model_name", "namespace", "pod", "instance")

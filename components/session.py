@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from triage.service.live import LiveResult
     from triage.service.model import Diagnosis
     from triage.service.retro import RetroState
-    from triage.service.uploads import SingleUploads, Uploads
+    from triage.service.uploads import Held, SingleUploads, Uploads
     from triage.service.windows import LiveFeeds
 
 T = TypeVar("T")
@@ -89,6 +89,10 @@ LIVE_CHOICE: StateKey[dict[str, Any]] = StateKey(
     "the Live page's picker values as last drawn (source, URL, window, scenario, profile, filters): a page switch "
     "drops the widgets' state, this brings them back; the session's only, never the URL's (a typed URL may hold "
     "credentials)")
+LIVE_SNAPSHOTS: StateKey[tuple[Held, Held]] = StateKey(
+    "live_snapshots", "components.live_picker",
+    "the two /metrics snapshots the Live page diagnosed last (digests, no bytes): a page switch empties the "
+    "uploaders, the pair stays in use until other files are uploaded or it is put away")
 REFRESH_KEPT: StateKey[dict[str, int]] = StateKey(
     "refresh_kept", "components.refresh_picker",
     "each page's refresh interval by widget key, kept across a page switch")
@@ -117,8 +121,8 @@ RETRO_IMPORTED: StateKey[str] = StateKey(
 KEYS: tuple[StateKey[Any], ...] = (
     LANG, JUMP, TREE_SCROLL, FINDINGS, DIAGNOSIS, DIAGNOSIS_ENGINE, BENCH_UPLOADS, SINGLE_UPLOADS,
     BENCH_CHOICE, LIVE_FEEDS,
-    LIVE_LINK_APPLIED, LIVE_LINK_LABELS, LIVE_CHOICE, REFRESH_KEPT, LIVE_BY_SOURCE, LIVE_CACHE_CONFIG, FLEET_LAST,
-    VERIFY_VERDICT,
+    LIVE_LINK_APPLIED, LIVE_LINK_LABELS, LIVE_CHOICE, LIVE_SNAPSHOTS, REFRESH_KEPT, LIVE_BY_SOURCE, LIVE_CACHE_CONFIG,
+    FLEET_LAST, VERIFY_VERDICT,
     MEMORY_MODEL_SEEN, PASTED_TEXTS, LOG_KEPT, RETRO, RETRO_IMPORTED,
 )
 
@@ -225,6 +229,8 @@ LIVE_SCENARIO: Widget[str] = Widget("live_scenario", _LIVE_PICKER, "the demo sim
 LIVE_URL: Widget[str] = Widget("live_url", _LIVE_PICKER, "the /metrics URL polled")
 SNAP_BEFORE: Widget[Any] = Widget("snap_before", _LIVE_PICKER, "the earlier /metrics snapshot (an UploadedFile)")
 SNAP_AFTER: Widget[Any] = Widget("snap_after", _LIVE_PICKER, "the later /metrics snapshot (an UploadedFile)")
+SNAP_FORGET: Widget[bool] = Widget("snap_forget", _LIVE_PICKER,
+                                   "button putting away the snapshot pair kept from before a page switch")
 SNAP_INTERVAL: Widget[float] = Widget("snap_interval", _LIVE_PICKER, "seconds between the two snapshots")
 MATCH: WidgetFamily[str] = WidgetFamily("match:", _LIVE_PICKER, "a label filter of the Prometheus source, per label")
 PROM_PROFILE: Widget[str] = Widget("prom_profile", _LIVE_PICKER, "the Prometheus profile name")

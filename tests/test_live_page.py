@@ -293,6 +293,27 @@ def test_a_page_switch_keeps_the_snapshot_source_and_its_paste():
     assert at.query_params["source"] == "snapshots"
 
 
+def test_two_uploaded_snapshots_are_diagnosed_again_after_a_page_switch():
+    at = live_page()
+    source(at).set_value("snapshots").run()
+    sim = Simulator("queueing", seed=1)
+    before = sim.render().encode()
+    sim.advance(120)
+    at.file_uploader(key="snap_before").upload("a.txt", before, "text/plain")
+    at.file_uploader(key="snap_after").upload("b.txt", sim.render().encode(), "text/plain")
+    at.number_input(key="snap_interval").set_value(120.0).run()
+    label = _source_label(at)
+    _away_and_back(at)
+    assert source(at).value == "snapshots" and at.number_input(key="snap_interval").value == 120.0
+    assert at.file_uploader(key="snap_before").value is None  # the uploaders come back empty…
+    assert "Showing the snapshots uploaded before: a.txt → b.txt" in texts(at)  # …the pair stays in use
+    assert _source_label(at) == label and at.session_state["findings"][0] == "ttft.queueing"
+    at.button(key="snap_forget").click().run()
+    assert not at.exception, at.exception
+    assert "Showing the snapshots uploaded before" not in texts(at)
+    assert not any(" · engine " in str(c.value) for c in at.caption)
+
+
 def test_a_link_back_to_live_wins_over_the_session_choice():
     at = live_page()
     source(at).set_value("snapshots").run()
