@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, time
@@ -204,11 +205,11 @@ MATCH_LABELS = ("model_name", "namespace", "pod", "instance")
 def apply_live_link() -> None:
     """Open the Live page as a deep link says (an alert's runbook URL or a Fleet row): the Prometheus source and
     profile, the window ending at the alert, the replica's labels as filters. Applied once per distinct link."""
-    link = parse_live_link(st.query_params.to_dict())
-    if link is None:
+    signature = _link_signature()
+    if signature is None or session.LIVE_LINK_APPLIED.get() == signature:
         return
-    signature = repr(link)
-    if session.LIVE_LINK_APPLIED.get() == signature:
+    link = parse_live_link(st.query_params.to_dict())
+    if link is None:  # (a signature is made only of a link)
         return
     session.LIVE_LINK_APPLIED.set(signature)
     session.LIVE_KIND.seed("prometheus")
@@ -222,6 +223,12 @@ def apply_live_link() -> None:
     session.LIVE_LINK_LABELS.set([label for label in link.match if label not in MATCH_LABELS])
     for label, value in link.match.items():
         session.MATCH.seed(value, label)
+
+
+def _link_signature() -> str | None:
+    """What the URL's Live link says, without the node open in the tree (a click there is no new link)."""
+    link = parse_live_link(st.query_params.to_dict())
+    return None if link is None else repr(dataclasses.replace(link, node=None))
 
 
 def _match_filters() -> dict[str, str]:
@@ -315,5 +322,10 @@ def source_picker(slo: Slo | None = None) -> tuple[str, Callable | None]:
         minutes, end = time_range() if kind != "snapshots" else (15.0, None)
         make = pick(minutes, end) if kind != "snapshots" else _snapshots(minutes, end, slo)
     _remember_choice()
+    # the URL the page just wrote is no new link: only a link from elsewhere (an alert, a Fleet row) resets the
+    # picker, else choosing Prometheus would wipe the first filter typed after it
+    own = _link_signature()
+    if own is not None:
+        session.LIVE_LINK_APPLIED.set(own)
     settings = (make.args, tuple(sorted(make.keywords.items()))) if make is not None else ()
     return f"{kind}:{hashlib.sha1(repr(settings).encode()).hexdigest()[:12]}", make

@@ -314,6 +314,35 @@ def test_two_uploaded_snapshots_are_diagnosed_again_after_a_page_switch():
     assert not any(" · engine " in str(c.value) for c in at.caption)
 
 
+def test_a_page_switch_keeps_the_prometheus_profile_filters_and_baseline(monkeypatch):
+    monkeypatch.setenv("TRIAGE_PROMETHEUS_DOWN_URL", f"http://127.0.0.1:{free_port()}")
+    at = live_page()
+    source(at).set_value("prometheus").run()
+    at.text_input(key="match:model_name").set_value("llama-3-70b").run()
+    at.selectbox(key="prom_baseline").set_value(24.0).run()
+    at.segmented_control(key="live_range").set_value("6h").run()
+    _away_and_back(at)
+    assert source(at).value == "prometheus" and at.selectbox(key="prom_profile").value == "down"
+    assert at.text_input(key="match:model_name").value == "llama-3-70b"
+    assert at.selectbox(key="prom_baseline").value == 24.0
+    assert at.segmented_control(key="live_range").value == "6h"
+    assert "TRIAGE_PROMETHEUS_DOWN_URL" not in texts(at) and "127.0.0.1" not in str(dict(at.query_params))
+
+
+def test_an_alert_link_in_the_same_session_still_opens_its_replica(monkeypatch):
+    """The page's own ?source=prometheus is no link (a typed filter stays); a link from elsewhere is applied."""
+    monkeypatch.setenv("TRIAGE_PROMETHEUS_DOWN_URL", f"http://127.0.0.1:{free_port()}")
+    at = live_page()
+    source(at).set_value("prometheus").run()
+    at.text_input(key="match:pod").set_value("pod-a").run()
+    at.segmented_control(key="live_range").set_value("1h").run()
+    assert at.text_input(key="match:pod").value == "pod-a"
+    _away_and_back(at, {"source": "prometheus", "profile": "down", "window": "6h", "match_instance": "10.0.0.7:8000"})
+    assert at.text_input(key="match:instance").value == "10.0.0.7:8000"
+    assert at.text_input(key="match:pod").value == ""  # the link names its replica alone
+    assert at.segmented_control(key="live_range").value == "6h"
+
+
 def test_a_link_back_to_live_wins_over_the_session_choice():
     at = live_page()
     source(at).set_value("snapshots").run()
