@@ -56,7 +56,9 @@ def restore_choice() -> None:
     alert's runbook URL) wins over the session's copy; a new session (a reload) starts from the URL alone."""
     kept = session.LIVE_CHOICE.get() or {}
     for widget, param in _KEPT:
-        if widget.name in kept and not widget.present() and (param is None or param not in st.query_params):
+        # None is a default (no baseline), drawn as such: seeded, a select box would show its placeholder instead
+        if kept.get(widget.name) is not None and not widget.present() and \
+                (param is None or param not in st.query_params):
             widget.seed(kept[widget.name])
     for label, value in (kept.get("match") or {}).items():
         if session.MATCH.value(label) is None:

@@ -21,9 +21,10 @@ def _restore(techs: list[str | None], verdicts: list[str | None]) -> dict[str, o
     """Seed the filters and the page from what this session chose (a page switch drops widget state); the page
     from ``?page=`` first, once, so a shared link opens the same page."""
     kept = session.LOG_KEPT.setdefault(dict)
-    if not session.LOG_TECHNIQUE.present() and "technique" in kept and kept["technique"] in techs:
+    # None ("all") is the default, drawn as such: seeded, the select box would show its placeholder instead
+    if not session.LOG_TECHNIQUE.present() and kept.get("technique") is not None and kept["technique"] in techs:
         session.LOG_TECHNIQUE.seed(kept["technique"])
-    if not session.LOG_VERDICT.present() and "verdict" in kept and kept["verdict"] in verdicts:
+    if not session.LOG_VERDICT.present() and kept.get("verdict") is not None and kept["verdict"] in verdicts:
         session.LOG_VERDICT.seed(kept["verdict"])
     if not session.LOG_PAGE.present():
         try:
