@@ -1,9 +1,11 @@
-"""Experiment-log latency on SQLite and PostgreSQL with a large log: one save, the full list, a filtered list.
+"""Experiment-log latency on SQLite and PostgreSQL with a large log: one save, the full list, a filtered list,
+and one page of the Log page against the full list.
 
 The log is filled to ``--rows`` rows in bulk (one multi-row INSERT per 5,000, not timed), then timed through the
 public API: ``--writes`` single ``save()`` calls (each its own connection checkout and committed transaction:
 SQLite fsyncs with ``synchronous = FULL``), ``list()`` of every row (JSON parsed into entries, as the Log page
-and the CSV export do) and ``list(technique=…)`` (the indexed filter, 1 row in 50).
+and the CSV export do), ``list(technique=…)`` (the indexed filter, 1 row in 50) and ``page()`` (what the Log page
+reads per run: 50 rows newest first and the count, at the first page, the middle and one filtered).
 
 Usage (from the repo root):
     .venv/bin/python -m bench.experiment_log [--rows 100000] [--writes 200] [--postgres URL]
@@ -29,6 +31,7 @@ from triage.verify.experiment_log import ExperimentLog
 ROOT = Path(__file__).resolve().parents[1]
 
 BATCH = 5_000
+PAGE = 50  # the Log page's page size (components/log_view.PAGE_SIZE)
 
 
 def fill(log: ExperimentLog, rows: int) -> None:
@@ -68,9 +71,15 @@ def run(name: str, target: str, rows: int, writes: int) -> None:
     full = timed(lambda: log.list(), 3)
     rare = timed(lambda: log.list(technique="rare"), 20)
     count = len(log.list(technique="rare"))
+    first = timed(lambda: log.page(PAGE), 20)
+    middle = timed(lambda: log.page(PAGE, offset=(rows + writes) // 2), 20)
+    filtered = timed(lambda: log.page(PAGE, technique="rare"), 20)
     print(f"{name:<10} {rows + writes:>8,} rows (bulk fill {filled:5.1f} s) | save p50 {pct(saves, 50):7.2f} ms "
           f"p99 {pct(saves, 99):7.2f} ms | list all {statistics.median(full):8.1f} ms | "
           f"list one technique ({count:,} rows) {statistics.median(rare):7.1f} ms", flush=True)
+    print(f"{'':<10} page of {PAGE} + count: first {statistics.median(first):6.1f} ms | middle "
+          f"{statistics.median(middle):6.1f} ms | one technique {statistics.median(filtered):6.1f} ms | "
+          f"{statistics.median(full) / statistics.median(first):,.0f}x faster than the full list", flush=True)
 
 
 def main() -> int:

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, time
 from functools import partial
 from typing import Any
@@ -17,7 +18,7 @@ from triage.service.display import md_escape, plain
 from triage.service.model import Slo, TriageError
 from triage.service.params import parse_live_link
 from triage.service.typed_urls import TypedUrls, live_typed_urls
-from triage.service.uploads import Refused
+from triage.service.uploads import Held, Refused
 from triage.service.windows import Profile, demo_scenarios, prometheus_profiles
 
 SOURCES = ("demo", "scrape", "snapshots", "prometheus")
@@ -37,6 +38,41 @@ def _from_url(widget: session.Widget[Any], param: str, parse: Callable[[str], ob
         return
     if allowed is None or value in allowed:  # type: ignore[operator]
         widget.seed(value)
+
+
+# the picker's widgets a page switch must not reset, with the URL parameter that seeds each (a link wins)
+_KEPT: tuple[tuple[session.Widget[Any], str | None], ...] = (
+    (session.LIVE_KIND, "source"), (session.LIVE_RANGE, "window"), (session.LIVE_CUSTOM_MIN, "minutes"),
+    (session.LIVE_CUSTOM_END_DATE, "end"), (session.LIVE_CUSTOM_END_TIME, "end"), (session.LIVE_SCENARIO, "scenario"),
+    (session.LIVE_URL, None), (session.SNAP_INTERVAL, None), (session.PROM_PROFILE, None),
+    (session.PROM_BASELINE, None), (session.PROM_BASE_END.absolute, None), (session.PROM_BASE_END.day, None),
+    (session.PROM_BASE_END.at, None),
+)
+
+
+def restore_choice() -> None:
+    """Give the picker back what this session chose on it: Streamlit drops a widget's state when a page without
+    it runs, and the navigation link back carries no ``?source=``. A parameter in the URL (a shared link, an
+    alert's runbook URL) wins over the session's copy; a new session (a reload) starts from the URL alone."""
+    kept = session.LIVE_CHOICE.get() or {}
+    for widget, param in _KEPT:
+        # None is a default (no baseline), drawn as such: seeded, a select box would show its placeholder instead
+        if kept.get(widget.name) is not None and not widget.present() and \
+                (param is None or param not in st.query_params):
+            widget.seed(kept[widget.name])
+    for label, value in (kept.get("match") or {}).items():
+        if session.MATCH.value(label) is None:
+            session.MATCH.seed(value, label)
+
+
+def _remember_choice() -> None:
+    """Copy the picker's values drawn in this run into the session (a source not drawn keeps its last values)."""
+    kept = dict(session.LIVE_CHOICE.get() or {})
+    kept.update({widget.name: widget.value() for widget, _ in _KEPT if widget.present()})
+    labels = (*MATCH_LABELS, *(session.LIVE_LINK_LABELS.get() or []))
+    match = {label: session.MATCH.value(label) for label in labels if session.MATCH.value(label) is not None}
+    kept["match"] = {**(kept.get("match") or {}), **match}
+    session.LIVE_CHOICE.set(kept)
 
 
 def _to_url(values: dict[str, str | None]) -> None:
@@ -130,6 +166,7 @@ def _snapshots(minutes: float, end: datetime | None, slo: Slo | None = None) -> 
         if isinstance(item, Refused):
             st.error(t("upload_failed", name=item.name, reason=item.reason))
     held = [item[0] for item in got if isinstance(item, tuple)]
+    held = _kept_pair(held, got)
     if len(held) < 2:
         if slo is not None and paste_area(slo, widget=session.LIVE_PASTE):
             return None
@@ -139,17 +176,42 @@ def _snapshots(minutes: float, end: datetime | None, slo: Slo | None = None) -> 
     return partial(live_source.snapshot_windows, held[0].digest, held[1].digest, interval)
 
 
+def _kept_pair(held: list[Held], got: Sequence[object]) -> list[Held]:
+    """The pair to diagnose: the two uploads, else (both uploaders empty, as after a page switch, which empties
+    them) the pair this session diagnosed last while the server still has its parses."""
+    if len(held) == 2:
+        session.LIVE_SNAPSHOTS.set((held[0], held[1]))
+        return held
+    kept = session.LIVE_SNAPSHOTS.get()
+    if any(item is not None for item in got) or kept is None:  # other files on their way: the old pair is done
+        session.LIVE_SNAPSHOTS.clear()
+        return held
+    cache = upload_store.snapshot_cache()
+    if cache.get(kept[0].digest) is None or cache.get(kept[1].digest) is None:  # evicted: upload again
+        session.LIVE_SNAPSHOTS.clear()
+        return held
+    left, right = st.columns([4, 1], vertical_alignment="center")
+    left.caption(t("live_snapshots_kept", before=md_escape(kept[0].name), after=md_escape(kept[1].name)))
+    # a callback: the run the click starts no longer shows the pair
+    right.button(t("live_snapshots_forget"), key=session.SNAP_FORGET.name, on_click=_forget_pair)
+    return list(kept)
+
+
+def _forget_pair() -> None:
+    session.LIVE_SNAPSHOTS.clear()
+
+
 MATCH_LABELS = ("model_name", "namespace", "pod", "instance")
 
 
 def apply_live_link() -> None:
     """Open the Live page as a deep link says (an alert's runbook URL or a Fleet row): the Prometheus source and
     profile, the window ending at the alert, the replica's labels as filters. Applied once per distinct link."""
-    link = parse_live_link(st.query_params.to_dict())
-    if link is None:
+    signature = _link_signature()
+    if signature is None or session.LIVE_LINK_APPLIED.get() == signature:
         return
-    signature = repr(link)
-    if session.LIVE_LINK_APPLIED.get() == signature:
+    link = parse_live_link(st.query_params.to_dict())
+    if link is None:  # (a signature is made only of a link)
         return
     session.LIVE_LINK_APPLIED.set(signature)
     session.LIVE_KIND.seed("prometheus")
@@ -163,6 +225,12 @@ def apply_live_link() -> None:
     session.LIVE_LINK_LABELS.set([label for label in link.match if label not in MATCH_LABELS])
     for label, value in link.match.items():
         session.MATCH.seed(value, label)
+
+
+def _link_signature() -> str | None:
+    """What the URL's Live link says, without the node open in the tree (a click there is no new link)."""
+    link = parse_live_link(st.query_params.to_dict())
+    return None if link is None else repr(dataclasses.replace(link, node=None))
 
 
 def _match_filters() -> dict[str, str]:
@@ -237,6 +305,7 @@ def _prometheus(minutes: float, end: datetime | None) -> partial[Any] | None:
 def source_picker(slo: Slo | None = None) -> tuple[str, Callable | None]:
     """(a key naming the chosen source and its settings, a function building its windows); ``slo`` judges text
     pasted on the snapshot source."""
+    restore_choice()
     _from_url(session.LIVE_KIND, "source", str, SOURCES)
     kind = st.segmented_control(t("live_source"), SOURCES, default="demo", key=session.LIVE_KIND.name,
                                 required=True,
@@ -254,5 +323,11 @@ def source_picker(slo: Slo | None = None) -> tuple[str, Callable | None]:
     else:
         minutes, end = time_range() if kind != "snapshots" else (15.0, None)
         make = pick(minutes, end) if kind != "snapshots" else _snapshots(minutes, end, slo)
+    _remember_choice()
+    # the URL the page just wrote is no new link: only a link from elsewhere (an alert, a Fleet row) resets the
+    # picker, else choosing Prometheus would wipe the first filter typed after it
+    own = _link_signature()
+    if own is not None:
+        session.LIVE_LINK_APPLIED.set(own)
     settings = (make.args, tuple(sorted(make.keywords.items()))) if make is not None else ()
     return f"{kind}:{hashlib.sha1(repr(settings).encode()).hexdigest()[:12]}", make

@@ -1,4 +1,5 @@
-"""The Log page: recorded verifications, filterable, exportable as formula-safe CSV."""
+"""The Log page: recorded verifications, filterable, a page at a time (newest first), exportable as formula-safe
+CSV."""
 
 from __future__ import annotations
 
@@ -13,6 +14,34 @@ from triage.service.display import md_escape
 from triage.service.model import TriageError
 
 VERDICTS = ("gain confirmed", "no effect", "regression", "unsound")
+PAGE_SIZE = 50  # rows per page: the database returns only these, so a log of 100,000 draws as fast as one of 50
+
+
+def _restore(techs: list[str | None], verdicts: list[str | None]) -> dict[str, object]:
+    """Seed the filters and the page from what this session chose (a page switch drops widget state); the page
+    from ``?page=`` first, once, so a shared link opens the same page."""
+    kept = session.LOG_KEPT.setdefault(dict)
+    # None ("all") is the default, drawn as such: seeded, the select box would show its placeholder instead
+    if not session.LOG_TECHNIQUE.present() and kept.get("technique") is not None and kept["technique"] in techs:
+        session.LOG_TECHNIQUE.seed(kept["technique"])
+    if not session.LOG_VERDICT.present() and kept.get("verdict") is not None and kept["verdict"] in verdicts:
+        session.LOG_VERDICT.seed(kept["verdict"])
+    if not session.LOG_PAGE.present():
+        try:
+            session.LOG_PAGE.seed(max(1, int(st.query_params.get("page") or kept.get("page") or 1)))
+        except ValueError:  # ?page=abc: the first page
+            session.LOG_PAGE.seed(1)
+    return kept
+
+
+def _pager(total: int, pages: int) -> None:
+    """The page number (below the table) and which rows the page shows."""
+    number = session.LOG_PAGE.value() or 1
+    c1, c2 = st.columns([1, 4], vertical_alignment="bottom")
+    c1.number_input(t("log_page"), min_value=1, max_value=pages, step=1, key=session.LOG_PAGE.name)
+    first = (number - 1) * PAGE_SIZE + 1
+    c2.caption(t("log_pager", page=f"{number:,}", pages=f"{pages:,}", first=f"{first:,}",
+                 last=f"{min(total, number * PAGE_SIZE):,}", total=f"{total:,}"))
 
 
 def log_page() -> None:
@@ -25,11 +54,23 @@ def log_page() -> None:
         return
     c1, c2 = st.columns(2)
     techs, verdicts = [None, *kb.techniques], [None, *VERDICTS]
+    kept = _restore(techs, verdicts)
     technique = c1.selectbox(t("verify_technique"), techs, key=session.LOG_TECHNIQUE.name, format_func=labels_now(
         techs, lambda x: t("log_all") if x is None else kb.techniques[x].title.get(lang())))
     verdict = c2.selectbox(t("verify_verdict"), verdicts, key=session.LOG_VERDICT.name,
                            format_func=labels_now(verdicts, lambda v: t("log_all") if v is None else verdict_text(v)))
-    entries = store.list(technique=technique, verdict=verdict)
+    if (technique, verdict) != (kept.get("technique"), kept.get("verdict")) and "page" in kept:
+        session.LOG_PAGE.seed(1)  # other filters: their first page (the pager is drawn below, after the query)
+    number = session.LOG_PAGE.value() or 1
+    entries, total = store.page(PAGE_SIZE, (number - 1) * PAGE_SIZE, technique=technique, verdict=verdict)
+    pages = max(1, -(-total // PAGE_SIZE))
+    if number > pages:  # past the end (the log shrank, or ?page= was too large): its last page
+        number = pages
+        session.LOG_PAGE.seed(number)
+        entries, total = store.page(PAGE_SIZE, (number - 1) * PAGE_SIZE, technique=technique, verdict=verdict)
+    session.LOG_KEPT.set({"technique": technique, "verdict": verdict, "page": number})
+    if number > 1 or "page" in st.query_params:
+        st.query_params["page"] = str(number)
     if not entries:
         st.info(t("log_empty"))
         return
@@ -40,7 +81,8 @@ def log_page() -> None:
              t("verify_technique"): title(e.technique), t("verify_verdict"): verdict_text(e.overall),
              t("verify_baseline"): e.baseline_name, t("verify_candidate"): e.candidate_name,
              t("verify_note"): e.note} for e in entries]
-    static_table(pd.DataFrame(rows).set_index("#"))  # every entry shown, in the reader's words and dates
+    static_table(pd.DataFrame(rows).set_index("#"))  # the page's entries, in the reader's words and dates
+    _pager(total, pages)
     chosen = st.selectbox(t("log_open"), [e.id for e in entries if e.id is not None], key=session.LOG_OPEN.name)
     if chosen is None:  # stored entries all have an id; nothing to open otherwise
         return
@@ -53,5 +95,6 @@ def log_page() -> None:
         static_table(comparison_table(stored_deltas(entry.metrics)))
         st.page_link("pages/verify.py", label=t("log_verify_again", id=entry.id), icon=":material/compare_arrows:",
                      query_params={"experiment": str(entry.id)})
-    st.download_button(t("log_export"), store.export_csv(), file_name="experiments.csv", mime="text/csv",
+    # the whole log is read only when the button is pressed (a callable), never on each run
+    st.download_button(t("log_export"), store.export_csv, file_name="experiments.csv", mime="text/csv",
                        icon=":material/download:", key=session.LOG_EXPORT.name)

@@ -13,8 +13,14 @@ DEFAULT_S = 15
 
 def refresh_interval(widget: session.Widget[int]) -> int:
     """Seconds between redraws, one click to change: a segmented control (a slider would make the browser
-    load its slider and date-formatting code before the page's first chart)."""
+    load its slider and date-formatting code before the page's first chart). The choice is kept in the session:
+    a page switch drops the widget's state, and the page comes back with the interval chosen before."""
+    kept = session.REFRESH_KEPT.setdefault(dict)
+    if not widget.present() and widget.name in kept:
+        widget.seed(kept[widget.name])
     choice = st.sidebar.segmented_control(
         t("live_refresh"), INTERVALS_S, default=DEFAULT_S, required=True, key=widget.name,
         format_func=labels_now(INTERVALS_S, lambda s: t("refresh_every_s", n=s)))
-    return int(choice if choice is not None else DEFAULT_S)
+    seconds = int(choice if choice is not None else DEFAULT_S)
+    kept[widget.name] = seconds
+    return seconds

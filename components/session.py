@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     from triage.service.live import LiveResult
     from triage.service.model import Diagnosis
     from triage.service.retro import RetroState
-    from triage.service.uploads import SingleUploads, Uploads
+    from triage.service.uploads import Held, SingleUploads, Uploads
     from triage.service.windows import LiveFeeds
 
 T = TypeVar("T")
@@ -84,6 +84,18 @@ LIVE_LINK_APPLIED: StateKey[str] = StateKey(
     "live_link_applied", "components.live_picker", "the deep link (alert runbook URL, Fleet row) applied last")
 LIVE_LINK_LABELS: StateKey[list[str]] = StateKey(
     "live_link_labels", "components.live_picker", "labels a deep link filters on beyond the usual four")
+LIVE_CHOICE: StateKey[dict[str, Any]] = StateKey(
+    "live_choice", "components.live_picker",
+    "the Live page's picker values as last drawn (source, URL, window, scenario, profile, filters): a page switch "
+    "drops the widgets' state, this brings them back; the session's only, never the URL's (a typed URL may hold "
+    "credentials)")
+LIVE_SNAPSHOTS: StateKey[tuple[Held, Held]] = StateKey(
+    "live_snapshots", "components.live_picker",
+    "the two /metrics snapshots the Live page diagnosed last (digests, no bytes): a page switch empties the "
+    "uploaders, the pair stays in use until other files are uploaded or it is put away")
+REFRESH_KEPT: StateKey[dict[str, int]] = StateKey(
+    "refresh_kept", "components.refresh_picker",
+    "each page's refresh interval by widget key, kept across a page switch")
 LIVE_BY_SOURCE: StateKey[dict[str, LiveResult]] = StateKey(
     "live_by_source", "components.live_view", "source key → its last good refresh (shown stale when one fails)")
 LIVE_CACHE_CONFIG: StateKey[dict[str, str]] = StateKey(
@@ -98,6 +110,10 @@ MEMORY_MODEL_SEEN: StateKey[str] = StateKey(
 PASTED_TEXTS: StateKey[dict[str, str]] = StateKey(
     "pasted_texts", "components.paste_view",
     "each paste area's text by its widget key: a page switch drops the widget's state, this brings it back")
+LOG_KEPT: StateKey[dict[str, Any]] = StateKey(
+    "log_kept", "components.log_view",
+    "the Log page's filters and page number as last drawn: a page switch drops the widgets' state, this brings "
+    "them back")
 RETRO: StateKey[RetroState] = StateKey("retro", "components.retro_view", "the retro walk in progress")
 RETRO_IMPORTED: StateKey[str] = StateKey(
     "retro_imported", "components.retro_view", "upload id of the report imported last (imported once)")
@@ -105,8 +121,9 @@ RETRO_IMPORTED: StateKey[str] = StateKey(
 KEYS: tuple[StateKey[Any], ...] = (
     LANG, JUMP, TREE_SCROLL, FINDINGS, DIAGNOSIS, DIAGNOSIS_ENGINE, BENCH_UPLOADS, SINGLE_UPLOADS,
     BENCH_CHOICE, LIVE_FEEDS,
-    LIVE_LINK_APPLIED, LIVE_LINK_LABELS, LIVE_BY_SOURCE, LIVE_CACHE_CONFIG, FLEET_LAST, VERIFY_VERDICT,
-    MEMORY_MODEL_SEEN, PASTED_TEXTS, RETRO, RETRO_IMPORTED,
+    LIVE_LINK_APPLIED, LIVE_LINK_LABELS, LIVE_CHOICE, LIVE_SNAPSHOTS, REFRESH_KEPT, LIVE_BY_SOURCE, LIVE_CACHE_CONFIG,
+    FLEET_LAST, VERIFY_VERDICT,
+    MEMORY_MODEL_SEEN, PASTED_TEXTS, LOG_KEPT, RETRO, RETRO_IMPORTED,
 )
 
 
@@ -202,7 +219,7 @@ TECH_CHECK: WidgetFamily[bool] = WidgetFamily(
     "check:", _TECH, "a technique's checklist box, per (technique id, line)")
 
 # the Live page
-LIVE_REFRESH: Widget[int] = Widget("live_refresh", "pages.live", "seconds between Live refreshes")
+LIVE_REFRESH: Widget[int] = Widget("live_refresh", "components.refresh_picker", "seconds between Live refreshes")
 LIVE_KIND: Widget[str] = Widget("live_kind", _LIVE_PICKER, "the Live source: demo, scrape, snapshots, prometheus")
 LIVE_RANGE: Widget[str] = Widget("live_range", _LIVE_PICKER, "the time range: 15m, 1h, 6h or custom")
 LIVE_CUSTOM_MIN: Widget[float] = Widget("live_custom_min", _LIVE_PICKER, "minutes of a custom range")
@@ -212,6 +229,8 @@ LIVE_SCENARIO: Widget[str] = Widget("live_scenario", _LIVE_PICKER, "the demo sim
 LIVE_URL: Widget[str] = Widget("live_url", _LIVE_PICKER, "the /metrics URL polled")
 SNAP_BEFORE: Widget[Any] = Widget("snap_before", _LIVE_PICKER, "the earlier /metrics snapshot (an UploadedFile)")
 SNAP_AFTER: Widget[Any] = Widget("snap_after", _LIVE_PICKER, "the later /metrics snapshot (an UploadedFile)")
+SNAP_FORGET: Widget[bool] = Widget("snap_forget", _LIVE_PICKER,
+                                   "button putting away the snapshot pair kept from before a page switch")
 SNAP_INTERVAL: Widget[float] = Widget("snap_interval", _LIVE_PICKER, "seconds between the two snapshots")
 MATCH: WidgetFamily[str] = WidgetFamily("match:", _LIVE_PICKER, "a label filter of the Prometheus source, per label")
 PROM_PROFILE: Widget[str] = Widget("prom_profile", _LIVE_PICKER, "the Prometheus profile name")
@@ -226,7 +245,7 @@ LIVE_GROUP: Widget[str] = Widget(
 LIVE_ALL_DELTAS: Widget[bool] = Widget("live_all_deltas", _LIVE_VIEW, "the expander of every signal's delta is open")
 
 # the Fleet page
-FLEET_REFRESH: Widget[int] = Widget("fleet_refresh", "pages.fleet", "seconds between Fleet refreshes")
+FLEET_REFRESH: Widget[int] = Widget("fleet_refresh", "components.refresh_picker", "seconds between Fleet refreshes")
 FLEET_WINDOW: Widget[str] = Widget("fleet_window", _FLEET, "the Fleet window: 5m, 15m, 1h, 6h")
 FLEET_BY: Widget[str] = Widget("fleet_by", _FLEET, "labels the fleet is grouped by, comma-separated")
 FLEET_FILTER: Widget[str] = Widget("fleet_filter", _FLEET, "free-text row filter (label=value, cause id)")
@@ -262,6 +281,7 @@ VERIFY_DIST: WidgetFamily[Any] = WidgetFamily("verify_dist_", _VERIFY, "a distri
 # the experiment log
 LOG_TECHNIQUE: Widget[str | None] = Widget("log_technique", _LOG, "log filter: technique")
 LOG_VERDICT: Widget[str | None] = Widget("log_verdict", _LOG, "log filter: verdict")
+LOG_PAGE: Widget[int] = Widget("log_page", _LOG, "the page of the log shown (1 is the newest), also ?page=")
 LOG_OPEN: Widget[int] = Widget("log_open", _LOG, "the experiment opened")
 LOG_EXPORT: Widget[bool] = Widget("log_export", _LOG, "button downloading the log as CSV")
 

@@ -54,7 +54,7 @@ def test_pasting_a_vllm_log_lights_its_branch_and_draws_its_time_series():
 METRICS = Path(__file__).resolve().parent / "fixtures" / "metrics" / "vllm.txt"
 
 
-def test_a_scrape_pasted_on_live_is_diagnosed_and_kept_across_a_page_switch():
+def test_a_scrape_pasted_on_live_is_diagnosed_and_kept_with_its_source_across_a_page_switch():
     from playwright.sync_api import expect
 
     with streamlit_server() as url, chromium_page() as page:
@@ -70,8 +70,9 @@ def test_a_scrape_pasted_on_live_is_diagnosed_and_kept_across_a_page_switch():
         page.get_by_role("link", name="Verify").click()
         expect(page.get_by_role("heading", name="Verify").first).to_be_visible(timeout=30000)
         page.get_by_role("link", name="Live").click()
-        # the Live page reopens on its default source (the link carries no ?source=); back on the snapshot source,
-        # the text pasted before the switch is there again, diagnosed
-        page.get_by_text("Two snapshots", exact=True).click()
+        # the navigation link carries no ?source=: the page reopens on the source chosen before (the session
+        # keeps it, and writes it back to the URL), with the text pasted before the switch, diagnosed
         expect(page.get_by_text(recognised).first).to_be_visible(timeout=30000)
+        expect(page.get_by_role("radio", name="Two snapshots", exact=True)).to_be_checked()
+        assert "source=snapshots" in page.url
         assert page.locator(".st-key-live_paste textarea").input_value() == text

@@ -73,6 +73,30 @@ def test_filters(tmp_path):
     assert log.list(technique="nothing") == []
 
 
+def check_pages(log: ExperimentLog) -> None:
+    """23 entries (every third a regression of another technique): pages of 10, newest first, filtered in the
+    query, with the count of every match; shared by the SQLite and the PostgreSQL tests."""
+    ids = [log.save(entry(technique="other" if i % 3 == 0 else "chunked_prefill",
+                          overall="regression" if i % 3 == 0 else "gain confirmed", note=f"n{i}")) for i in range(23)]
+    first, total = log.page(10)
+    assert total == 23 and [e.id for e in first] == ids[::-1][:10]
+    second, _ = log.page(10, offset=10)
+    assert [e.note for e in second] == [f"n{i}" for i in range(12, 2, -1)]
+    last, _ = log.page(10, offset=20)
+    assert [e.id for e in last] == ids[2::-1]
+    assert log.page(10, offset=30) == ([], 23)  # past the end: empty, the count still told
+    picked, count = log.page(5, offset=5, technique="other", verdict="regression")
+    regressions = [i for n, i in enumerate(ids) if n % 3 == 0]
+    assert count == 8 and [e.id for e in picked] == regressions[::-1][5:]
+    assert log.page(5, technique="other", verdict="gain confirmed") == ([], 0)
+    with pytest.raises(TriageError, match="positive size"):
+        log.page(0)
+
+
+def test_a_page_is_newest_first_filtered_and_counted_by_the_database(tmp_path):
+    check_pages(ExperimentLog(tmp_path / "log.sqlite3"))
+
+
 def test_default_path_follows_xdg(tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
     assert default_path() == tmp_path / "data" / "inference-triage" / "experiments.sqlite3"

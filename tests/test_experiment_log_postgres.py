@@ -13,7 +13,7 @@ import sqlalchemy as sa
 from alembic import command
 
 from tests.pg_harness import PASSWORD
-from tests.test_experiment_log import ROOT, entry
+from tests.test_experiment_log import ROOT, check_pages, entry
 from triage.errors import TriageError
 from triage.store import database
 from triage.verify.experiment_log import SCHEMA_VERSION, ExperimentLog
@@ -68,6 +68,10 @@ def test_migrates_an_empty_database(postgres):
     with psycopg.connect(postgres) as conn:
         indexes = {r[0] for r in conn.execute("SELECT indexname FROM pg_indexes WHERE tablename = 'experiments'")}
     assert "experiments_technique_overall" in indexes
+
+
+def test_a_page_is_newest_first_filtered_and_counted_on_postgres(postgres):
+    check_pages(ExperimentLog(postgres))
 
 
 def test_upgrades_the_previous_schema_in_place(postgres):

@@ -159,3 +159,22 @@ def test_an_allowlist_offers_the_field_and_refuses_other_hosts_unasked(listening
         assert refused and "127.0.0.1 (" not in refused[0], errors(at)  # no resolved address, no allowlist
         assert "10.0.0.0/8" not in " ".join(errors(at))
         assert server.hits == []
+
+
+def test_a_typed_url_is_kept_across_a_page_switch_but_never_put_in_the_url(listening_on):
+    """The session keeps the typed /metrics URL (credentials and all) for the trip back; the share link never
+    carries it: a reload shows the source, the URL field empty."""
+    from tests.prom_harness import free_port
+
+    listening_on("127.0.0.1")
+    url = f"http://ops:s3cret-token@127.0.0.1:{free_port()}/metrics"
+    at = scrape_page(url)
+    for target in ("pages/technique.py", "pages/live.py"):
+        at.switch_page(target)
+        at.query_params.clear()  # the navigation links carry no query parameters
+        at.run()
+        assert not at.exception, at.exception
+    assert source(at).value == "scrape" and at.text_input(key="live_url").value == url
+    assert at.query_params["source"] == "scrape"
+    assert not any("s3cret" in str(v) or "127.0.0.1" in str(v) for v in dict(at.query_params).values())
+    assert not any("s3cret" in message for message in errors(at))

@@ -246,3 +246,106 @@ def test_a_kpi_delta_is_coloured_only_past_the_noise(current, baseline, better_h
     from triage.diagnosis.compare import SignalDelta
 
     assert delta_color(SignalDelta("x", "fraction", current, baseline), better_higher) == color
+
+
+def _away_and_back(at, query: dict[str, str] | None = None):
+    """Live → Technique → Live as the navigation links do it: each link's URL carries no query parameters."""
+    at.switch_page("pages/technique.py")
+    at.query_params.clear()
+    at.run()
+    assert not at.exception, at.exception
+    assert not any(b.key == "live_kind" for b in at.get("button_group"))  # the picker was not drawn there
+    at.switch_page("pages/live.py")
+    at.query_params.clear()
+    at.query_params.update(query or {})
+    at.run()
+    assert not at.exception, at.exception
+    return at
+
+
+def _source_label(at) -> str:
+    """The label of the source the page shows (its caption: label · engine · refreshed at)."""
+    return next(str(c.value) for c in at.caption if " · engine " in str(c.value)).split(" · ")[0]
+
+
+def test_a_page_switch_keeps_the_live_source_window_and_scenario():
+    at = live_page()
+    at.selectbox(key="live_scenario").set_value("kv_pressure").run()
+    at.segmented_control(key="live_range").set_value("1h").run()
+    at.segmented_control(key="live_refresh").set_value(60).run()
+    label = _source_label(at)
+    _away_and_back(at)
+    assert source(at).value == "demo"
+    assert at.selectbox(key="live_scenario").value == "kv_pressure"
+    assert at.segmented_control(key="live_range").value == "1h"
+    assert at.segmented_control(key="live_refresh").value == 60
+    assert _source_label(at) == label
+    assert at.session_state["findings"][0] == "memory.kv_cache"
+    # and the URL says it again, so a reload or a shared link opens the same view
+    assert at.query_params["scenario"] == "kv_pressure" and at.query_params["window"] == "1h"
+
+
+def test_a_page_switch_keeps_the_snapshot_source_and_its_paste():
+    at = live_page()
+    source(at).set_value("snapshots").run()
+    _away_and_back(at)
+    assert source(at).value == "snapshots"
+    assert at.query_params["source"] == "snapshots"
+
+
+def test_two_uploaded_snapshots_are_diagnosed_again_after_a_page_switch():
+    at = live_page()
+    source(at).set_value("snapshots").run()
+    sim = Simulator("queueing", seed=1)
+    before = sim.render().encode()
+    sim.advance(120)
+    at.file_uploader(key="snap_before").upload("a.txt", before, "text/plain")
+    at.file_uploader(key="snap_after").upload("b.txt", sim.render().encode(), "text/plain")
+    at.number_input(key="snap_interval").set_value(120.0).run()
+    label = _source_label(at)
+    _away_and_back(at)
+    assert source(at).value == "snapshots" and at.number_input(key="snap_interval").value == 120.0
+    assert at.file_uploader(key="snap_before").value is None  # the uploaders come back empty…
+    assert "Showing the snapshots uploaded before: a.txt → b.txt" in texts(at)  # …the pair stays in use
+    assert _source_label(at) == label and at.session_state["findings"][0] == "ttft.queueing"
+    at.button(key="snap_forget").click().run()
+    assert not at.exception, at.exception
+    assert "Showing the snapshots uploaded before" not in texts(at)
+    assert not any(" · engine " in str(c.value) for c in at.caption)
+
+
+def test_a_page_switch_keeps_the_prometheus_profile_filters_and_baseline(monkeypatch):
+    monkeypatch.setenv("TRIAGE_PROMETHEUS_DOWN_URL", f"http://127.0.0.1:{free_port()}")
+    at = live_page()
+    source(at).set_value("prometheus").run()
+    at.text_input(key="match:model_name").set_value("llama-3-70b").run()
+    at.selectbox(key="prom_baseline").set_value(24.0).run()
+    at.segmented_control(key="live_range").set_value("6h").run()
+    _away_and_back(at)
+    assert source(at).value == "prometheus" and at.selectbox(key="prom_profile").value == "down"
+    assert at.text_input(key="match:model_name").value == "llama-3-70b"
+    assert at.selectbox(key="prom_baseline").value == 24.0
+    assert at.segmented_control(key="live_range").value == "6h"
+    assert "TRIAGE_PROMETHEUS_DOWN_URL" not in texts(at) and "127.0.0.1" not in str(dict(at.query_params))
+
+
+def test_an_alert_link_in_the_same_session_still_opens_its_replica(monkeypatch):
+    """The page's own ?source=prometheus is no link (a typed filter stays); a link from elsewhere is applied."""
+    monkeypatch.setenv("TRIAGE_PROMETHEUS_DOWN_URL", f"http://127.0.0.1:{free_port()}")
+    at = live_page()
+    source(at).set_value("prometheus").run()
+    at.text_input(key="match:pod").set_value("pod-a").run()
+    at.segmented_control(key="live_range").set_value("1h").run()
+    assert at.text_input(key="match:pod").value == "pod-a"
+    _away_and_back(at, {"source": "prometheus", "profile": "down", "window": "6h", "match_instance": "10.0.0.7:8000"})
+    assert at.text_input(key="match:instance").value == "10.0.0.7:8000"
+    assert at.text_input(key="match:pod").value == ""  # the link names its replica alone
+    assert at.segmented_control(key="live_range").value == "6h"
+
+
+def test_a_link_back_to_live_wins_over_the_session_choice():
+    at = live_page()
+    source(at).set_value("snapshots").run()
+    _away_and_back(at, {"source": "demo", "scenario": "healthy"})
+    assert source(at).value == "demo"
+    assert at.selectbox(key="live_scenario").value == "healthy"

@@ -119,6 +119,18 @@ def _entry(row: Any) -> Entry:
                  created_by=row["created_by"])
 
 
+Entries = list[Entry]  # (in ExperimentLog, ``list`` names its method)
+
+
+def _filtered(query: Any, technique: str | None, verdict: str | None) -> Any:
+    """``query`` restricted to one technique and/or one overall verdict (None: any)."""
+    if technique is not None:
+        query = query.where(experiments.c.technique == technique)
+    if verdict is not None:
+        query = query.where(experiments.c.overall == verdict)
+    return query
+
+
 class ExperimentLog:
     """The experiment log on SQLAlchemy Core: an SQLite file (the default) or PostgreSQL (``postgresql://``).
 
@@ -176,14 +188,24 @@ class ExperimentLog:
 
     def list(self, technique: str | None = None, verdict: str | None = None) -> list[Entry]:
         """Entries, oldest first, optionally only one technique and/or one overall verdict."""
-        query = sa.select(experiments).order_by(experiments.c.id)
-        if technique is not None:
-            query = query.where(experiments.c.technique == technique)
-        if verdict is not None:
-            query = query.where(experiments.c.overall == verdict)
+        query = _filtered(sa.select(experiments), technique, verdict).order_by(experiments.c.id)
         with self._read() as conn:
             rows = conn.execute(query).fetchall()
         return [_row_entry(r) for r in rows]
+
+    def page(self, limit: int, offset: int = 0, technique: str | None = None,
+             verdict: str | None = None) -> tuple[Entries, int]:
+        """One page of entries, newest first, and how many match in all: the filters, the order and the
+        LIMIT/OFFSET are the database's, so a page of 50 parses 50 rows whatever the log's size."""
+        if limit < 1 or offset < 0:
+            raise TriageError(f"a page needs a positive size and a non-negative start (got {limit}, {offset})")
+        rows_query = _filtered(sa.select(experiments), technique, verdict).order_by(experiments.c.id.desc()) \
+            .limit(limit).offset(offset)
+        count_query = _filtered(sa.select(sa.func.count()).select_from(experiments), technique, verdict)
+        with self._read() as conn:  # one transaction: the count and the page see the same rows
+            total = int(conn.execute(count_query).scalar_one())
+            rows = conn.execute(rows_query).fetchall()
+        return [_row_entry(r) for r in rows], total
 
     def get(self, entry_id: int) -> Entry:
         with self._read() as conn:
