@@ -95,6 +95,21 @@ def test_several_engines_are_summed_for_counts_and_maxed_for_ratios() -> None:
     assert read.values[Need("gauge_mean", "waiting")] == 6
 
 
+def test_the_series_sums_engines_never_lines_of_one_engine_in_one_second() -> None:
+    running, waiting = Need("gauge_mean", "running"), Need("gauge_mean", "waiting")
+    gen = Need("rate", "generation_tokens")
+    # SGLang prints two Decode batch lines in second 03:51:45, each saying 4 running, 3 queued
+    full = LogWindow(parse((REAL / "sglang_decode_kv_full.txt").read_text())).series([running, waiting, gen])
+    assert [p.value for p in full[running]] == [4, 4] and [p.value for p in full[waiting]] == [3, 3]
+    assert [p.value for p in full[gen]] == pytest.approx([429.34, (429.52 + 429.74) / 2])
+    lines = [v1(s, 10, 5, 40.0, g=100.0) for s in (0, 10)]
+    lines += [v1(s, 6, 1, 90.0, g=50.0).replace("Engine 000", "Engine 001") for s in (0, 10)]
+    two = LogWindow(parse("\n".join(lines))).series([running, Need("gauge_max", "kv_usage"), gen])
+    assert [p.value for p in two[running]] == [16, 16]
+    assert [p.value for p in two[Need("gauge_max", "kv_usage")]] == pytest.approx([0.9, 0.9])
+    assert [p.value for p in two[gen]] == [150, 150]
+
+
 def test_spec_decoding_and_preemption_field_lines() -> None:
     text = "\n".join([
         v1(0, 8, 0, 50.0).replace("Waiting: 0 reqs, ", "Waiting: 0 reqs, Preemptions: 3, "),

@@ -135,13 +135,21 @@ class LogWindow:
         return out
 
     def _points(self, key: str, pick: Pick, points: int) -> list[SeriesPoint]:
+        """One value per second of log time. Lines of one engine sharing a second are one engine's state (SGLang
+        prints a Prefill and a Decode batch line in the same second): its last value for a gauge, their mean for
+        a rate; only different engines' values at that second are summed (ratios maxed)."""
         by_time: dict[int, float] = {}
         combine = max if key in MAX_KEYS else (lambda a, b: a + b)
         index = FIELDS[pick]
-        for s in self.log.samples:
-            v = s[index]
-            if v is not None:
-                t = int(s.t)
+        is_rate = key in RATES
+        for group in self.log.groups:
+            mine: dict[int, list[float]] = {}
+            for s in group:
+                v = s[index]
+                if v is not None:
+                    mine.setdefault(int(s.t), []).append(v)
+            for t, values in mine.items():
+                v = statistics.fmean(values) if is_rate else values[-1]
                 by_time[t] = combine(by_time[t], v) if t in by_time else v
         rows = sorted(by_time.items())
         step = max(1, -(-len(rows) // max(points, 1)))
