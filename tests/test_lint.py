@@ -151,6 +151,11 @@ def test_rule_file_lists_renames_across_engines(capsys):
                           ("llm_d_router_epp_average_queue_size", "llm_d_epp_average_queue_size")]:
         line = next(x for x in out.splitlines() if x.startswith(name + " "))
         assert instead in line
+    # llm-d-router PR 1071 deprecated the GAIE names; PR 1661 (EPP) and PR 2385 (kv-cache) renamed llm_d_router_epp_
+    by_name = {x.split()[0]: x for x in out.splitlines() if x.strip()}
+    assert "deprecated llm-d-router PR 1071" in by_name["inference_extension_flow_control_queue_size"]
+    assert "removed in llm-d-router PR 1661 (kv-cache index series: PR 2385)" in by_name[
+        "llm_d_router_epp_average_queue_size"]
     assert "job:vllm_kv_usage:max " not in out and "vllm:prompt_tokens_total " not in out
 
 
