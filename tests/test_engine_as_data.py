@@ -22,6 +22,7 @@ from triage.diagnosis.verdict import verdict as verdict_of
 from triage.diagnosis.window import diagnose_window
 from triage.errors import TriageError
 from triage.knowledge import DEFAULT_TREE_DIR
+from triage.knowledge.knobs import check_technique, tools_of, versions_line
 from triage.knowledge.loader import load_knowledge
 from triage.sources.metrics.exposition import parse_metrics_text
 from triage.sources.metrics.snapshot_window import SnapshotWindow
@@ -50,10 +51,12 @@ def as_acme(text: str) -> str:
 
 
 def acme_engine() -> dict:
-    """tree/engines/acme.yaml: vLLM's map re-labelled (prefix acme:, its own names), no launcher flags."""
+    """tree/engines/acme.yaml: vLLM's map re-labelled (prefix acme:, its own names), no launcher (vLLM's is
+    vllm serve)."""
     spec = yaml.safe_load((DEFAULT_TREE_DIR / "engines" / "vllm.yaml").read_text(encoding="utf-8"))
     spec.update(id="acme", title="Acme Serve", prefixes=["acme:"])
-    for key in ("renamed", "removed", "renamed_prefixes", "knobs_required"):  # a new engine's knobs are optional
+    # a new engine's knobs are optional
+    for key in ("renamed", "removed", "renamed_prefixes", "knobs_required", "launcher"):
         spec.pop(key, None)
     spec["detect"] = [RENAMES.get(n, n) for n in spec["detect"] if n != "gpu_cache_usage_perc"]
     for metric in spec["metrics"]:
@@ -107,7 +110,10 @@ ACME_ACTION = "--acme-kv-fraction 0.95"
 ACME_KNOBS = {"on_by_default": {"en": "Always on in Acme Serve.", "zh": "Acme Serve 中始终开启。"}, "default_on": True,
               "flags": [{"flag": "--acme-kv-block", "default": "32", "meaning": {"en": "Tokens per KV block.",
                                                                                 "zh": "每个 KV 块的 token 数。"}}],
-              "example": "acme serve my-model --acme-kv-block 32\n"}
+              "example": "ACME_KV_POOL=gpu acme serve my-model --acme-kv-block 32\n"}
+ACME_LAUNCHER = {"label": "Acme Serve", "order": 5, "commands": [["acme", "serve"]], "env_prefixes": ["ACME_"]}
+ACME_DUMP = {"engine": "acme", "version": "1.2.0", "allow_abbrev": False, "env": ["ACME_KV_POOL"],
+             "flags": {"acme_kv_block": {"names": ["--acme-kv-block"], "default": 32, "takes_value": True}}}
 
 
 def test_a_new_serving_engine_yaml_brings_its_own_first_action_and_technique_flags(tmp_path):
@@ -142,6 +148,30 @@ def test_a_new_serving_engine_yaml_brings_its_own_first_action_and_technique_fla
     assert paged.default_on  # acme's own knobs say it is always on
     assert kb.techniques["paged_attention"].knobs["acme"].flags[0].flag == "--acme-kv-block"
 
+    # with a launcher in its map and a parser dump, acme's technique flags are checked like vLLM's
+    before_launcher = {p.message for p in check_technique(kb.techniques["paged_attention"], "t",
+                                                           tree / "engines" / "flags", tools_of(kb.engines))}
+    assert {"`verified` names no acme version", "no parser dump for: ACME_KV_POOL=gpu acme serve my-model "
+            "--acme-kv-block 32"} <= before_launcher
+    edit_yaml(tree / "engines" / "acme.yaml", lambda d: d.update(launcher=ACME_LAUNCHER))
+    edit_yaml(tree / "techniques" / "paged_attention.yaml", lambda d: d["verified"].update(acme="1.2.0"))
+    (tree / "engines" / "flags" / "acme-1.2.0.json").write_text(json.dumps(ACME_DUMP), encoding="utf-8")
+    kb = load_knowledge(tree)
+    tools = tools_of(kb.engines)
+    paged = kb.techniques["paged_attention"]
+    assert check_technique(paged, "t", tree / "engines" / "flags", tools) == []
+    assert versions_line(paged.verified, tools=tools).endswith(", Acme Serve 1.2.0")
+    wrong = ACME_KNOBS | {"flags": [ACME_KNOBS["flags"][0] | {"default": "16"}],
+                          "example": "ACME_KV_SIZE=1 acme serve my-model --acme-kv 32\n"}
+    edit_yaml(tree / "techniques" / "paged_attention.yaml", lambda d: d["knobs"].update(acme=wrong))
+    problems = {p.message for p in check_technique(load_knowledge(tree).techniques["paged_attention"], "t",
+                                                    tree / "engines" / "flags", tools)}
+    assert {"default stated 16, the parser's default is 32", "unrecognized argument --acme-kv",
+            "ACME_KV_SIZE is not an environment variable acme 1.2.0 reads"} <= problems
+
+    edit_yaml(tree / "techniques" / "paged_attention.yaml", lambda d: d["verified"].update(nope="1.0"))
+    with pytest.raises(TriageError, match="no launcher for: nope"):
+        load_knowledge(tree)
     edit_yaml(tree / "techniques" / "paged_attention.yaml", lambda d: d["knobs"].update(nope=ACME_KNOBS))
     with pytest.raises(TriageError, match="unknown serving engine"):
         load_knowledge(tree)

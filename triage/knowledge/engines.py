@@ -74,6 +74,31 @@ class Removal(Strict):
     _names = field_validator("name")(_metric_name)
 
 
+class ToolLaunch(Strict):
+    """How a tool with a dumped argument parser (tree/engines/flags/<id>-<version>.json) is launched: the command
+    prefixes whose rest its parser reads, the environment variables it owns, its label in "flags as of"."""
+
+    id: str = ""            # a router's tool id (an engine's launcher is the engine's own id)
+    label: str
+    order: int = 100        # place in the "flags as of" line (lower first; ties by id)
+    commands: list[list[str]] = Field(min_length=1)  # e.g. [vllm, serve]; after NAME=VALUE assignments
+    # NAME=VALUE in an example is checked against the dump's env when NAME starts with one of these ("" = any)
+    env_prefixes: list[str] = Field(default_factory=list)
+
+
+class Launcher(ToolLaunch):
+    """A serving engine's launcher, and its router (``router --x`` in a flag entry) when it has one."""
+
+    qualifier: str = ""     # "(vLLM engine)" after a flag entry names this engine's own option
+    router: ToolLaunch | None = None
+
+    @model_validator(mode="after")
+    def _router_named(self) -> Launcher:
+        if self.router is not None and not self.router.id:
+            raise ValueError("a launcher's router needs its tool id")
+        return self
+
+
 class EngineSpec(Strict):
     id: str
     title: str
@@ -98,6 +123,8 @@ class EngineSpec(Strict):
     removed: list[Removal] = Field(default_factory=list)
     # a sentence shown wherever the engine is named (e.g. upstream in maintenance), in both languages
     status: Text | None = None
+    # a serving engine whose argument parser is dumped: how technique flags and examples are checked
+    launcher: Launcher | None = None
 
     @model_validator(mode="after")
     def _history_consistent(self) -> EngineSpec:

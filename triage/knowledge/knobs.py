@@ -9,7 +9,8 @@ paper by a well-formed arXiv id or DOI.
 
 Grammar of a flag entry's ``flag`` text (anything else is reported, so a new form cannot slip by unchecked):
 
-- ``--a`` or ``--a / --b / -c``: options of the engine's own command (``router --a`` for its router);
+- ``--a`` or ``--a / --b / -c``: options of the engine's own command (``router --a`` for its router); a trailing
+  ``(<qualifier>)`` of an engine's launcher (``(vLLM engine)``) says the same;
 - ``--a VALUE``: the option with a named value, which must be one of its choices;
 - ``--a key`` / ``--a key=VALUE`` / ``key (inside --a)``: a field of the JSON config that ``--a`` takes;
 - ``NAME (environment variable)``: an environment variable the engine reads;
@@ -18,6 +19,9 @@ Grammar of a flag entry's ``flag`` text (anything else is reported, so a new for
 A ``default`` is literal when its head (the text before the first `` (``) is one token: a number, True/False,
 ``unset`` (the parser's None) or a word; ``a / b`` gives one default per option of a ``--a / --b`` entry. Any other
 default is a rule in words (a hardware tier, a formula), which must not hide a literal default the parser has.
+
+The tools, their launch commands, labels and environment prefixes are data: the ``launcher`` block of each serving
+engine's map (tree/engines/<id>.yaml) and its ``router``; a new engine file with a launcher is checked the same way.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ from __future__ import annotations
 import json
 import re
 import shlex
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -33,25 +37,73 @@ from typing import Any
 
 from triage import safe_load
 from triage.errors import TriageError
+from triage.knowledge.engines import EngineSpec, ToolLaunch
 from triage.knowledge.model import Technique, Tool
 
 FLAGS_DIR = Path(__file__).resolve().parents[2] / "tree" / "engines" / "flags"
-TOOLS: tuple[Tool, ...] = ("vllm", "sglang", "sglang-router", "vllm-router", "tgi")
-TOOL_LABELS: dict[str, str] = {"vllm": "vLLM", "sglang": "SGLang", "sglang-router": "sglang-router",
-                               "vllm-router": "vllm-router", "tgi": "TGI"}
-ROUTER_OF: dict[str, str] = {"sglang": "sglang-router", "vllm": "vllm-router"}
 EXTERNAL = ("production-stack",)
-# command prefixes (after NAME=VALUE assignments) → the tool whose parser reads the rest
-COMMANDS: tuple[tuple[tuple[str, ...], str], ...] = (
-    (("vllm", "serve"), "vllm"),
-    (("python", "-m", "sglang.launch_server"), "sglang"),
-    (("python3", "-m", "sglang.launch_server"), "sglang"),
-    (("python", "-m", "sglang_router.launch_router"), "sglang-router"),
-    (("python3", "-m", "sglang_router.launch_router"), "sglang-router"),
-    (("vllm-router",), "vllm-router"),
-    (("text-generation-launcher",), "tgi"),
-)
-ENV_PREFIXES: dict[str, tuple[str, ...]] = {"vllm": ("VLLM_",), "sglang": ("SGLANG_", "SGL_"), "tgi": ()}
+
+
+@dataclass(frozen=True)
+class ToolSpec:
+    """One tool with a dumped parser, as its engine map's ``launcher`` (or that launcher's ``router``) says."""
+
+    id: str
+    label: str
+    order: int
+    commands: tuple[tuple[str, ...], ...]  # prefixes (after NAME=VALUE assignments) whose rest the parser reads
+    env_prefixes: tuple[str, ...]
+    qualifier: str = ""
+    router: str = ""                       # the tool id of ``router --x`` flags
+
+
+Tools = Mapping[str, ToolSpec]
+
+
+def _spec(tool_id: str, launch: ToolLaunch, qualifier: str = "", router: str = "") -> ToolSpec:
+    return ToolSpec(tool_id, launch.label, launch.order, tuple(tuple(c) for c in launch.commands),
+                    tuple(launch.env_prefixes), qualifier, router)
+
+
+def tools_of(engines: Mapping[str, EngineSpec]) -> dict[str, ToolSpec]:
+    """Every tool the engine maps launch, in "flags as of" order (``order``, then id)."""
+    out: list[ToolSpec] = []
+    for engine in engines.values():
+        launcher = engine.launcher
+        if launcher is None:
+            continue
+        router = launcher.router
+        out.append(_spec(engine.id, launcher, launcher.qualifier, router.id if router else ""))
+        if router is not None:
+            out.append(_spec(router.id, router))
+    return {t.id: t for t in sorted(out, key=lambda t: (t.order, t.id))}
+
+
+@cache
+def default_tools() -> dict[str, ToolSpec]:
+    """The tools of the shipped tree (tree/engines/*.yaml)."""
+    from triage.knowledge.engines import load_engines
+
+    return tools_of(load_engines())
+
+
+class _Labels(Mapping[str, str]):
+    """Tool id → label of the shipped tree, read when first asked (importing this module loads no tree)."""
+
+    def _data(self) -> dict[str, str]:
+        return {t.id: t.label for t in default_tools().values()}
+
+    def __getitem__(self, key: str) -> str:
+        return self._data()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._data())
+
+    def __len__(self) -> int:
+        return len(self._data())
+
+
+TOOL_LABELS: Mapping[str, str] = _Labels()
 ARXIV_RE = re.compile(r"^arXiv:(\d{4}\.\d{4,5}|[a-z-]+(\.[A-Z]{2})?/\d{7})(v\d+)?$")
 DOI_RE = re.compile(r"^10\.\d{4,9}/[-._;()/:A-Za-z0-9]+$")
 VENUE_RE = re.compile(r"\b(OSDI|SOSP|NeurIPS|ICML|ICLR|MLSys|ISCA|FAST|SC|EMNLP|arXiv|ASPLOS|EuroSys)\b")
@@ -186,8 +238,9 @@ class FlagRef:
     key: str | None = None
 
 
-def flag_refs(engine: str, text: str) -> list[FlagRef]:
+def flag_refs(engine: str, text: str, tools: Tools | None = None) -> list[FlagRef]:
     """What a flag entry's text names (ValueError for a form outside the grammar in the module docstring)."""
+    tools = default_tools() if tools is None else tools
     text = text.strip()
     qualifier = ""
     m = re.match(r"^(.*?)\s*\(([^()]*)\)$", text)
@@ -200,11 +253,11 @@ def flag_refs(engine: str, text: str) -> list[FlagRef]:
     if qualifier.startswith("inside "):
         option = qualifier.removeprefix("inside ").strip()
         return [FlagRef(engine, "config", option, key=text)]
-    if qualifier and qualifier not in ("vLLM engine", "SGLang engine"):
+    if qualifier and qualifier not in {t.qualifier for t in tools.values() if t.qualifier}:
         raise ValueError(f"unknown qualifier ({qualifier})")
     tool = engine
     if text.startswith("router "):
-        tool = ROUTER_OF.get(engine, "")
+        tool = tools[engine].router if engine in tools else ""
         if not tool:
             raise ValueError(f"{engine} has no router")
         text = text.removeprefix("router ").strip()
@@ -249,10 +302,14 @@ def _version_of(tech: Technique, tool: str) -> str | None:
     return next((version for name, version in tech.verified.items() if name == tool), None)
 
 
-def _dump_for(tech: Technique, tool: str, flags_dir: Path) -> tuple[Dump | None, str]:
+def _label(tool: str, tools: Tools) -> str:
+    return tools[tool].label if tool in tools else tool
+
+
+def _dump_for(tech: Technique, tool: str, flags_dir: Path, tools: Tools) -> tuple[Dump | None, str]:
     version = _version_of(tech, tool)
     if version is None:
-        return None, f"`verified` names no {TOOL_LABELS.get(tool, tool)} version"
+        return None, f"`verified` names no {_label(tool, tools)} version"
     try:
         return load_dump(tool, version, flags_dir), ""
     except DumpMissing as exc:
@@ -300,13 +357,14 @@ def _check_config(dump: Dump, ref: FlagRef, default: str) -> list[str]:
     return out
 
 
-def check_flags(tech: Technique, file: str, flags_dir: Path = FLAGS_DIR) -> list[Problem]:
+def check_flags(tech: Technique, file: str, flags_dir: Path = FLAGS_DIR, tools: Tools | None = None) -> list[Problem]:
     """Every flag entry of every engine against the dump of the version ``verified`` names."""
+    tools = default_tools() if tools is None else tools
     problems: list[Problem] = []
     for engine, knobs in tech.knobs.items():
         for flag in knobs.flags:
             try:
-                refs = flag_refs(engine, flag.flag)
+                refs = flag_refs(engine, flag.flag, tools)
             except ValueError as exc:
                 problems.append(Problem(file, flag.flag, engine, f"cannot check this flag text: {exc}"))
                 continue
@@ -314,8 +372,8 @@ def check_flags(tech: Technique, file: str, flags_dir: Path = FLAGS_DIR) -> list
             for ref, default in zip(refs, defaults):
                 if ref.kind == "external":
                     continue
-                dump, why = _dump_for(tech, ref.tool, flags_dir)
-                label = f"{TOOL_LABELS.get(ref.tool, ref.tool)} {_version_of(tech, ref.tool) or '?'}"
+                dump, why = _dump_for(tech, ref.tool, flags_dir, tools)
+                label = f"{_label(ref.tool, tools)} {_version_of(tech, ref.tool) or '?'}"
                 if dump is None:
                     problems.append(Problem(file, flag.flag, label, why))
                     continue
@@ -347,8 +405,10 @@ class Command:
     text: str
 
 
-def example_commands(example: str) -> list[Command]:
+def example_commands(example: str, tools: Tools | None = None) -> list[Command]:
     """The command lines of an example (comments and blank lines skipped, ``\\`` continuations joined)."""
+    tools = default_tools() if tools is None else tools
+    commands = [(prefix, t.id) for t in tools.values() for prefix in t.commands]
     lines: list[str] = []
     pending = ""
     for raw in example.splitlines():
@@ -371,7 +431,7 @@ def example_commands(example: str) -> list[Command]:
             name, _, value = tokens.pop(0).partition("=")
             env.append((name, value))
         tool = None
-        for prefix, name in COMMANDS:
+        for prefix, name in commands:
             if tuple(tokens[: len(prefix)]) == prefix:
                 tool, tokens = name, tokens[len(prefix):]
                 break
@@ -455,22 +515,24 @@ def check_argv(dump: Dump, argv: tuple[str, ...]) -> list[str]:
     return out
 
 
-def check_examples(tech: Technique, file: str, flags_dir: Path = FLAGS_DIR) -> list[Problem]:
+def check_examples(tech: Technique, file: str, flags_dir: Path = FLAGS_DIR,
+                   tools: Tools | None = None) -> list[Problem]:
+    tools = default_tools() if tools is None else tools
     problems: list[Problem] = []
     for engine, knobs in tech.knobs.items():
-        for cmd in example_commands(knobs.example):
+        for cmd in example_commands(knobs.example, tools):
             if cmd.tool is None:
                 problems.append(Problem(file, f"example ({engine})", "?", f"no parser dump for: {cmd.text[:80]}"))
                 continue
-            dump, why = _dump_for(tech, cmd.tool, flags_dir)
+            dump, why = _dump_for(tech, cmd.tool, flags_dir, tools)
             if dump is None:
                 problems.append(Problem(file, f"example ({engine})", cmd.tool, why))
                 continue
             msgs = check_argv(dump, cmd.argv)
-            prefixes = ENV_PREFIXES.get(cmd.tool, ())
+            prefixes = tools[cmd.tool].env_prefixes
             for name, _ in cmd.env:
                 known = name in dump.env or name in ("CUDA_VISIBLE_DEVICES",)
-                if not known and (cmd.tool == "tgi" or name.startswith(prefixes)):
+                if not known and name.startswith(prefixes):
                     msgs.append(f"{name} is not an environment variable {dump.label} reads")
             problems.extend(Problem(file, f"example ({engine}) `{cmd.text[:60]}`", dump.label, m) for m in msgs)
     return problems
@@ -506,13 +568,16 @@ def check_claims(tech: Technique, file: str) -> list[Problem]:
     return problems
 
 
-def check_technique(tech: Technique, file: str, flags_dir: Path = FLAGS_DIR) -> list[Problem]:
-    return check_flags(tech, file, flags_dir) + check_examples(tech, file, flags_dir) + check_claims(tech, file)
+def check_technique(tech: Technique, file: str, flags_dir: Path = FLAGS_DIR,
+                    tools: Tools | None = None) -> list[Problem]:
+    return (check_flags(tech, file, flags_dir, tools) + check_examples(tech, file, flags_dir, tools)
+            + check_claims(tech, file))
 
 
-def versions_line(verified: Mapping[Tool, str], sep: str = ", ") -> str:
-    """``vLLM 0.33.0, SGLang 0.5.23, …`` in a fixed tool order, for the page's "flags as of" line."""
-    return sep.join(f"{TOOL_LABELS[t]} {verified[t]}" for t in TOOLS if t in verified)
+def versions_line(verified: Mapping[Tool, str], sep: str = ", ", tools: Tools | None = None) -> str:
+    """``vLLM 0.33.0, SGLang 0.5.23, …`` in the launchers' order, for the page's "flags as of" line."""
+    tools = default_tools() if tools is None else tools
+    return sep.join(f"{t.label} {verified[t.id]}" for t in tools.values() if t.id in verified)
 
 
 def paper_url(ref: str) -> str:

@@ -431,8 +431,14 @@ def _check_engines(kb: KnowledgeBase, tree_path: Path, tech_dir: Path) -> None:
         if missing:
             raise TriageError(f"{what} missing for engine(s): {', '.join(missing)}", where=str(where), key=key)
 
+    tools = {e.id for e in kb.engines.values() if e.launcher} | {
+        e.launcher.router.id for e in kb.engines.values() if e.launcher and e.launcher.router}
     for tid, tech in kb.techniques.items():
         check(tech.knobs, tech_dir / f"{tid}.yaml", "knobs", "knobs")
+        strange = [t for t in tech.verified if t not in tools]
+        if strange:
+            raise TriageError(f"no launcher for: {', '.join(strange)}; choose among {', '.join(sorted(tools))}",
+                              where=str(tech_dir / f"{tid}.yaml"), key="verified")
         missing = [e for e in required if e not in tech.verified]
         if missing:
             raise TriageError(f"no verified version for: {', '.join(missing)}", where=str(tech_dir / f"{tid}.yaml"),

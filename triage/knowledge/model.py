@@ -13,8 +13,9 @@ LEVEL_ORDER: dict[str, int] = {"config": 0, "model": 1, "architecture": 2}
 # a serving engine's id, as tree/engines/<id>.yaml names it: the engines are data (KnowledgeBase.serving lists them,
 # KnowledgeBase.knob_engines those every technique and first action must cover)
 Engine = str
-# tools whose flags a technique quotes: the engines and their routers; a version of each is named in `verified`
-Tool = Literal["vllm", "sglang", "sglang-router", "vllm-router", "tgi"]
+# tools whose flags a technique quotes: the serving engines' launchers and their routers (the ``launcher`` block of
+# tree/engines/<id>.yaml; the loader checks that `verified` names only those)
+Tool = str
 
 
 class Strict(BaseModel):
