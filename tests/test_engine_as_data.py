@@ -169,6 +169,11 @@ def test_a_new_serving_engine_yaml_brings_its_own_first_action_and_technique_fla
     assert {"default stated 16, the parser's default is 32", "unrecognized argument --acme-kv",
             "ACME_KV_SIZE is not an environment variable acme 1.2.0 reads"} <= problems
 
+    edit_yaml(tree / "engines" / "acme.yaml", lambda d: d["launcher"].update(router={
+        "id": "vllm-router", "label": "r", "commands": [["r"]]}))
+    with pytest.raises(TriageError, match="launched by two engine maps: vllm-router"):
+        load_knowledge(tree)
+    edit_yaml(tree / "engines" / "acme.yaml", lambda d: d["launcher"].pop("router"))
     edit_yaml(tree / "techniques" / "paged_attention.yaml", lambda d: d["verified"].update(nope="1.0"))
     with pytest.raises(TriageError, match="no launcher for: nope"):
         load_knowledge(tree)

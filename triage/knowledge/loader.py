@@ -431,8 +431,13 @@ def _check_engines(kb: KnowledgeBase, tree_path: Path, tech_dir: Path) -> None:
         if missing:
             raise TriageError(f"{what} missing for engine(s): {', '.join(missing)}", where=str(where), key=key)
 
-    tools = {e.id for e in kb.engines.values() if e.launcher} | {
-        e.launcher.router.id for e in kb.engines.values() if e.launcher and e.launcher.router}
+    launched = [e.id for e in kb.engines.values() if e.launcher] + [
+        e.launcher.router.id for e in kb.engines.values() if e.launcher and e.launcher.router]
+    tools = set(launched)
+    twice = sorted({t for t in launched if launched.count(t) > 1})
+    if twice:
+        raise TriageError(f"tool(s) launched by two engine maps: {', '.join(twice)}", where=str(tech_dir.parent /
+                          "engines"), key="launcher")
     for tid, tech in kb.techniques.items():
         check(tech.knobs, tech_dir / f"{tid}.yaml", "knobs", "knobs")
         strange = [t for t in tech.verified if t not in tools]
