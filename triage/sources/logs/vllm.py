@@ -16,6 +16,7 @@ Any prefix before the message (``(APIServer pid=N)``, docker compose, Kubernetes
 from __future__ import annotations
 
 import re
+import warnings
 from collections.abc import Iterable
 
 import numpy as np
@@ -185,7 +186,7 @@ class VllmLogParser:
         times = midnights + hh * 3600 + mm * 60 + ss
 
         def number(k: int) -> np.ndarray:
-            return np.fromiter(map(float, cols[k]), np.float64, n)
+            return _numbers(cols[k])
 
         pre = cols[11]
         cols_all: Columns = {
@@ -334,6 +335,20 @@ def _two_digits(column: tuple[bytes, ...]) -> np.ndarray:
     """Integers of a column of two-digit byte strings (a stamp's fields: V1_LINE matched exactly two digits)."""
     digits = np.frombuffer(b"".join(column), dtype=np.uint8).reshape(-1, 2).astype(np.int64) - ord("0")
     return digits[:, 0] * 10 + digits[:, 1]
+
+
+def _numbers(column: tuple[bytes, ...]) -> np.ndarray:
+    """Floats of a column of number texts, parsed in one numpy call (as float() would: both round correctly); a
+    text V1_LINE let through that is no number ("1.2.3", ".") goes to float() one by one, which says so."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)  # numpy warns when the text ends before a number
+        try:
+            values = np.fromstring(b" ".join(column), sep=" ")
+        except (DeprecationWarning, ValueError):
+            values = np.empty(0)
+    if len(values) != len(column):
+        values = np.fromiter(map(float, column), np.float64, len(column))
+    return values
 
 
 def _stats_match(line: bytes, key_at: int) -> re.Match[bytes] | None:
