@@ -270,3 +270,63 @@ def test_the_block_fast_path_reads_what_the_line_path_reads() -> None:
         assert fast.engines == slow.engines
         assert (fast.lines, fast.stats_lines, fast.skipped, fast.untimed) == (slow.lines, slow.stats_lines,
                                                                            slow.skipped, slow.untimed)
+
+
+def test_the_column_path_gives_the_readings_and_window_of_the_sample_path(kb) -> None:
+    """A log held as numpy columns (parse_chunks) and the same log as Sample lists (parse, line by line) give the
+    same readings, window values, series points and diagnosis, to the last bit: the column code keeps every sum
+    in the old order. The cases cover a concurrency cap, prefill stalls, several engines and the real logs."""
+    from triage.sources.logs import vllm
+    from triage.sources.logs.lines import iter_lines
+    from triage.sources.logs.series import SampleColumns
+
+    capped = [v1(s % 60, 8, 3 + s % 4, 40.0 + s % 30, p=float(s % 3) * 900, g=800.0 - (s % 3) * 300, hit=12.5)
+              .replace("06:35:", f"06:{35 + s // 60}:") for s in range(0, 600, 10)]
+    engines = [line.replace("Engine 000", f"Engine 00{i % 2}") for i, line in enumerate(capped)]
+    preempted = [line.replace("Waiting: 3 reqs, ", "Waiting: 3 reqs, Preemptions: 2, ") for line in capped]
+    texts = ["\n".join(lines) + "\n" for lines in (capped, engines, preempted)]
+    texts += [p.read_text() for p in sorted(REAL.glob("vllm_*.txt"))]
+    slo = resolve_slo(kb)
+    needs = [Need(kind, key) for kind in ("gauge_mean", "gauge_max", "gauge_last", "rate")
+             for key in ("running", "waiting", "kv_usage", "prefix_hit_rate", "prompt_tokens", "generation_tokens",
+                         "preemptions")]
+    held_as_columns = 0
+    for text in texts:
+        data = text.encode()
+        slow, fast = vllm.parse(iter_lines([data])), vllm.parse_chunks([data])
+        held_as_columns += any(isinstance(g, SampleColumns) for g in fast.engines.values())
+        assert log_readings(fast) == log_readings(slow)
+        assert fast.span_s == slow.span_s and fast.preemptions_logged == slow.preemptions_logged
+        fast_window, slow_window = LogWindow(fast), LogWindow(slow)
+        assert fast_window.read(needs).values == slow_window.read(needs).values
+        assert fast_window.series(needs, points=7) == slow_window.series(needs, points=7)
+        a, b = diagnose_log(kb, fast, slo), diagnose_log(kb, slow, slo)
+        assert a.as_json() == b.as_json()
+        assert [f.cause for f in a.live.diagnosis.findings] == [f.cause for f in b.live.diagnosis.findings]
+    assert held_as_columns >= 3  # the fast path did hold columns (else this compares lists with lists)
+    readings = {r.name for r in log_readings(vllm.parse_chunks([texts[0].encode()]))}
+    assert {"running_cap", "decode_during_prefill_ratio"} <= readings
+
+
+def test_readings_from_columns_match_the_per_sample_formulas() -> None:
+    """The readings' numpy code against their formulas written per Sample (as they were before the columns):
+    lines with no running request or no prompt tokens are the ones a mask can get wrong."""
+    import statistics
+
+    from triage.sources.logs import vllm
+
+    lines = [v1(s % 60, (s // 10) % 4 * 4, s % 3, 56.0 + (s // 10) % 41, p=float(s % 3) * 700,
+                g=float((s // 10) % 5) * 300).replace("06:35:", f"06:{35 + s // 60}:") for s in range(0, 600, 10)]
+    log = vllm.parse_chunks(["\n".join(lines).encode() + b"\n"])
+    samples = list(log.samples)
+    busy = [s for s in samples if s.running and s.gen_tps is not None and s.gen_tps > 0]
+    assert 0 < len(busy) < len(samples)
+    found = {r.name: r.value for r in log_readings(log)}
+    assert found["decode_tok_per_s_per_request"] == sum(s.gen_tps or 0 for s in busy) / sum(s.running or 0
+                                                                                              for s in busy)
+    with_prefill = [(s.gen_tps or 0) / (s.running or 1) for s in busy if s.prompt_tps]
+    without = [(s.gen_tps or 0) / (s.running or 1) for s in busy if s.prompt_tps == 0]
+    ratio = statistics.fmean(with_prefill) / statistics.fmean(without)
+    assert found.get("decode_during_prefill_ratio", ratio) == ratio
+    kv = [s.kv for s in samples if s.kv is not None]
+    assert found["kv_full_share"] == len([v for v in kv if v >= 0.95]) / len(kv)

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import statistics
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from triage.sources.logs.series import LogSeries, Sample
+import numpy as np
+
+from triage.sources.logs.series import Columns, LogSeries, Sample, columns
 
 CAP_SHARE = 0.6        # the running count sits at its peak in at least this share of the queued lines
 CAP_MIN_LINES = 3
@@ -28,20 +31,37 @@ class LogReading:
         return {"name": self.name, "value": self.value, "unit": self.unit, "text": self.text}
 
 
-def _busy(samples: list[Sample]) -> list[Sample]:
-    return [s for s in samples if s.running and s.gen_tps is not None and s.gen_tps > 0]
+def _given(col: np.ndarray) -> np.ndarray:
+    """Where a column holds a value that is truthy as a Sample field: printed (not NaN) and not zero."""
+    return ~np.isnan(col) & (col != 0)
+
+
+def _busy(cols: Columns) -> np.ndarray:
+    """Lines with requests running and tokens generated (a mask over a group's columns)."""
+    return _given(cols["running"]) & (cols["gen_tps"] > 0)
+
+
+def _busy_values(log: LogSeries, *names: str) -> list[list[float]]:
+    """Per name, the busy lines' values over every group in order (Python floats: the sums stay as they were)."""
+    out: list[list[float]] = [[] for _ in names]
+    for group in log.groups:
+        cols = columns(group)
+        busy = _busy(cols)
+        for values, name in zip(out, names, strict=True):
+            values.extend(cols[name][busy].tolist())
+    return out
 
 
 def decode_speed(log: LogSeries) -> list[LogReading]:
     """Generated tokens/s ÷ running requests over the busy lines: tokens per second each request receives; its
     inverse approximates the mean TPOT (it includes prefill time shared in the same steps)."""
-    busy = [s for g in log.groups for s in _busy(g)]
-    if not busy:
+    gen, running = _busy_values(log, "gen_tps", "running")
+    if not gen:
         return []
-    per_request = sum(s.gen_tps or 0.0 for s in busy) / sum(s.running or 0.0 for s in busy)
+    per_request = sum(gen) / sum(running)
     if per_request <= 0:
         return []
-    how = f"generation tokens/s ÷ running requests over {len(busy)} busy stats lines"
+    how = f"generation tokens/s ÷ running requests over {len(gen)} busy stats lines"
     return [LogReading("decode_tok_per_s_per_request", per_request, "tok/s",
                        f"each running request receives ≈ {per_request:.1f} tokens/s ({how})"),
             LogReading("tpot_mean_estimate_s", 1 / per_request, "s",
@@ -53,15 +73,18 @@ def concurrency_cap(log: LogSeries) -> list[LogReading]:
     """Requests wait while the running count stays pinned at one value and the KV cache has room: the batch is
     held by a cap on concurrency, not by memory."""
     for group in log.groups:
-        queued = [s for s in group if s.waiting and s.running]
-        if len(queued) < CAP_MIN_LINES:
+        cols = columns(group)
+        queued = _given(cols["waiting"]) & _given(cols["running"])
+        running = cols["running"][queued]
+        if len(running) < CAP_MIN_LINES:
             continue
-        peak = max(s.running or 0.0 for s in queued)
+        peak = max(running.tolist())
         if peak < CAP_MIN_RUNNING:
             continue
-        at_peak = [s for s in queued if s.running == peak]
-        kv_values = [s.kv for s in at_peak if s.kv is not None]
-        share = len(at_peak) / len(queued)
+        at_peak = running == peak
+        kv_at_peak = cols["kv"][queued][at_peak]
+        kv_values = kv_at_peak[~np.isnan(kv_at_peak)].tolist()
+        share = int(at_peak.sum()) / len(running)
         if share < CAP_SHARE or not kv_values or max(kv_values) >= CAP_KV_BELOW:
             continue
         flag = CAP_FLAG.get(log.engine_id, "the engine's concurrency limit")
@@ -71,10 +94,10 @@ def concurrency_cap(log: LogSeries) -> list[LogReading]:
         if log.engine_id == "sglang":
             named += (" — or SGLang admits too conservatively (token usage < 0.9 with a queue: lower "
                       "--schedule-conservativeness, per its tuning guide)")
-        waiting = [s.waiting or 0.0 for s in queued]
-        text = (f"running held at {peak:g} requests in {len(at_peak)} of {len(queued)} stats lines with a queue "
-                f"(waiting {min(waiting):g}–{max(waiting):g}, first {waiting[0]:g}, last {waiting[-1]:g}) while "
-                f"KV cache usage stayed ≤ {max(kv_values):.1%}: a cap on concurrency — {named}")
+        waiting = cols["waiting"][queued].tolist()
+        text = (f"running held at {peak:g} requests in {int(at_peak.sum())} of {len(running)} stats lines with a "
+                f"queue (waiting {min(waiting):g}–{max(waiting):g}, first {waiting[0]:g}, last {waiting[-1]:g}) "
+                f"while KV cache usage stayed ≤ {max(kv_values):.1%}: a cap on concurrency — {named}")
         return [LogReading("running_cap", peak, "req", text)]
     return []
 
@@ -82,23 +105,36 @@ def concurrency_cap(log: LogSeries) -> list[LogReading]:
 def prefill_stalls(log: LogSeries) -> list[LogReading]:
     """Generation throughput in intervals that also prefilled prompts against intervals that did not, at the
     same running count: long prefills pausing decode show as a drop."""
-    busy = [s for g in log.groups for s in _busy(g)]
-    with_prefill = [(s.gen_tps or 0.0) / (s.running or 1.0) for s in busy if s.prompt_tps]
-    without = [(s.gen_tps or 0.0) / (s.running or 1.0) for s in busy if s.prompt_tps == 0]
+    with_prefill: list[float] = []
+    without: list[float] = []
+    prompts: list[float] = []
+    for group in log.groups:
+        cols = columns(group)
+        busy = _busy(cols)
+        per_request = cols["gen_tps"][busy] / cols["running"][busy]  # busy: both printed, running not 0
+        prompt = cols["prompt_tps"][busy]
+        with_prefill.extend(per_request[_given(prompt)].tolist())
+        without.extend(per_request[prompt == 0].tolist())
+        prompts.extend(np.nan_to_num(prompt, nan=0.0).tolist())
     if len(with_prefill) < 2 or len(without) < 2:
         return []
     ratio = statistics.fmean(with_prefill) / statistics.fmean(without)
     if ratio >= STALL_RATIO:
         return []
-    peak = max(s.prompt_tps or 0.0 for s in busy)
+    peak = max(prompts)
     return [LogReading("decode_during_prefill_ratio", ratio, "fraction",
                        f"per-request generation speed falls to {ratio:.0%} in the {len(with_prefill)} intervals "
                        f"that also prefilled prompts (up to {peak:,.0f} prompt tokens/s) against the {len(without)} "
                        "that did not: prefills stall decode (chunked prefill bounds each step)")]
 
 
+def _printed(samples: Sequence[Sample], name: str) -> list[float]:
+    col = columns(samples)[name]
+    return col[~np.isnan(col)].tolist()
+
+
 def kv_full_share(log: LogSeries) -> list[LogReading]:
-    kv = [s.kv for s in log.samples if s.kv is not None]
+    kv = _printed(log.samples, "kv")
     full = [v for v in kv if v >= 0.95]
     if not full:
         return []
@@ -109,7 +145,7 @@ def kv_full_share(log: LogSeries) -> list[LogReading]:
 
 
 def swapped(log: LogSeries) -> list[LogReading]:
-    values = [s.swapped for s in log.samples if s.swapped is not None]
+    values = _printed(log.samples, "swapped")
     if not values or max(values) <= 0:
         return []
     return [LogReading("swapped_max", max(values), "req",

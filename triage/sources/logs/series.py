@@ -2,9 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import NamedTuple
+from itertools import repeat
+from operator import itemgetter
+from typing import NamedTuple, overload
+
+import numpy as np
 
 
 class Sample(NamedTuple):
@@ -19,6 +24,70 @@ class Sample(NamedTuple):
     kv: float | None              # KV cache usage, 0..1
     prefix_hit: float | None      # prefix-cache hit rate, 0..1
     preemptions: float | None     # preemptions in the interval (newest V1 prints it when > 0)
+
+
+Columns = dict[str, np.ndarray]  # a Sample field → its float64 values, NaN where the line printed no value
+
+
+class SampleColumns(Sequence[Sample]):
+    """Samples held as numpy columns (NaN = None): the parser's fast path fills them without a Python object per
+    stats line, and the window and readings read them whole (``columns``); a Sample is built only when one is
+    indexed or iterated, e.g. by a page listing them."""
+
+    def __init__(self, cols: Columns) -> None:
+        self.cols = cols
+        self._rows: list[Sample] | None = None
+
+    def __len__(self) -> int:
+        return len(self.cols["t"])
+
+    def rows(self) -> list[Sample]:
+        if self._rows is None:
+            lists = []
+            for name in Sample._fields:
+                col = self.cols[name]
+                values = col.tolist()
+                lists.append([None if x != x else x for x in values] if np.isnan(col).any() else values)
+            self._rows = list(map(tuple.__new__, repeat(Sample), zip(*lists, strict=True)))
+        return self._rows
+
+    @overload
+    def __getitem__(self, index: int) -> Sample: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[Sample]: ...
+
+    def __getitem__(self, index: int | slice) -> Sample | list[Sample]:
+        return self.rows()[index]
+
+    def __iter__(self) -> Iterator[Sample]:
+        return iter(self.rows())
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Sequence) and list(self) == list(other)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable like the list it stands for
+
+    def __repr__(self) -> str:
+        return f"SampleColumns({self.rows()!r})"
+
+
+def columns(group: Sequence[Sample]) -> Columns:
+    """A group's samples as float64 columns by field name, NaN where a value is None."""
+    if isinstance(group, SampleColumns):
+        return group.cols
+    return {name: np.array(list(map(itemgetter(i), group)), dtype=np.float64)
+            for i, name in enumerate(Sample._fields)}
+
+
+def concat(groups: Sequence[Sequence[Sample]]) -> Sequence[Sample]:
+    """The samples of several groups one after another: columns stay columns."""
+    if groups and all(isinstance(g, SampleColumns) for g in groups):
+        if len(groups) == 1:
+            return groups[0]
+        cols = [columns(g) for g in groups]
+        return SampleColumns({name: np.concatenate([c[name] for c in cols]) for name in Sample._fields})
+    return [s for group in groups for s in group]
 
 
 @dataclass
@@ -40,7 +109,7 @@ class LogSeries:
     title: str
     engine_id: str                                   # tree/engines/<id>.yaml whose map the readings use
     interval_s: float                                # the engine's default logging interval (for untimed lines)
-    engines: dict[str, list[Sample]] = field(default_factory=dict)
+    engines: dict[str, list[Sample] | SampleColumns] = field(default_factory=dict)
     preemption_times: list[float] = field(default_factory=list)
     preemptions_logged: bool = False                 # absence of a preemption line means none happened
     spec: list[SpecSample] = field(default_factory=list)
@@ -55,22 +124,29 @@ class LogSeries:
     untimed: int = 0                                 # stats lines without a readable time (interval assumed)
 
     @cached_property
-    def samples(self) -> list[Sample]:
+    def samples(self) -> Sequence[Sample]:
         """The samples the readings use: the aggregated line when vLLM prints one, else every engine's."""
         if "aggregated" in self.engines:
             return self.engines["aggregated"]
-        return [s for group in self.engines.values() for s in group]
+        return concat(list(self.engines.values()))
 
     @cached_property
-    def groups(self) -> list[list[Sample]]:
+    def groups(self) -> list[list[Sample] | SampleColumns]:
         if "aggregated" in self.engines:
             return [self.engines["aggregated"]]
         return list(self.engines.values())
 
     @cached_property
     def span_s(self) -> float:
-        times = [s.t for s in self.samples]
+        times = columns(self.samples)["t"].tolist()
         return max(times) - min(times) if times else 0.0
+
+    def group(self, key: str) -> list[Sample]:
+        """The list a parser appends an engine's samples to (created at its first sample)."""
+        group = self.engines.setdefault(key, [])
+        if not isinstance(group, list):
+            raise TypeError(f"engine {key}'s samples are columns: the parse is finished")
+        return group
 
     def summary(self) -> str:
         """e.g. "vLLM V1 server log, 412 stats lines over 68 min, 3 lines skipped"."""

@@ -88,7 +88,7 @@ class SglangLogParser:
             self.cached_tokens += fields.get(b"#cached-token", 0.0)
         sample = Sample(self._time(line), None, None if prefill else fields.get(b"gen throughput (token/s)"),
                         fields.get(b"#running-req"), fields.get(b"#queue-req"), None, kv, None, None)
-        self.series.engines.setdefault(engine, []).append(sample)
+        self.series.group(engine).append(sample)
         self.series.stats_lines += 1
 
     def result(self) -> LogSeries:

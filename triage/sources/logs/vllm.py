@@ -16,14 +16,14 @@ Any prefix before the message (``(APIServer pid=N)``, docker compose, Kubernetes
 from __future__ import annotations
 
 import re
+import warnings
 from collections.abc import Iterable
-from itertools import repeat
 
 import numpy as np
 
 from triage.sources.logs.lines import K8S_PARTIAL, Clock, iter_lines
 from triage.sources.logs.registry import LogFormat, register
-from triage.sources.logs.series import LogSeries, Sample, SpecSample, Timeline
+from triage.sources.logs.series import Columns, LogSeries, Sample, SampleColumns, SpecSample, Timeline, columns
 
 STATS = re.compile(rb"(?:Engine (\d+): |(\d+) Engines Aggregated: )?Avg prompt throughput: ")
 FIELD = re.compile(rb"(Avg prompt throughput|Avg generation throughput|Running|Waiting|Pending|Swapped|Deferred|"
@@ -84,6 +84,7 @@ class VllmLogParser:
         self.v0 = self.v1 = False
         self.times = Timeline(self.series)
         self.held: bytes | None = None  # a stats line that ends early: the paste may have wrapped it
+        self._parts: dict[str, list[Columns]] = {}  # per engine, the runs of samples read as columns, in order
 
     def feed(self, line: bytes) -> None:
         """One line; a stats line cut short is joined with the next line when that one starts no new record
@@ -184,31 +185,42 @@ class VllmLogParser:
             return
         times = midnights + hh * 3600 + mm * 60 + ss
 
-        def percent(k: int) -> list[float]:
-            return (np.fromiter(map(float, cols[k]), np.float64, n) / 100).tolist()
+        def number(k: int) -> np.ndarray:
+            return _numbers(cols[k])
 
-        none = [None] * n
         pre = cols[11]
-        p, g, r, w = (list(map(float, cols[k])) for k in (7, 8, 9, 10))
-        samples = list(map(tuple.__new__, repeat(Sample), zip(
-            times.tolist(), p, g, r, w, none, percent(12), percent(13),
-            [float(x) if x else None for x in pre] if any(pre) else none, strict=True)))
+        cols_all: Columns = {
+            "t": times, "prompt_tps": number(7), "gen_tps": number(8), "running": number(9), "waiting": number(10),
+            "swapped": np.full(n, np.nan), "kv": number(12) / 100, "prefix_hit": number(13) / 100,
+            "preemptions": (np.fromiter((float(x) if x else np.nan for x in pre), np.float64, n) if any(pre)
+                            else np.full(n, np.nan))}
         keys, aggregated = cols[5], cols[6]
         if not any(aggregated) and len(set(keys)) == 1:
-            key = keys[0].decode() if keys[0] else "000"
-            self.series.engines.setdefault(key, []).extend(samples)
+            self._add_columns(keys[0].decode() if keys[0] else "000", cols_all)
         else:
-            for engine, agg, sample in zip(keys, aggregated, samples, strict=True):
-                key = engine.decode() if engine else ("aggregated" if agg else "000")
-                self.series.engines.setdefault(key, []).append(sample)
+            labels = [engine.decode() if engine else ("aggregated" if agg else "000")
+                      for engine, agg in zip(keys, aggregated, strict=True)]
+            named = np.array(labels)
+            for key in dict.fromkeys(labels):  # engines in the order they first appear, as line by line
+                mask = named == key
+                self._add_columns(key, {name: col[mask] for name, col in cols_all.items()})
         self.times.last = float(times[-1])
+
+    def _add_columns(self, key: str, cols: Columns) -> None:
+        """A run of one engine's samples as columns, after any samples the careful path appended before it."""
+        group = self.series.group(key)
+        parts = self._parts.setdefault(key, [])
+        if group:
+            parts.append(columns(group))
+            self.series.engines[key] = []  # the same key: the engines' order stays that of their first line
+        parts.append(cols)
 
     def _add_row(self, row: tuple[bytes, ...]) -> None:
         month, day, hh, mm, ss, engine, agg, p, g, r, w, pre, kv, hit = row
         s = self.series
         t = self.times.place(self.clock.yearless_time(int(month), int(day), int(hh), int(mm), int(ss)))
         key = engine.decode() if engine else ("aggregated" if agg else "000")
-        s.engines.setdefault(key, []).append(Sample(t, float(p), float(g), float(r), float(w), None, float(kv) / 100,
+        s.group(key).append(Sample(t, float(p), float(g), float(r), float(w), None, float(kv) / 100,
                                                     float(hit) / 100, float(pre) if pre else None))
 
     @staticmethod
@@ -255,7 +267,7 @@ class VllmLogParser:
             p, g, r, w, pre, kv, hit = fast.groups()
             self.v1 = True
             engine = m.group(1).decode() if m.group(1) else ("aggregated" if m.group(2) else "000")
-            self.series.engines.setdefault(engine, []).append(Sample(
+            self.series.group(engine).append(Sample(
                 self._time(line), float(p), float(g), float(r), float(w), None, float(kv) / 100, float(hit) / 100,
                 float(pre) if pre is not None else None))
             self.series.stats_lines += 1
@@ -279,13 +291,13 @@ class VllmLogParser:
                         fields.get(b"Avg generation throughput"), fields.get(b"Running"), waiting,
                         fields.get(b"Swapped"), fields.get(b"GPU KV cache usage"),
                         fields.get(b"Prefix cache hit rate"), fields.get(b"Preemptions"))
-        self.series.engines.setdefault(engine, []).append(sample)
+        self.series.group(engine).append(sample)
         self.series.stats_lines += 1
 
     def _v0_prefix(self, rate: float) -> None:
         """V0 prints the prefix hit rate on its own line right after the stats line: attach it to that sample."""
         group = self.series.engines.get("000")
-        if group and group[-1].prefix_hit is None:
+        if isinstance(group, list) and group and group[-1].prefix_hit is None:
             group[-1] = group[-1]._replace(prefix_hit=rate)
 
     def _spec(self, rest: bytes, t: float) -> None:
@@ -304,12 +316,17 @@ class VllmLogParser:
             held, self.held = self.held, None
             self._line(held, final=True)
         s = self.series
+        for key, parts in self._parts.items():
+            rest = s.engines[key]
+            runs = [*parts, columns(rest)] if rest else parts
+            s.engines[key] = SampleColumns({name: np.concatenate([r[name] for r in runs]) for name in Sample._fields})
+        self._parts = {}
         if self.v1:
             s.title, s.fmt = "vLLM V1 server log", "vllm_v1_log"
         elif self.v0:
             s.title, s.fmt = "vLLM V0 server log", "vllm_v0_log"
             s.preemptions_logged = True  # V0's scheduler warns on every preemption
-        if any(x.preemptions is not None for x in s.samples):
+        if not np.isnan(columns(s.samples)["preemptions"]).all():
             s.preemptions_logged = True  # newer V1 prints "Preemptions: N" whenever there was one
         return s
 
@@ -318,6 +335,20 @@ def _two_digits(column: tuple[bytes, ...]) -> np.ndarray:
     """Integers of a column of two-digit byte strings (a stamp's fields: V1_LINE matched exactly two digits)."""
     digits = np.frombuffer(b"".join(column), dtype=np.uint8).reshape(-1, 2).astype(np.int64) - ord("0")
     return digits[:, 0] * 10 + digits[:, 1]
+
+
+def _numbers(column: tuple[bytes, ...]) -> np.ndarray:
+    """Floats of a column of number texts, parsed in one numpy call (as float() would: both round correctly); a
+    text V1_LINE let through that is no number ("1.2.3", ".") goes to float() one by one, which says so."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)  # numpy warns when the text ends before a number
+        try:
+            values = np.fromstring(b" ".join(column), sep=" ")
+        except (DeprecationWarning, ValueError):
+            values = np.empty(0)
+    if len(values) != len(column):
+        values = np.fromiter(map(float, column), np.float64, len(column))
+    return values
 
 
 def _stats_match(line: bytes, key_at: int) -> re.Match[bytes] | None:

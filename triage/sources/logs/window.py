@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import statistics
-from operator import itemgetter
+
+import numpy as np
 
 from triage.knowledge.engines import EngineSpec, load_engines
 from triage.knowledge.needs import Need, SeriesPoint
-from triage.sources.logs.series import LogSeries, Sample
+from triage.sources.logs.series import LogSeries, columns
 from triage.sources.readings import Readings
 
 NOT_IN_LOG = "not measurable from a log: the {title} has no {what}"
@@ -32,13 +33,12 @@ Pick = str  # the Sample field a need reads
 GAUGES: dict[str, Pick] = {"running": "running", "waiting": "waiting", "kv_usage": "kv",
                            "prefix_hit_rate": "prefix_hit"}
 RATES: dict[str, Pick] = {"prompt_tokens": "prompt_tps", "generation_tokens": "gen_tps"}
-FIELDS = {name: i for i, name in enumerate(Sample._fields)}
 MAX_KEYS = frozenset({"kv_usage", "prefix_hit_rate"})  # ratios: the fullest engine, never a sum
 
 
-def _column(group: list[Sample], index: int) -> list[float | None]:
-    """One field of every sample of a group (map + itemgetter run in C: a log holds 10⁵ samples)."""
-    return list(map(itemgetter(index), group))
+def _printed(col: np.ndarray) -> list[float]:
+    """The values a column holds (NaN is a field the line did not print)."""
+    return col[~np.isnan(col)].tolist()
 
 
 class LogWindow:
@@ -55,9 +55,8 @@ class LogWindow:
     def _per_engine(self, pick: Pick) -> list[list[float]]:
         """Per engine, the values of one field that the log printed (a version without the field has none)."""
         if pick not in self._seen:
-            index = FIELDS[pick]
-            columns = (_column(g, index) for g in self.log.groups)
-            self._seen[pick] = [v for col in columns if (v := [x for x in col if x is not None])]
+            printed = (_printed(columns(g)[pick]) for g in self.log.groups)
+            self._seen[pick] = [v for v in printed if v]
         return self._seen[pick]
 
     def _why(self, key: str) -> str:
@@ -92,7 +91,8 @@ class LogWindow:
                               "'Preemptions: N' to its stats line only in newer versions, and only when N > 0)")
             if span <= 0:
                 return None, "not measurable from a log: one stats line has no time span for a rate"
-            counted = sum(s.preemptions or 0.0 for s in log.samples) + len(log.preemption_times) + log.retractions
+            counts = np.nan_to_num(columns(log.samples)["preemptions"], nan=0.0).tolist()
+            counted = sum(counts) + len(log.preemption_times) + log.retractions
             return counted / span, ""
         if need.key in ("spec_draft_tokens", "spec_accepted_tokens"):
             attr = "drafted" if need.key == "spec_draft_tokens" else "accepted"
@@ -140,14 +140,13 @@ class LogWindow:
         a rate; only different engines' values at that second are summed (ratios maxed)."""
         by_time: dict[int, float] = {}
         combine = max if key in MAX_KEYS else (lambda a, b: a + b)
-        index = FIELDS[pick]
         is_rate = key in RATES
         for group in self.log.groups:
+            cols = columns(group)
+            given = ~np.isnan(cols[pick])
             mine: dict[int, list[float]] = {}
-            for s in group:
-                v = s[index]
-                if v is not None:
-                    mine.setdefault(int(s.t), []).append(v)
+            for at, v in zip(cols["t"][given].tolist(), cols[pick][given].tolist(), strict=True):
+                mine.setdefault(int(at), []).append(v)
             for t, values in mine.items():
                 v = statistics.fmean(values) if is_rate else values[-1]
                 by_time[t] = combine(by_time[t], v) if t in by_time else v
