@@ -110,6 +110,17 @@ def test_the_series_sums_engines_never_lines_of_one_engine_in_one_second() -> No
     assert [p.value for p in two[gen]] == [150, 150]
 
 
+
+def test_the_pasted_chart_and_the_log_comparison_read_the_same_seconds_as_the_series() -> None:
+    """The paste box's chart (service.pasted.log_frame) and Verify's stats rows (verify.logs) once summed
+    SGLang's two Decode lines of one second too (running 4 drawn as 8): all three read series.per_second."""
+    from triage.service.pasted import log_frame
+    from triage.verify.logs import _by_time
+
+    log = parse((REAL / "sglang_decode_kv_full.txt").read_text())
+    assert log_frame(log)["running"].tolist() == [4, 4] and log_frame(log)["waiting"].tolist() == [3, 3]
+    assert [row["running"] for row in _by_time(log)] == [4, 4]
+
 def test_spec_decoding_and_preemption_field_lines() -> None:
     text = "\n".join([
         v1(0, 8, 0, 50.0).replace("Waiting: 0 reqs, ", "Waiting: 0 reqs, Preemptions: 3, "),

@@ -15,7 +15,7 @@ from triage.errors import TriageError
 from triage.knowledge.loader import KnowledgeBase
 from triage.sources import logs
 from triage.sources.logs.derived import LogReading
-from triage.sources.logs.series import LogSeries
+from triage.sources.logs.series import LogSeries, per_second
 
 PASTED = "pasted text"
 MAX_PASTE_BYTES = 64 * 1024 * 1024  # a text area holds what a browser sends; a bigger log belongs in the CLI
@@ -37,15 +37,7 @@ class Pasted:
 def log_frame(log: LogSeries) -> pd.DataFrame:
     """One row per stats time (engines summed, KV the fullest engine): time, running, waiting, KV usage,
     prompt and generation tokens/s."""
-    rows: dict[int, dict[str, float]] = {}
-    for s in log.samples:
-        row = rows.setdefault(int(s.t), {})
-        for key, value in (("running", s.running), ("waiting", s.waiting), ("prompt_tps", s.prompt_tps),
-                           ("gen_tps", s.gen_tps)):
-            if value is not None:
-                row[key] = row.get(key, 0.0) + value
-        if s.kv is not None:
-            row["kv"] = max(row.get("kv", 0.0), s.kv)
+    rows = per_second(log, ("running", "waiting", "prompt_tps", "gen_tps", "kv"))
     frame = pd.DataFrame.from_dict(rows, orient="index").sort_index()
     frame.index = pd.to_datetime(frame.index, unit="s")
     frame.index.name = "time"

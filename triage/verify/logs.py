@@ -15,7 +15,7 @@ from typing import Any
 
 from triage.errors import TriageError
 from triage.knowledge.units import count, percent, plain
-from triage.sources.logs.series import LogSeries
+from triage.sources.logs.series import LogSeries, per_second
 from triage.verify.comparison import (
     GAIN,
     NOT_COMPARABLE,
@@ -55,17 +55,7 @@ LOG_SPECS: dict[str, MetricSpec] = {m.id: m for m in LOG_METRICS}
 
 def _by_time(log: LogSeries) -> list[dict[str, float]]:
     """One row per stats time: counts and token rates summed over engines, ratios the fullest engine."""
-    rows: dict[int, dict[str, float]] = {}
-    for s in log.samples:
-        row = rows.setdefault(int(s.t), {})
-        for key, value in (("running", s.running), ("waiting", s.waiting), ("prompt_tps", s.prompt_tps),
-                           ("gen_tps", s.gen_tps)):
-            if value is not None:
-                row[key] = row.get(key, 0.0) + value
-        for key, value in (("kv", s.kv), ("prefix_hit", s.prefix_hit)):
-            if value is not None:
-                row[key] = max(row.get(key, 0.0), value)
-    return [rows[t] for t in sorted(rows)]
+    return list(per_second(log).values())
 
 
 def _median(rows: list[dict[str, float]], pick: Callable[[dict[str, float]], float | None]) -> float | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
@@ -176,3 +177,27 @@ class Timeline:
             t = (self.last if self.last is not None else 0.0) + self.series.interval_s
         self.last = t
         return t
+
+
+SUMMED = ("running", "waiting", "prompt_tps", "gen_tps")  # counts and token rates: summed over engines
+MAXED = ("kv", "prefix_hit")  # ratios: the fullest engine, never a sum
+MEANED = frozenset({"prompt_tps", "gen_tps"})  # rates: one engine's lines in a second averaged (gauges: its last)
+
+
+def per_second(log: LogSeries, fields: Sequence[str] = SUMMED + MAXED) -> dict[int, dict[str, float]]:
+    """One row per second of log time, in time order. Lines of one engine sharing a second are that engine's one
+    state (SGLang prints a Prefill and a Decode batch line in the same second): its last value for a gauge, the
+    mean for a rate; only different engines' values at that second are combined (summed, ratios maxed)."""
+    rows: dict[int, dict[str, float]] = {}
+    for group in log.groups:
+        cols = columns(group)
+        for name in fields:
+            given = ~np.isnan(cols[name])
+            mine: dict[int, list[float]] = {}
+            for at, v in zip(cols["t"][given].tolist(), cols[name][given].tolist(), strict=True):
+                mine.setdefault(int(at), []).append(v)
+            for t, values in mine.items():
+                v = statistics.fmean(values) if name in MEANED else values[-1]
+                row = rows.setdefault(t, {})
+                row[name] = (max(row[name], v) if name in MAXED else row[name] + v) if name in row else v
+    return dict(sorted(rows.items()))

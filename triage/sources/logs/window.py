@@ -8,7 +8,7 @@ import numpy as np
 
 from triage.knowledge.engines import EngineSpec, load_engines
 from triage.knowledge.needs import Need, SeriesPoint
-from triage.sources.logs.series import LogSeries, columns
+from triage.sources.logs.series import LogSeries, columns, per_second
 from triage.sources.readings import Readings
 
 NOT_IN_LOG = "not measurable from a log: the {title} has no {what}"
@@ -135,21 +135,9 @@ class LogWindow:
         return out
 
     def _points(self, key: str, pick: Pick, points: int) -> list[SeriesPoint]:
-        """One value per second of log time. Lines of one engine sharing a second are one engine's state (SGLang
-        prints a Prefill and a Decode batch line in the same second): its last value for a gauge, their mean for
-        a rate; only different engines' values at that second are summed (ratios maxed)."""
-        by_time: dict[int, float] = {}
-        combine = max if key in MAX_KEYS else (lambda a, b: a + b)
-        is_rate = key in RATES
-        for group in self.log.groups:
-            cols = columns(group)
-            given = ~np.isnan(cols[pick])
-            mine: dict[int, list[float]] = {}
-            for at, v in zip(cols["t"][given].tolist(), cols[pick][given].tolist(), strict=True):
-                mine.setdefault(int(at), []).append(v)
-            for t, values in mine.items():
-                v = statistics.fmean(values) if is_rate else values[-1]
-                by_time[t] = combine(by_time[t], v) if t in by_time else v
+        """One value per second of log time (series.per_second: one engine's lines in a second are one state,
+        engines combined), thinned to about ``points``."""
+        by_time = {t: row[pick] for t, row in per_second(self.log, (pick,)).items() if pick in row}
         rows = sorted(by_time.items())
         step = max(1, -(-len(rows) // max(points, 1)))
         return [SeriesPoint(t=float(chunk[-1][0]), value=statistics.fmean(v for _, v in chunk))
