@@ -155,12 +155,14 @@ def panels(loaded: bench_source.Loaded, run: Run, slo: Slo) -> None:
 
 def benchmark_page(slo: Slo, hardware: Hardware | None = None, paste: PasteArea | None = None) -> None:
     st.title(t("bench_title"))
-    st.caption(t("bench_hint", formats=format_list()))
+    st.caption(t("bench_hint"))
     answer = st.container()  # the verdict goes first, above the uploader, once the file viewed is diagnosed
     reopen_from_url()
     if paste is not None and paste(slo, hardware):  # pasted text replaces the files below while it is there
         return
-    loaded = file_picker(upload_area())
+    refused = upload_area()
+    st.caption(t("bench_formats", formats=format_list()))  # below the uploader: the verdict stays above the fold
+    loaded = file_picker(refused)
     if loaded is None:
         findings.forget()
         return
