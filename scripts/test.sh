@@ -1,13 +1,15 @@
 #!/usr/bin/env bash
 # Set up everything the tests need (Debian chromium, prometheus, victoria-metrics, pinned dev requirements), lint,
-# run every test. `--fast` runs the unit and AppTest lane only (no browser, Prometheus or PostgreSQL), on both cores:
+# run every test on both cores. `--fast` runs the unit and AppTest lane only (no browser, Prometheus or PostgreSQL):
 #   bash scripts/test.sh --fast [pytest args]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-fast=()
+# Both lanes run on two xdist workers; every server a test starts listens on its own free port. Browser tests share
+# one worker (one Chromium at a time) and the simulated-fleet tests another (tests/conftest.py, --dist loadgroup).
+lane=(-n 2 --dist loadgroup)
 if [ "${1:-}" = "--fast" ]; then
   shift
-  fast=(-m "not browser and not prometheus and not postgres" -n 2)
+  lane+=(-m "not browser and not prometheus and not postgres")
 fi
 
 need=()
@@ -37,4 +39,4 @@ bash scripts/setup.sh requirements-dev.txt
 .venv/bin/ruff check .
 .venv/bin/mypy  # configured in pyproject.toml: triage/, components/, pages/, app.py at zero errors
 .venv/bin/lint-imports --no-logo  # the import contracts of pyproject.toml: triage/ only downward, the UI via service
-exec .venv/bin/python -m pytest ${fast[@]+"${fast[@]}"} "$@"
+exec .venv/bin/python -m pytest "${lane[@]}" "$@"
