@@ -10,7 +10,7 @@ from components import session
 from components.shell import knowledge, labels_now, lang, t
 from components.static_table import static_table
 from components.verify_view import comparison_table, log, stored_deltas, verdict_text, when_text
-from triage.service.display import md_escape
+from triage.service.display import count, md_escape
 from triage.service.model import TriageError
 
 VERDICTS = ("gain confirmed", "no effect", "regression", "unsound")
@@ -40,8 +40,8 @@ def _pager(total: int, pages: int) -> None:
     c1, c2 = st.columns([1, 4], vertical_alignment="bottom")
     c1.number_input(t("log_page"), min_value=1, max_value=pages, step=1, key=session.LOG_PAGE.name)
     first = (number - 1) * PAGE_SIZE + 1
-    c2.caption(t("log_pager", page=f"{number:,}", pages=f"{pages:,}", first=f"{first:,}",
-                 last=f"{min(total, number * PAGE_SIZE):,}", total=f"{total:,}"))
+    c2.caption(t("log_pager", page=count(number), pages=count(pages), first=count(first),
+                 last=count(min(total, number * PAGE_SIZE)), total=count(total)))
 
 
 def log_page() -> None:

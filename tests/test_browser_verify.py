@@ -30,7 +30,8 @@ def test_verify_table_shows_every_row_without_an_inner_scroll(tmp_path):
         expect(page.get_by_text("总体结论: 收益已确认")).to_be_visible(timeout=30000)
         table = page.locator(".triage-table").first
         rows = table.locator("tr")
-        assert rows.count() >= 12  # the header and every compared metric, the last one included
+        # the verdict is drawn before the table: wait for the rows rather than count what is there yet
+        expect(rows.nth(11)).to_be_attached(timeout=30000)  # the header and every compared metric, the last included
         rows.last.scroll_into_view_if_needed()
         expect(rows.last).to_be_visible()
         boxes = page.locator(".triage-table-wrap").evaluate_all(
