@@ -110,3 +110,70 @@ def test_no_rejections_is_a_measured_zero_not_a_queue(kb):
     rate = window_signals(kb, win)[0].get("admission_rejections_per_s")
     assert rate is not None and rate.value == 0.0
     assert finding(kb, win, "ttft.queueing") is None
+
+
+SG = 'model_name="m",engine_type="unified",tp_rank="0"'
+
+
+def sglang_scrape(n: float, prompt: float, cached: dict[str, float], used: float | None,
+                  token_usage: float | None = None, capacity: float = 100_000) -> str:
+    """An SGLang /metrics body (v0.5.11 names): TTFT of ``n`` requests between 4 and 6 s, the KV pool as tokens."""
+    rows = [f"# TYPE sglang:num_running_reqs gauge\nsglang:num_running_reqs{{{SG}}} 8",
+            f"# TYPE sglang:num_queue_reqs gauge\nsglang:num_queue_reqs{{{SG}}} 0",
+            f"# TYPE sglang:max_total_num_tokens gauge\nsglang:max_total_num_tokens{{{SG}}} {capacity}",
+            f"# TYPE sglang:num_requests_total counter\nsglang:num_requests_total{{{SG}}} {n}",
+            f"# TYPE sglang:prompt_tokens_total counter\nsglang:prompt_tokens_total{{{SG}}} {prompt}",
+            "# TYPE sglang:cached_tokens_total counter",
+            *[f'sglang:cached_tokens_total{{{SG},cache_source="{k}"}} {v}' for k, v in cached.items()],
+            "# TYPE sglang:time_to_first_token_seconds histogram"]
+    rows += [f'sglang:time_to_first_token_seconds_bucket{{{SG},le="{le}"}} {0 if float(le) < 6 else n}'
+             for le in ("1", "4", "6", "+Inf")]
+    rows += [f"sglang:time_to_first_token_seconds_sum{{{SG}}} {5.0 * n}",
+             f"sglang:time_to_first_token_seconds_count{{{SG}}} {n}"]
+    if used is not None:
+        rows += ["# TYPE sglang:kv_used_tokens gauge", f"sglang:kv_used_tokens{{{SG}}} {used}",
+                 "# TYPE sglang:kv_available_tokens gauge", f"sglang:kv_available_tokens{{{SG}}} {capacity - used}"]
+    if token_usage is not None:
+        rows += ["# TYPE sglang:token_usage gauge", f"sglang:token_usage{{{SG}}} {token_usage}"]
+    return "\n".join(rows) + "\n"
+
+
+def test_sglang_kv_usage_from_pool_tokens_lights_the_kv_cache_cause(kb):
+    # no sglang:token_usage (a v0.5.11 server scraped without it): KV usage is used ÷ the pool's size
+    win = window(kb, sglang_scrape(100, 1e6, {"device": 0}, 96_000), sglang_scrape(200, 1.6e6, {"device": 0}, 98_000))
+    assert win.engine.id == "sglang"
+    signals, _ = window_signals(kb, win)
+    assert signals.get("kv_usage_max").value == pytest.approx(0.98)
+    assert signals.get("kv_usage_mean").value == pytest.approx(0.97)
+    assert signals.get("kv_usage_max").source.id == "server.kv_used_max"
+    kv = finding(kb, win, "memory.kv_cache")
+    assert kv is not None and any(e.signal == "kv_usage_max" and e.holds for e in kv.evidence)
+
+
+def test_sglang_token_usage_wins_over_pool_tokens(kb):
+    body = sglang_scrape(100, 1e6, {"device": 0}, 98_000, token_usage=0.4)
+    win = window(kb, body, body.replace(" 100\n", " 200\n"))
+    signals, _ = window_signals(kb, win)
+    assert signals.get("kv_usage_max").value == pytest.approx(0.4)
+    assert signals.get("kv_usage_max").source.id == "server.kv_usage_max"
+
+
+def test_sglang_without_any_kv_gauge_is_not_measurable(kb):
+    win = window(kb, sglang_scrape(100, 1e6, {}, None), sglang_scrape(200, 1.6e6, {}, None))
+    signals, _ = window_signals(kb, win)
+    assert signals.get("kv_usage_max") is None and signals.get("kv_usage_mean") is None
+
+
+def test_sglang_cached_share_sums_cache_sources_once(kb):
+    # 600 000 prompt tokens; 12 000 from the GPU radix cache and 6 000 from host memory: 3 %
+    before = sglang_scrape(100, 1e6, {"device": 1000, "host": 500}, 10_000)
+    after = sglang_scrape(200, 1.6e6, {"device": 13_000, "host": 6_500}, 10_000)
+    win = window(kb, before, after)
+    share = window_signals(kb, win)[0].get("prompt_cached_share")
+    assert share is not None and share.value == pytest.approx(0.03)
+    found = finding(kb, win, "ttft.repeated_prefill")
+    assert found is not None and any(e.signal == "prompt_cached_share" and e.holds for e in found.evidence)
+    # every prompt token cached (a "total" series from requests without a breakdown): exactly 1, no cause
+    full = window(kb, sglang_scrape(100, 1e6, {"total": 0}, 10_000), sglang_scrape(200, 1.6e6, {"total": 6e5}, 10_000))
+    assert window_signals(kb, full)[0].get("prompt_cached_share").value == pytest.approx(1.0)
+    assert finding(kb, full, "ttft.repeated_prefill") is None
