@@ -10,6 +10,7 @@ from triage.diagnosis.window import diagnose_window, window_signals
 from triage.knowledge import DEFAULT_TREE_DIR
 from triage.knowledge.loader import load_knowledge
 from triage.sources.metrics.exposition import parse_metrics_text
+from triage.sources.metrics.since_start import SinceStartWindow
 from triage.sources.metrics.snapshot_window import SnapshotWindow
 
 LAB = 'engine="0",model_name="m"'
@@ -90,6 +91,19 @@ def test_absent_new_counters_are_not_measurable_never_healthy(kb):
     # the engine map's reason for an absent counter names the version that brought it
     assert "0.32" in win.engine.metric("prompt_tokens_cached").missing.en
     assert win.engine.metric("admission_rejections").since == "0.32"
+
+
+def test_one_scrape_since_the_start_gives_the_new_signals(kb):
+    # one scrape, the server up an hour: 1 000 000 prompt tokens, 40 000 cached; 36 refusals
+    body = vllm_scrape(100, 1e6, 4e4, {"max_num_queued_tokens": 36})
+    body += "# TYPE process_start_time_seconds gauge\nprocess_start_time_seconds 1000\n"
+    win = SinceStartWindow(parse_metrics_text(body, 4600.0, "scrape.txt"), engines=kb.engines)
+    signals, _ = window_signals(kb, win)
+    assert signals.get("prompt_cached_share").value == pytest.approx(0.04)
+    assert signals.get("admission_rejections_per_s").value == pytest.approx(0.01)
+    held = {e.signal for e in finding(kb, win, "ttft.repeated_prefill").evidence if e.holds}
+    assert held == {"prompt_cached_share"}
+    assert "admission_rejections_per_s" in {e.signal for e in finding(kb, win, "ttft.queueing").evidence if e.holds}
 
 
 def test_admission_rejections_light_queueing(kb):
