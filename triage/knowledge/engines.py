@@ -27,6 +27,7 @@ class MetricSpec(Strict):
     names: list[str] = Field(min_length=1)
     unit: str = ""
     missing: Text  # shown on a panel when the server does not export it, saying why
+    since: str = ""  # the engine version that first exported it (older versions: not measurable, never healthy)
     # replica labels this series does not carry (vllm:cache_config_info has `engine` but no `model_name`):
     # the rule export joins it onto the replica on the labels it does carry
     lacks_labels: list[str] = Field(default_factory=list)
