@@ -358,9 +358,6 @@ class Watchdog:
 
 
 WATCHDOG = Watchdog()
-
-
-WATCHDOG = Watchdog()
 _CURRENT = threading.local()  # the guard of the request this thread is making
 
 
@@ -385,18 +382,9 @@ class _GuardedHTTP(HTTPConnection):
         super().request(*args, **kwargs)
 
 
-class _GuardedHTTPS(HTTPSConnection):
-    """As _GuardedHTTP, over TLS (the socket joins once the handshake is done; each handshake read waits at most
-    the timeout)."""
-
-    def connect(self) -> None:
-        super().connect()
-        _join(self)
-
-    def request(self, *args: Any, **kwargs: Any) -> None:
-        if self.sock is not None:
-            _join(self)
-        super().request(*args, **kwargs)
+class _GuardedHTTPS(_GuardedHTTP, HTTPSConnection):
+    """As _GuardedHTTP, over TLS: its ``connect`` runs HTTPSConnection's, so the socket joins once the handshake is
+    done (each handshake read waits at most the timeout)."""
 
 
 class _Pool(HTTPConnectionPool):
