@@ -28,6 +28,7 @@ from triage.verify.comparison import (
     Note,
     _delta,
     _judge,
+    _overall,
     _technique,
     fmt_change,
 )
@@ -126,17 +127,6 @@ def _soundness(base: LogSeries, cand: LogSeries, rows: tuple[list, list], values
     return refused, warnings
 
 
-def _overall(metrics: list[MetricDelta], refused: list[Note]) -> str:
-    if refused:
-        return "unsound"
-    counted = [m for m in metrics if LOG_SPECS[m.metric].counts]
-    if any(m.verdict == REGRESSION for m in counted):
-        return "regression"
-    if any(m.verdict == GAIN and LOG_SPECS[m.metric].primary for m in counted):
-        return "gain confirmed"
-    return "no effect"
-
-
 def _headline(metrics: list[MetricDelta], overall: str, expected: str | None) -> str:
     shown = [m for m in metrics if m.verdict in (GAIN, REGRESSION) and LOG_SPECS[m.metric].counts]
     shown.sort(key=lambda m: (m.verdict != REGRESSION, not LOG_SPECS[m.metric].primary))
@@ -173,7 +163,7 @@ def compare_logs(baseline: LogSeries, candidate: LogSeries, technique: str | Seq
                 warnings.append(Note("one_side", {"metric": spec.label, "side": side, "id": spec.id}))
             continue
         metrics.append(_metric(spec, float(a), float(b)))
-    overall = _overall(metrics, refused)
+    overall = _overall(metrics, refused, LOG_SPECS)
     notes = tech_warnings + warnings
     work = {"baseline": log_workload(baseline), "candidate": log_workload(candidate)}
     return Comparison(metrics, overall, [n.text() for n in notes], [n.text() for n in refused],
