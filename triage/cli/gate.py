@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -216,17 +217,24 @@ def cmd_gate(args: argparse.Namespace) -> int:
     c = compare(base.run, cand.run, slo, technique=technique, kb=kb, seed=args.seed, n_boot=args.n_boot)
     gate = apply_gate(c, tol)
     report = gate_report(c, gate, base, cand, slo)
+    _save_and_print(args, report, comparison_json(c), base, cand, lambda: gate_text(c, gate, report))
+    return exit_code(c, gate)
+
+
+def _save_and_print(args: argparse.Namespace, report: dict[str, Any], saved: dict[str, Any],
+                    base: Loaded | LoadedLog, cand: Loaded | LoadedLog, text: Callable[[], str]) -> None:
+    """With --save, ``saved`` goes to the experiment log (its id into the report); then the report as JSON, or
+    ``text()`` and the saved id."""
     if args.save:
-        entry = entry_from(comparison_json(c), (base.path.name, base.data), (cand.path.name, cand.data),
-                           who=args.who, note=args.note or "")
+        entry = entry_from(saved, (base.path.name, base.data), (cand.path.name, cand.data), who=args.who,
+                           note=args.note or "")
         report["saved_id"] = ExperimentLog(args.db).save(entry)
     if args.json:
         print(json.dumps(report, ensure_ascii=False, indent=2))
     else:
-        print(gate_text(c, gate, report))
+        print(text())
         if args.save:
             print(f"saved as experiment {report['saved_id']}")
-    return exit_code(c, gate)
 
 
 def _gate_logs(args: argparse.Namespace, kb: Any, technique: str | list[str] | None, base: Loaded | LoadedLog,
@@ -248,16 +256,7 @@ def _gate_logs(args: argparse.Namespace, kb: Any, technique: str | list[str] | N
                         "sha256": sha256(side.data)}
     code = EXIT_BAD_INPUT if c.overall == "unsound" else EXIT_REGRESSION if c.overall == "regression" else EXIT_PASS
     report["gate"] = {"passed": code == EXIT_PASS, "exit_code": code}
-    if args.save:
-        entry = entry_from(report, (base.path.name, base.data), (cand.path.name, cand.data), who=args.who,
-                           note=args.note or "")
-        report["saved_id"] = ExperimentLog(args.db).save(entry)
-    if args.json:
-        print(json.dumps(report, ensure_ascii=False, indent=2))
-    else:
-        print(_logs_text(c, report, code))
-        if args.save:
-            print(f"saved as experiment {report['saved_id']}")
+    _save_and_print(args, report, report, base, cand, lambda: _logs_text(c, report, code))
     return code
 
 
