@@ -9,8 +9,9 @@ import streamlit as st
 from components import session
 from components.shell import knowledge, labels_now, lang, t
 from components.static_table import static_table
-from components.verify_view import comparison_table, log, stored_deltas, verdict_text, when_text
+from components.verify_view import comparison_table, stored_deltas, verdict_text, when_text
 from triage.service.display import count, md_escape
+from triage.service.experiments import experiment_log
 from triage.service.model import TriageError
 
 VERDICTS = ("gain confirmed", "no effect", "regression", "unsound")
@@ -48,7 +49,7 @@ def log_page() -> None:
     st.title(t("log_title"))
     kb = knowledge()
     try:
-        store = log()
+        store = experiment_log()
     except TriageError as exc:
         st.error(md_escape(exc.line()))
         return

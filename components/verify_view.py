@@ -22,7 +22,6 @@ from triage.service.experiments import (
     REGRESSION,
     SUMMARY_TOLERANCE_PCT,
     Comparison,
-    ExperimentLog,
     MetricDelta,
     Note,
     compare_runs,
@@ -80,10 +79,6 @@ def note_text(note: Note) -> str:
         params["metric"] = _label_of(note.params["id"], note.params["metric"])
     return t(f"verify_note_{note.code}", **params)
 
-
-def log() -> ExperimentLog:
-    """The experiment log: TRIAGE_LOG_DB (a path, sqlite:/// or postgresql:// URL), else the user data directory."""
-    return experiment_log()
 
 
 # (file name or window label, SHA-256 of the file or label, the run compared, or the server log)
@@ -272,7 +267,7 @@ def stored_experiment(raw_id: str) -> None:
     try:
         if entry_id is None:
             raise TriageError("not an experiment id (a whole number from 1)")
-        entry = log().get(entry_id)
+        entry = experiment_log().get(entry_id)
     except TriageError as exc:
         st.error(t("verify_no_experiment", id=shown_param(raw_id), reason=exc.line()))
         return

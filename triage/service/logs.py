@@ -43,7 +43,7 @@ def diagnose_log(kb: KnowledgeBase, log: LogSeries, slo: Slo) -> LogDiagnosis:
     known = log.config.get("max_num_seqs")  # SGLang's max_running_requests is read into the same key
     setting = "max_running_requests" if log.engine_id == "sglang" else "max_num_seqs"
     configured = (known, setting) if known else None
-    # per engine, from the stats lines themselves (the window's series add up lines of one second)
+    # per engine, from the stats lines themselves (the window's series average neighbours down to a few hundred points)
     samples = [_running_waiting(columns(g)) for g in log.groups]
     live = diagnose_window(kb, window, slo, configured_cap=configured, cap_samples=samples)
     return LogDiagnosis(log, window, live, log_readings(log))
