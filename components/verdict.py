@@ -7,7 +7,7 @@ import streamlit as st
 from components import session
 from components.shell import knowledge, lang, t
 from triage.service.evidence_text import fmt_threshold, fmt_value
-from triage.service.knowledge import TOOL_LABELS
+from triage.service.knowledge import tool_label
 from triage.service.model import Diagnosis, Evidence
 from triage.service.verdict import Action, RankedTechnique, Verdict, action_sentence, ranked_techniques, verdict_of
 
@@ -55,7 +55,7 @@ def _sentence(v: Verdict) -> str:
 def _engine(engine: str) -> str:
     """The engine's title from tree/engines/<id>.yaml (a tool without a map, by its label)."""
     spec = knowledge().engines.get(engine)
-    return spec.title if spec is not None else TOOL_LABELS.get(engine, engine)
+    return spec.title if spec is not None else tool_label(engine)
 
 
 def action_lines(actions: list[Action], engine: str | None) -> list[str]:

@@ -29,7 +29,7 @@ from __future__ import annotations
 import json
 import re
 import shlex
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
@@ -87,23 +87,12 @@ def default_tools() -> dict[str, ToolSpec]:
     return tools_of(load_engines())
 
 
-class _Labels(Mapping[str, str]):
-    """Tool id → label of the shipped tree, read when first asked (importing this module loads no tree)."""
-
-    def _data(self) -> dict[str, str]:
-        return {t.id: t.label for t in default_tools().values()}
-
-    def __getitem__(self, key: str) -> str:
-        return self._data()[key]
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(self._data())
-
-    def __len__(self) -> int:
-        return len(self._data())
+def tool_label(tool: str) -> str:
+    """A tool's label in the shipped tree (tree/engines/*.yaml launchers); the id itself for an unknown tool."""
+    spec = default_tools().get(tool)
+    return spec.label if spec is not None else tool
 
 
-TOOL_LABELS: Mapping[str, str] = _Labels()
 ARXIV_RE = re.compile(r"^arXiv:(\d{4}\.\d{4,5}|[a-z-]+(\.[A-Z]{2})?/\d{7})(v\d+)?$")
 DOI_RE = re.compile(r"^10\.\d{4,9}/[-._;()/:A-Za-z0-9]+$")
 VENUE_RE = re.compile(r"\b(OSDI|SOSP|NeurIPS|ICML|ICLR|MLSys|ISCA|FAST|SC|EMNLP|arXiv|ASPLOS|EuroSys)\b")
@@ -127,7 +116,7 @@ class Dump:
 
     @property
     def label(self) -> str:
-        return f"{TOOL_LABELS.get(self.tool, self.tool)} {self.version}"
+        return f"{tool_label(self.tool)} {self.version}"
 
     def option(self, name: str) -> dict | None:
         """The entry of an option string, or None."""
