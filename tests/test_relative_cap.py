@@ -10,7 +10,6 @@ import pytest
 
 from tests.test_live_scenarios import snapshots
 from tests.test_server_logs import REAL, parse, triage, v1
-from triage.diagnosis.batch_cap import plateau
 from triage.diagnosis.rules import resolve_slo
 from triage.diagnosis.verdict import first_actions, verdict
 from triage.diagnosis.window import diagnose_window
@@ -19,6 +18,7 @@ from triage.report.first_action import action_sentence
 from triage.report.text import diagnosis_text
 from triage.service.logs import diagnose_log
 from triage.sources.metrics.snapshot_window import SnapshotWindow
+from triage.sources.running_plateau import plateau
 
 QUEUEING = "ttft.queueing"
 

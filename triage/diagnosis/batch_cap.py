@@ -2,53 +2,22 @@
 
 vLLM exports no max_num_seqs on /metrics (vllm:cache_config_info carries CacheConfig fields only; the cap is a
 SchedulerConfig field), so a window shows the cap only by its effect: the running count held at one value in
-most samples that have a queue. The verdict sets the queueing cause's first action relative to it.
+most samples that have a queue (sources/running_plateau.py). The verdict sets the queueing cause's first action
+relative to it.
 """
 
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 from triage.diagnosis.signals import SignalSet
 from triage.knowledge.loader import KnowledgeBase
 from triage.knowledge.messages import Msg
 from triage.knowledge.needs import Need
 from triage.sources.readings import MetricWindow
+from triage.sources.running_plateau import Samples, plateau
 
-PLATEAU_SHARE = 0.6  # the running count sits at its peak in at least this share of the samples with a queue
-MIN_QUEUED = 3       # fewer samples with a queue show no plateau
-MIN_RUNNING = 2      # one running request with a queue is as likely a stalled engine as a cap of 1
-AT_PEAK = 0.5        # a sample within half a request of the peak holds it (series points are means)
 SERIES_POINTS = 240
 RUNNING = Need("gauge_mean", "running")
 WAITING = Need("gauge_mean", "waiting")
-
-
-@dataclass(frozen=True)
-class Plateau:
-    """Running held at ``cap`` in ``held`` of the ``queued`` samples where requests waited."""
-
-    cap: int
-    held: int
-    queued: int
-
-
-def plateau(samples: list[tuple[float, float]]) -> Plateau | None:
-    """The cap from (running, waiting) samples: the peak running count among the samples with a queue, when it
-    holds in at least PLATEAU_SHARE of them; None when the running count moves (nothing caps it visibly)."""
-    queued = [running for running, waiting in samples if waiting > 0 and running > 0]
-    if len(queued) < MIN_QUEUED:
-        return None
-    peak = max(queued)
-    if peak < MIN_RUNNING:
-        return None
-    held = sum(1 for running in queued if peak - running < AT_PEAK)
-    if held / len(queued) < PLATEAU_SHARE:
-        return None
-    return Plateau(round(peak), held, len(queued))
-
-
-Samples = list[tuple[float, float]]  # (running, waiting) in time order
 
 
 def put_running_cap(kb: KnowledgeBase, out: SignalSet, window: MetricWindow,

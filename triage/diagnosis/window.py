@@ -4,13 +4,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from triage.diagnosis.batch_cap import Samples, put_running_cap
+from triage.diagnosis.batch_cap import put_running_cap
 from triage.diagnosis.roofline import Hardware
 from triage.diagnosis.rules import Diagnosis, Slo, diagnose
 from triage.diagnosis.server_signals import first_needs, more_needs, server_signals
 from triage.diagnosis.signals import SignalSet
 from triage.knowledge.loader import KnowledgeBase
 from triage.sources.readings import MetricWindow, Readings
+from triage.sources.running_plateau import Samples
 
 
 @dataclass

@@ -4,13 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
-
 from triage.diagnosis.rules import Slo
 from triage.diagnosis.window import LiveDiagnosis, diagnose_window
 from triage.knowledge.loader import KnowledgeBase
-from triage.sources.logs.derived import LogReading, log_readings
-from triage.sources.logs.series import Columns, LogSeries, columns
+from triage.sources.logs.derived import LogReading, log_readings, running_waiting
+from triage.sources.logs.series import LogSeries, columns
 from triage.sources.logs.window import LogWindow
 
 BLIND = "a log"  # what the text report says a signal is not measurable from
@@ -32,18 +30,12 @@ class LogDiagnosis:
                 "readings": [r.as_json() for r in self.readings]}
 
 
-def _running_waiting(cols: Columns) -> list[tuple[float, float]]:
-    """(running, waiting) of the stats lines that print both."""
-    both = ~np.isnan(cols["running"]) & ~np.isnan(cols["waiting"])
-    return list(zip(cols["running"][both].tolist(), cols["waiting"][both].tolist(), strict=True))
-
-
 def diagnose_log(kb: KnowledgeBase, log: LogSeries, slo: Slo) -> LogDiagnosis:
     window = LogWindow(log)
     known = log.config.get("max_num_seqs")  # SGLang's max_running_requests is read into the same key
     setting = "max_running_requests" if log.engine_id == "sglang" else "max_num_seqs"
     configured = (known, setting) if known else None
     # per engine, from the stats lines themselves (the window's series average neighbours down to a few hundred points)
-    samples = [_running_waiting(columns(g)) for g in log.groups]
+    samples = [running_waiting(columns(g)) for g in log.groups]
     live = diagnose_window(kb, window, slo, configured_cap=configured, cap_samples=samples)
     return LogDiagnosis(log, window, live, log_readings(log))

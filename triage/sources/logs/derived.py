@@ -9,10 +9,8 @@ from dataclasses import dataclass
 import numpy as np
 
 from triage.sources.logs.series import Columns, LogSeries, Sample, columns
+from triage.sources.running_plateau import Samples, holds, plateau
 
-CAP_SHARE = 0.6        # the running count sits at its peak in at least this share of the queued lines
-CAP_MIN_LINES = 3
-CAP_MIN_RUNNING = 2    # one running request with a queue is as likely a stalled engine as a cap of 1
 CAP_KV_BELOW = 0.9     # ... while KV usage stays below this: the KV cache is not what holds the batch
 STALL_RATIO = 0.7      # generation throughput while prompts are prefilled ÷ without, below this = stalls
 CAP_FLAG = {"vllm": "--max-num-seqs", "sglang": "--max-running-requests"}
@@ -69,23 +67,27 @@ def decode_speed(log: LogSeries) -> list[LogReading]:
                        "percentile: p99 is not measurable from a log)")]
 
 
+def running_waiting(cols: Columns) -> Samples:
+    """(running, waiting) of the stats lines that print both, in order: the samples of a running plateau."""
+    both = ~np.isnan(cols["running"]) & ~np.isnan(cols["waiting"])
+    return list(zip(cols["running"][both].tolist(), cols["waiting"][both].tolist(), strict=True))
+
+
 def concurrency_cap(log: LogSeries) -> list[LogReading]:
-    """Requests wait while the running count stays pinned at one value and the KV cache has room: the batch is
-    held by a cap on concurrency, not by memory."""
+    """Requests wait while the running count stays pinned at one value (the plateau the verdict's running cap
+    reads) and the KV cache has room: the batch is held by a cap on concurrency, not by memory."""
     for group in log.groups:
         cols = columns(group)
+        found = plateau(running_waiting(cols))
+        if found is None:
+            continue
         queued = _given(cols["waiting"]) & _given(cols["running"])
         running = cols["running"][queued]
-        if len(running) < CAP_MIN_LINES:
-            continue
-        peak = max(running.tolist())
-        if peak < CAP_MIN_RUNNING:
-            continue
-        at_peak = running == peak
+        peak = float(running.max())
+        at_peak = np.array([holds(r, peak) for r in running.tolist()], dtype=bool)
         kv_at_peak = cols["kv"][queued][at_peak]
         kv_values = kv_at_peak[~np.isnan(kv_at_peak)].tolist()
-        share = int(at_peak.sum()) / len(running)
-        if share < CAP_SHARE or not kv_values or max(kv_values) >= CAP_KV_BELOW:
+        if not kv_values or max(kv_values) >= CAP_KV_BELOW:
             continue
         flag = CAP_FLAG.get(log.engine_id, "the engine's concurrency limit")
         known = log.config.get("max_num_seqs")
@@ -95,7 +97,7 @@ def concurrency_cap(log: LogSeries) -> list[LogReading]:
             named += (" — or SGLang admits too conservatively (token usage < 0.9 with a queue: lower "
                       "--schedule-conservativeness, per its tuning guide)")
         waiting = cols["waiting"][queued].tolist()
-        text = (f"running held at {peak:g} requests in {int(at_peak.sum())} of {len(running)} stats lines with a "
+        text = (f"running held at {peak:g} requests in {found.held} of {found.queued} stats lines with a "
                 f"queue (waiting {min(waiting):g}–{max(waiting):g}, first {waiting[0]:g}, last {waiting[-1]:g}) "
                 f"while KV cache usage stayed ≤ {max(kv_values):.1%}: a cap on concurrency — {named}")
         return [LogReading("running_cap", peak, "req", text)]

@@ -1,0 +1,45 @@
+"""The running count held at one value while requests wait: how a window or a log shows a cap on concurrency.
+
+One rule for both readers: the log's own reading (sources/logs/derived.py, which adds "KV cache below 90 %") and
+the verdict's ``running_cap`` (diagnosis/batch_cap.py) call ``plateau`` on the same (running, waiting) samples.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+PLATEAU_SHARE = 0.6  # the running count sits at its peak in at least this share of the samples with a queue
+MIN_QUEUED = 3       # fewer samples with a queue show no plateau
+MIN_RUNNING = 2      # one running request with a queue is as likely a stalled engine as a cap of 1
+AT_PEAK = 0.5        # a sample within half a request of the peak holds it (series points are means)
+
+Samples = list[tuple[float, float]]  # (running, waiting) in time order
+
+
+@dataclass(frozen=True)
+class Plateau:
+    """Running held at ``cap`` in ``held`` of the ``queued`` samples where requests waited."""
+
+    cap: int
+    held: int
+    queued: int
+
+
+def holds(running: float, peak: float) -> bool:
+    """Whether a running count holds the plateau's peak."""
+    return peak - running < AT_PEAK
+
+
+def plateau(samples: Samples) -> Plateau | None:
+    """The cap from (running, waiting) samples: the peak running count among the samples with a queue, when it
+    holds in at least PLATEAU_SHARE of them; None when the running count moves (nothing caps it visibly)."""
+    queued = [running for running, waiting in samples if waiting > 0 and running > 0]
+    if len(queued) < MIN_QUEUED:
+        return None
+    peak = max(queued)
+    if peak < MIN_RUNNING:
+        return None
+    held = sum(1 for running in queued if holds(running, peak))
+    if held / len(queued) < PLATEAU_SHARE:
+        return None
+    return Plateau(round(peak), held, len(queued))
