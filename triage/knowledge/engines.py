@@ -162,18 +162,26 @@ def load_engines(tree_dir: Path | None = None) -> dict[str, EngineSpec]:
     return load_knowledge(tree_dir).engines
 
 
-def detect_match(engines: dict[str, EngineSpec]) -> str:
-    """A Prometheus series selector for every name an engine map may read: ``<prefix>.+`` per prefix, and the map's
-    own names for an engine without a prefix (DCGM). Built from the maps, so a new engine file is found too."""
-    alternatives: list[str] = []
+def detect_match(engines: dict[str, EngineSpec], labels: str = "") -> list[str]:
+    """Prometheus series selectors for every name an engine map may read: ``<prefix>.+`` per prefix, and the map's
+    own names for an engine without a prefix (DCGM). Built from the maps, so a new engine file is found too.
+    ``labels`` (``k="v",…``, already escaped) narrows the serving engines' names to the user's filter; an add-on's
+    or a router's series carry other labels (a GPU, a pod) and are found without it."""
+    serving: list[str] = []
+    others: list[str] = []
     for engine in engines.values():
+        into = serving if engine.role == "serving" and engine.id not in ADDON_IDS else others
         for prefix in engine.prefixes:
             if prefix:
-                alternatives.append(re.escape(prefix) + ".+")
+                into.append(re.escape(prefix) + ".+")
             else:
-                alternatives += [re.escape(n) + "(_bucket|_sum|_count)?" for m in engine.metrics for n in m.names]
-    unique = list(dict.fromkeys(alternatives))
-    return '{__name__=~"' + "|".join(unique).replace("\\", "\\\\") + '"}'
+                into += [re.escape(n) + "(_bucket|_sum|_count)?" for m in engine.metrics for n in m.names]
+    return [_selector(names, filtered) for names, filtered in ((serving, labels), (others, "")) if names]
+
+
+def _selector(alternatives: list[str], labels: str) -> str:
+    unique = "|".join(dict.fromkeys(alternatives)).replace("\\", "\\\\")
+    return '{__name__=~"' + unique + '"' + ("," + labels if labels else "") + "}"
 
 
 def detect_engines(present: set[str], engines: dict[str, EngineSpec] | None = None) -> list[EngineSpec]:

@@ -156,8 +156,8 @@ class PrometheusWindow:
         self.url = self.profile.url.rstrip("/")
         self.shown_url = redact_url(self.profile.url)
         self.client = self._connect()
-        self.present, self.empty = self._detect()
-        self.engine, self.addons = pick_engines(self.present, self.engines, engine)
+        self.present, chosen, self.empty = self._detect()
+        self.engine, self.addons = pick_engines(chosen, self.engines, engine)
 
     # ------------------------------------------------------------ connection and errors
 
@@ -217,8 +217,9 @@ class PrometheusWindow:
 
     # ------------------------------------------------------------ engine detection
 
-    def _names(self, in_window: bool) -> set[str]:
-        params: dict[str, Any] = {"match[]": detect_match(self.engines)}  # every engine map's names
+    def _names(self, in_window: bool, match: dict[str, str]) -> set[str]:
+        labels = selector("", match)[1:-1]  # the user's filter narrows the serving engines' names
+        params: dict[str, Any] = {"match[]": detect_match(self.engines, labels)}  # every engine map's names
         if in_window:
             params.update(start=self.start.timestamp(), end=self.end.timestamp())
         try:
@@ -227,14 +228,20 @@ class PrometheusWindow:
             raise self._fail(failure) from None
         return _with_bases(names or [])
 
-    def _detect(self) -> tuple[set[str], bool]:
-        """Metric names in the window (histograms also by base); if none, all names and ``empty`` = True."""
-        present = self._names(in_window=True)
-        if _serving_found(present, self.engines):
-            return present, False
-        everywhere = self._names(in_window=False)
-        if _serving_found(everywhere, self.engines):
-            return everywhere, True
+    def _detect(self) -> tuple[set[str], set[str], bool]:
+        """(metric names in the window, histograms also by base; the names among the series the filter selects,
+        which the engine is picked from; ``empty``): if the window has none, the names of all time and ``empty`` =
+        True. The engine is never picked from series the filter leaves out, and a filter that selects no serving
+        series at all is said so."""
+        for in_window in (True, False):
+            present = self._names(in_window, {})
+            chosen = self._names(in_window, self.match) if self.match else present
+            if _serving_found(chosen, self.engines):
+                return present, chosen, not in_window
+        if self.match and _serving_found(present, self.engines):
+            raise TriageError(f"no {serving_titles(self.engines)} series carry the labels "
+                              f"{selector('', self.match)} in Prometheus at {self.shown_url} (it has such series "
+                              "with other labels: check the filter)", key="match")
         raise TriageError(f"no {serving_titles(self.engines)} metrics in this window (Prometheus at "
                           f"{self.shown_url} has none at all)")
 
