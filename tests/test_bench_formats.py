@@ -307,7 +307,9 @@ def test_empty_file():
 
 
 def test_unknown_format():
-    assert "not a load-test result we read" in reject(b"hello world\n", "notes.txt")
+    said = reject(b"hello world\n", "notes.txt")  # each text format tried is named, not only the categories
+    assert "not a load-test result we read" in said
+    assert "holds no console summary (vLLM / SGLang 'Serving Benchmark Result', genai-perf, AIPerf, GuideLLM)" in said
     assert "unknown format" in reject(b'{"foo": 1, "bar": [1, 2]}', "x.json")
     said = reject(b"a,b,c\n1,2,3\n", "x.csv")  # in the user's terms: no parser word, no repository path
     assert "not a load-test result we read" in said and "'a,b,c'" in said

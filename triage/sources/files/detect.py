@@ -82,8 +82,9 @@ def sniff(data: bytes, name: str, quote: bool = True) -> Sniffed:
     table = detect_csv_header(first_line, ctx)
     if table:
         return Sniffed(table.id, _payload(table, data, ctx))
+    consoles = ", ".join(f.title for f in candidates("bytes") if f.payload != "bytes")
     raise ctx.unknown(f"not a load-test result we read: its {ctx.head('first line', first_line)} is not JSON, YAML or "
-                   "a table's column names")
+                      f"a table's column names, and the text holds no {consoles or 'console summary'}")
 
 
 def _first(formats: list[BenchmarkFormat], sample: Any,
