@@ -135,3 +135,43 @@ def _need(key: str):
     from triage.knowledge.needs import Need
 
     return Need("hist_mean", key)
+
+
+# ---- the KV pool: evictable prefix cache is reclaimable, not in use ---------------------------------------------
+def test_a_pool_full_of_evictable_cache_is_no_memory_shortage(kb):
+    """5 % in use, 90 % prefix cache new requests can evict, 5 % free: capacity − available would read 95 % full;
+    SGLang's own accounting (and so the KV-usage signal) does not count the evictable tokens as used."""
+    for usage in (None, 0.05):
+        body = scrape(100, 0.2, {}, pool=(5_000, 90_000, 5_000), token_usage=usage)
+        win = window(kb, body, body.replace(" 100\n", " 200\n"))
+        signals, _ = window_signals(kb, win)
+        assert signals.get("kv_usage_max").value == pytest.approx(0.05)
+        assert signals.get("kv_evictable_share").value == pytest.approx(0.9)
+        how = message_text(signals.get("kv_evictable_share").source, "zh")
+        assert how == "可逐出（前缀缓存）KV token 的均值 ÷ KV 池 token 数"
+        diag = diagnosis(kb, win)
+        assert "memory.kv_cache" not in diag.matched_ids
+        memory = next(c for c in diag.symptoms if c.symptom == "memory")
+        assert [e.holds for e in memory.evidence if e.signal == "kv_usage_max"] == [False]
+
+
+def test_a_pool_in_use_is_a_shortage_with_the_cache_share_beside_it(kb):
+    body = scrape(100, 0.2, {}, pool=(96_000, 1_000, 3_000))
+    win = window(kb, body, body.replace(" 100\n", " 200\n"))
+    ev = evidence(diagnosis(kb, win), "memory.kv_cache")
+    assert ev["kv_usage_max"].holds and ev["kv_usage_max"].value == pytest.approx(0.96)
+    share = ev["kv_evictable_share"]
+    assert share.context and share.value == pytest.approx(0.01)
+    assert evidence_line(share, "en").startswith("kv_evictable_share = 1")
+
+
+def test_without_the_evictable_gauge_its_share_is_not_measurable(kb):
+    """A server before 0.5.11 (token_usage only): the share is absent with the map's reason, never 0."""
+    body = scrape(100, 0.2, {}, token_usage=0.97)
+    win = window(kb, body, body.replace(" 100\n", " 200\n"))
+    signals, readings = window_signals(kb, win)
+    assert signals.get("kv_evictable_share") is None
+    why = next(w for need, w in readings.missing.items() if need.key == "kv_evictable_tokens")
+    assert "0.5.11" in why
+    ev = evidence(diagnosis(kb, win), "memory.kv_cache")
+    assert ev["kv_usage_max"].holds and ev["kv_evictable_share"].holds is None

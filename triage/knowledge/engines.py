@@ -116,8 +116,8 @@ class EngineSpec(Strict):
     id: str
     title: str
     # serving: an engine the tree diagnoses (picked by coverage); addon: read beside it (DCGM); router: a layer
-    # in front of the engines (llm-d EPP, Dynamo frontend), mapped for linting and fleet views, never picked as
-    # the serving engine
+    # in front of the engines (llm-d EPP, Dynamo frontend, the vLLM and SGLang routers), mapped for linting and
+    # fleet views, picked as the window's map only where no engine's own series are (a scrape of the router alone)
     role: Literal["serving", "addon", "router"] = "serving"
     # a serving engine every technique gives knobs for and every first action a command for (the loader checks);
     # another serving engine's knobs are optional: a technique may name them, the views show them where given
