@@ -132,3 +132,25 @@ def test_an_engine_scrape_is_still_read_as_the_engine(kb):
             "# TYPE vllm:kv_cache_usage_perc gauge\nvllm:kv_cache_usage_perc{engine=\"0\",model_name=\"m\"} 0.5\n")
     win = SnapshotWindow([parse_metrics_text(body, 0.0, "a"), parse_metrics_text(body, 60.0, "b")], engines=kb.engines)
     assert win.engine.id == "vllm"
+
+
+def test_a_newer_production_stack_router_counts_finished_requests_per_server(kb):
+    """With vllm:request_latency_seconds (newer than @5ba88130) requests per server are its count's rate, ahead of
+    the vllm:current_qps gauge (here deliberately off by 2×)."""
+    def body(minute: int) -> str:
+        rows = [production_stack(minute).replace(f'vllm:current_qps{{server="{HOT}"}} 10.0',
+                                                 f'vllm:current_qps{{server="{HOT}"}} 20.0'),
+                "# TYPE vllm:request_latency_seconds histogram"]
+        for w in WORKERS:
+            n = ROUTED[w] * minute
+            labels = f'server="{w}",model="m",status="200"'
+            rows += [f'vllm:request_latency_seconds_bucket{{{labels},le="1.0"}} {n}',
+                     f'vllm:request_latency_seconds_bucket{{{labels},le="+Inf"}} {n}',
+                     f"vllm:request_latency_seconds_sum{{{labels}}} {0.8 * n}",
+                     f"vllm:request_latency_seconds_count{{{labels}}} {n}"]
+        return "\n".join(rows) + "\n"
+
+    rows, diag = fleet(kb, [body(m) for m in range(4)], "server")
+    hot = rows[0].diagnosis.signals.get("req_per_s")
+    assert hot.value == pytest.approx(10.0) and hot.source.id == "server.finished_rate"
+    assert diag.signals.values["req_rate_max_over_median"].value == pytest.approx(10.0)
