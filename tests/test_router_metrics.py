@@ -5,7 +5,14 @@ does not export (the SGLang Model Gateway has no per-worker request counter) is 
 
 from __future__ import annotations
 
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
 import pytest
+import yaml
 
 from triage.diagnosis.fleet import FleetRow, fleet_diagnosis
 from triage.diagnosis.rules import resolve_slo
@@ -154,3 +161,32 @@ def test_a_newer_production_stack_router_counts_finished_requests_per_server(kb)
     hot = rows[0].diagnosis.signals.get("req_per_s")
     assert hot.value == pytest.approx(10.0) and hot.source.id == "server.finished_rate"
     assert diag.signals.values["req_rate_max_over_median"].value == pytest.approx(10.0)
+
+
+def test_a_new_router_is_one_yaml(tmp_path):
+    """A router the tree does not know is refused; its one YAML in a tree copy (no Python change) reads its scrape."""
+    root = Path(__file__).resolve().parents[1]
+    tree = tmp_path / "tree"
+    shutil.copytree(DEFAULT_TREE_DIR, tree)
+    scrapes = []
+    for minute in (1, 2):
+        path = tmp_path / f"acme{minute}.txt"
+        path.write_text(rust_router("acme_lb_", minute), encoding="utf-8")
+        scrapes.append(str(path))
+
+    def diagnose() -> subprocess.CompletedProcess:
+        return subprocess.run([sys.executable, "-m", "triage", "diagnose", "--scrape", *scrapes, "--interval", "60",
+                               "--json", "--tree-dir", str(tree)], cwd=root, capture_output=True, text=True,
+                              timeout=180)
+
+    unknown = diagnose()
+    assert unknown.returncode == 2 and "no vLLM, SGLang or TGI metrics" in unknown.stderr
+    spec = yaml.safe_load((DEFAULT_TREE_DIR / "engines" / "vllm_router.yaml").read_text(encoding="utf-8"))
+    spec.update(id="acme_lb", title="Acme LB", prefixes=["acme_lb_"])
+    (tree / "engines" / "acme_lb.yaml").write_text(yaml.safe_dump(spec, allow_unicode=True), encoding="utf-8")
+    known = diagnose()
+    assert known.returncode == 0, known.stderr
+    data = json.loads(known.stdout)
+    assert data["format"] == "metrics:acme_lb"
+    assert data["signals"]["req_per_s"]["value"] == pytest.approx(13.0)  # 10 + 3 × 1 routed per second
+    assert data["signals"]["running_mean"]["value"] == pytest.approx(52.0)
