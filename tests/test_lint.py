@@ -310,17 +310,26 @@ def test_inconsistent_history_fails_the_tree(tmp_path, history, message):
     assert out.returncode == 2 and "tgi.yaml" in out.stderr and message in out.stderr
 
 
-def test_router_maps_are_never_the_serving_engine():
+def test_router_maps_read_only_a_window_without_an_engine():
+    """A router map is no serving engine (rules, knobs), and beside an engine's series the engine is read; a window
+    of a router alone (its per-worker series) is read by the router's own map instead of refused."""
     from triage.errors import TriageError
     from triage.knowledge.engines import load_engines, serving_engines
     from triage.sources.metrics.snapshot_window import pick_engines
 
     engines = load_engines()
     assert {e.id for e in serving_engines(engines)} == {"vllm", "sglang", "tgi"}
-    with pytest.raises(TriageError):
-        pick_engines({"llm_d_epp_average_queue_size", "dynamo_frontend_requests_total"}, engines)
+    with pytest.raises(TriageError, match="no vLLM, SGLang or TGI metrics"):
+        pick_engines({"node_load1"}, engines)
+    alone, _ = pick_engines({"llm_d_epp_average_queue_size", "llm_d_epp_request_total"}, engines)
+    assert alone.id == "llm_d_epp"
     serving, _ = pick_engines({"llm_d_epp_average_queue_size", "vllm:num_requests_running"}, engines)
     assert serving.id == "vllm"
+    # the production-stack router re-exports vllm:num_requests_* per backend: with its own names beside them, it
+    # is the router; with an engine-only name (KV usage) beside them, the engine
+    router = {"vllm:num_requests_running", "vllm:num_requests_waiting", "vllm:current_qps"}
+    assert pick_engines(router, engines)[0].id == "production_stack_router"
+    assert pick_engines(router | {"vllm:kv_cache_usage_perc"}, engines)[0].id == "vllm"
 
 
 def test_notes_in_chinese(capsys):

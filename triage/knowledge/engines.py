@@ -13,6 +13,7 @@ from triage.knowledge.model import Strict, Text
 
 MetricType = Literal["counter", "gauge", "histogram", "info"]
 METRIC_NAME_RE = re.compile(r"[A-Za-z_:][A-Za-z0-9_:]*")
+LABEL_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # what a histogram or counter adds to its base name in the exposition; a renamed base renames all of these
 SERIES_SUFFIXES = ("_bucket", "_sum", "_count", "_total", "_created")
 ADDON_IDS = frozenset({"dcgm"})
@@ -31,6 +32,17 @@ class MetricSpec(Strict):
     # replica labels this series does not carry (vllm:cache_config_info has `engine` but no `model_name`):
     # the rule export joins it onto the replica on the labels it does carry
     lacks_labels: list[str] = Field(default_factory=list)
+    # label values that pick this key's series out of a family other keys share (SGLang's prefill time is
+    # sglang:per_stage_req_latency_seconds{stage="prefill_forward"}); every reader adds them to its selector
+    select: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("select")
+    @classmethod
+    def _label_names(cls, value: dict[str, str]) -> dict[str, str]:
+        bad = next((k for k in value if not LABEL_NAME_RE.fullmatch(k) or k.startswith("__")), None)
+        if bad is not None:
+            raise ValueError(f"'{bad}' is not a label name a selector may match")
+        return value
 
 
 def _metric_name(value: str) -> str:
@@ -104,8 +116,8 @@ class EngineSpec(Strict):
     id: str
     title: str
     # serving: an engine the tree diagnoses (picked by coverage); addon: read beside it (DCGM); router: a layer
-    # in front of the engines (llm-d EPP, Dynamo frontend), mapped for linting and fleet views, never picked as
-    # the serving engine
+    # in front of the engines (llm-d EPP, Dynamo frontend, the vLLM and SGLang routers), mapped for linting and
+    # fleet views, picked as the window's map only where no engine's own series are (a scrape of the router alone)
     role: Literal["serving", "addon", "router"] = "serving"
     # a serving engine every technique gives knobs for and every first action a command for (the loader checks);
     # another serving engine's knobs are optional: a technique may name them, the views show them where given

@@ -78,18 +78,34 @@ def check_match(match: Mapping[str, str] | None) -> dict[str, str]:
 
 def pick_engines(present: set[str], engines: dict[str, EngineSpec],
                  engine: str | None = None) -> tuple[EngineSpec, list[EngineSpec]]:
-    """The serving engine (forced by id, else the detected one exposing the most keys) and detected add-ons."""
+    """The serving engine (forced by id, else the detected one exposing the most keys; a detected router when no
+    engine is) and detected add-ons."""
     found = detect_engines(present, engines)
     addons = [e for e in found if e.id in ADDON_IDS or e.role == "addon"]
     if engine:
         if engine not in engines:
             raise TriageError(f"unknown engine '{engine}' (known: {', '.join(sorted(engines))})", key="engine")
         return engines[engine], [a for a in addons if a.id != engine]
-    serving = [e for e in found if e.id not in ADDON_IDS and e.role == "serving"]
+    routers = [e for e in found if e.role == "router"]
+    serving = [e for e in found
+               if e.id not in ADDON_IDS and e.role == "serving" and not _only_router_names(e, routers, present)]
+    if not serving:
+        # a router's scrape alone (its per-worker series: `diagnose --by worker` compares the workers) is read by
+        # the router's own map; beside an engine's series the engine is read
+        serving = routers
     if not serving:
         raise TriageError(f"no {serving_titles(engines)} metrics in this window")
     serving.sort(key=lambda e: (-_coverage(e, present), _order(e.id)))
     return serving[0], addons
+
+
+def _only_router_names(engine: EngineSpec, routers: list[EngineSpec], present: set[str]) -> bool:
+    """Whether every detection name of ``engine`` present here is one a detected router's map also reads: the vLLM
+    production-stack router re-exports vllm:num_requests_running / _waiting per backend (label server), so its
+    scrape alone looks like a vLLM engine's."""
+    claimed = {c for r in routers for m in r.metrics for c in r.candidates(m.key)}
+    seen = [p + d for d in engine.detect for p in engine.prefixes if p + d in present]
+    return bool(routers) and all(name in claimed for name in seen)
 
 
 def serving_titles(engines: dict[str, EngineSpec]) -> str:
@@ -123,7 +139,7 @@ def resolve_need(need: Need, serving: EngineSpec, addons: list[EngineSpec], engi
     name = engine.resolve(need.key, present) if detected else None
     if name is None:
         return spec.missing.en
-    return Resolved(engine, spec, name, match_for(engine, serving, match))
+    return Resolved(engine, spec, name, {**match_for(engine, serving, match), **spec.select})
 
 
 def match_for(engine: EngineSpec, serving: EngineSpec, match: dict[str, str]) -> dict[str, str]:
