@@ -107,23 +107,24 @@ class Compiler:
                 parts += [self._need_one(need, spec, name) for name in engine.candidates(need.key)]
         return " or ".join(parts) if parts else None
 
-    def _sel(self, name: str) -> str:
-        return selector(name, self.match)
+    def _sel(self, name: str, spec: MetricSpec | None = None) -> str:
+        """``name`` under the rules' match, and the label value the metric map selects (source="…")."""
+        return selector(name, {**self.match, **spec.select} if spec is not None else self.match)
 
     def _need_one(self, need: NeedRef, spec: MetricSpec, name: str) -> str:
         w = f"[{self.range_s}s]"
         if need.kind == "rate":
             series = name + "_count" if spec.type == "histogram" else name
-            return f"sum {self.by()} (rate({self._sel(series)}{w}))"
+            return f"sum {self.by()} (rate({self._sel(series, spec)}{w}))"
         if need.kind == "quantile":
-            return f"histogram_quantile({need.q!r}, sum {self.by('le')} (rate({self._sel(name + '_bucket')}{w})))"
+            return f"histogram_quantile({need.q!r}, sum {self.by('le')} (rate({self._sel(name + '_bucket', spec)}{w})))"
         if need.kind == "hist_mean":
-            return (f"(sum {self.by()} (rate({self._sel(name + '_sum')}{w}))"
-                    f" / sum {self.by()} (rate({self._sel(name + '_count')}{w})))")
+            return (f"(sum {self.by()} (rate({self._sel(name + '_sum', spec)}{w}))"
+                    f" / sum {self.by()} (rate({self._sel(name + '_count', spec)}{w})))")
         agg = gauge_agg(spec)
         if need.kind in OVER_TIME:
-            return gauge_over_window(need.kind, f"{agg} {self.by()} ({self._sel(name)})", self.range_s)
-        return f"{agg} {self.by()} (last_over_time({self._sel(name)}{w}))"  # gauge_last
+            return gauge_over_window(need.kind, f"{agg} {self.by()} ({self._sel(name, spec)})", self.range_s)
+        return f"{agg} {self.by()} (last_over_time({self._sel(name, spec)}{w}))"  # gauge_last
 
     def flag(self, key: str, label: str) -> str | None:
         """1 when the info metric's ``label`` is "True", 0 when "False", per replica; joined onto the replica's

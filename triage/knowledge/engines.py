@@ -13,6 +13,7 @@ from triage.knowledge.model import Strict, Text
 
 MetricType = Literal["counter", "gauge", "histogram", "info"]
 METRIC_NAME_RE = re.compile(r"[A-Za-z_:][A-Za-z0-9_:]*")
+LABEL_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # what a histogram or counter adds to its base name in the exposition; a renamed base renames all of these
 SERIES_SUFFIXES = ("_bucket", "_sum", "_count", "_total", "_created")
 ADDON_IDS = frozenset({"dcgm"})
@@ -31,6 +32,17 @@ class MetricSpec(Strict):
     # replica labels this series does not carry (vllm:cache_config_info has `engine` but no `model_name`):
     # the rule export joins it onto the replica on the labels it does carry
     lacks_labels: list[str] = Field(default_factory=list)
+    # one value of a breakdown label the series must carry (vllm:prompt_tokens_by_source_total{source=
+    # "external_kv_transfer"}): every source reads only those series, the rule export selects them the same way
+    select: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("select")
+    @classmethod
+    def _label_names(cls, value: dict[str, str]) -> dict[str, str]:
+        bad = next((k for k in value if not LABEL_NAME_RE.fullmatch(k) or k.startswith("__")), None)
+        if bad is not None:
+            raise ValueError(f"'{bad}' is not a label name")
+        return value
 
 
 def _metric_name(value: str) -> str:

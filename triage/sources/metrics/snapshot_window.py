@@ -123,7 +123,7 @@ def resolve_need(need: Need, serving: EngineSpec, addons: list[EngineSpec], engi
     name = engine.resolve(need.key, present) if detected else None
     if name is None:
         return spec.missing.en
-    return Resolved(engine, spec, name, match_for(engine, serving, match))
+    return Resolved(engine, spec, name, {**match_for(engine, serving, match), **spec.select})
 
 
 def match_for(engine: EngineSpec, serving: EngineSpec, match: dict[str, str]) -> dict[str, str]:
