@@ -14,6 +14,7 @@ from triage.diagnosis.window import diagnose_window, window_signals
 from triage.knowledge import DEFAULT_TREE_DIR
 from triage.knowledge.knobs import FLAGS_DIR, check_argv, load_dump
 from triage.knowledge.loader import load_knowledge
+from triage.knowledge.messages import message_text
 from triage.sources.metrics.exposition import parse_metrics_text
 from triage.sources.metrics.snapshot_window import SnapshotWindow
 
@@ -197,3 +198,36 @@ def test_the_kv_transfer_first_action_is_vllms_own_flag(kb):
     dump = load_dump("vllm", "0.33.0", FLAGS_DIR)
     argv = tuple(shlex.split(kb.causes["ttft.kv_transfer"].first_action.command("vllm")))
     assert argv[0] == "--kv-transfer-config" and not check_argv(dump, argv)
+
+
+def rejection_scrape(n: float, rejected: dict[str, float]) -> str:
+    """A vLLM body whose TTFT is over the SLO and whose queue limits refused requests, by reason."""
+    rows = [f"# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running{{{LAB}}} 8",
+            *counter("vllm:request_success_total", n, ',finished_reason="stop"'),
+            *histogram("vllm:time_to_first_token_seconds", TTFT_LE, n, 4 * n, 5.0),
+            "# TYPE vllm:admission_rejections_total counter",
+            *[f'vllm:admission_rejections_total{{{LAB},reason="{r}"}} {v}' for r, v in rejected.items()]]
+    return "\n".join(rows) + "\n"
+
+
+def test_admission_rejections_evidence_names_the_limit_by_reason(kb):
+    # 60 s: 12 refusals at the request-count limit, 6 at the token limit, none at a third reason
+    before = rejection_scrape(100, {"max_num_queued_reqs": 10, "max_num_queued_tokens": 4, "other_limit": 1})
+    after = rejection_scrape(200, {"max_num_queued_reqs": 22, "max_num_queued_tokens": 10, "other_limit": 1})
+    win = window(kb, before, after)
+    found = finding(kb, win, "ttft.queueing")
+    assert found is not None
+    evidence = next(e for e in found.evidence if e.signal == "admission_rejections_per_s")
+    assert evidence.holds and evidence.value == pytest.approx(0.3)  # the total stays the value the rule reads
+    assert message_text(evidence.source, "en") == ("rate of the admission-rejection counter (503s from the queue "
+                                                   "limits, all reasons); by reason: max_num_queued_reqs 0.2/s, "
+                                                   "max_num_queued_tokens 0.1/s")
+    assert "按 reason：max_num_queued_reqs 0.2/s" in message_text(evidence.source, "zh")
+
+
+def test_no_rejection_in_the_window_lists_no_reason(kb):
+    flat = {"max_num_queued_reqs": 3}
+    win = window(kb, rejection_scrape(100, flat), rejection_scrape(200, flat))
+    signals, _ = window_signals(kb, win)
+    got = signals.get("admission_rejections_per_s")
+    assert got.value == 0.0 and got.source.id == "server.admission_rejections"  # no breakdown of nothing

@@ -1,7 +1,8 @@
 """vLLM's PD and KV-residency metrics read from a real Prometheus: the recipes' PromQL (prompt tokens by source selected
 by their label, NIXL transfer time against TTFT, failed transfers, the residency histograms) gives what the snapshot
 window gives, and `promtool test rules` fires the exported KV-transfer and KV-capacity alerts exactly where the
-Python diagnosis of the same window finds those causes."""
+Python diagnosis of the same window finds those causes; the admission rejections' evidence names each queue limit's
+rate."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from triage.diagnosis.rules import resolve_slo
 from triage.diagnosis.window import diagnose_window, window_signals
 from triage.knowledge import DEFAULT_TREE_DIR
 from triage.knowledge.loader import load_knowledge
+from triage.knowledge.messages import message_text
 from triage.sources.metrics.prometheus_window import PrometheusWindow
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -44,7 +46,8 @@ def histogram(name: str, times: list[int], per_step: dict[str, float], sum_per_s
 def openmetrics(end: int) -> str:
     """A PD decode instance, per 15 s step: 10 first tokens (half by 2.5 s, all by 10 s; 40 s in all), 10 NIXL
     transfers of 2.4 s (60 % of the 4 s mean TTFT), one failed transfer; 10 000 prompt tokens of which 9 800 arrived
-    over the connector and 200 were prefilled here; sampled KV blocks idle 4 s before eviction, reused every 3 s."""
+    over the connector and 200 were prefilled here; sampled KV blocks idle 4 s before eviction, reused every 3 s;
+    the queue limits refused 3 requests by their count and 1.5 by their tokens."""
     t = list(range(end - SPAN, end + 1, STEP))
     out = ["# TYPE vllm:num_requests_running gauge", *[f"vllm:num_requests_running{{{LAB}}} 8 {x}" for x in t],
            "# TYPE vllm:num_requests_waiting gauge", *[f"vllm:num_requests_waiting{{{LAB}}} 0 {x}" for x in t],
@@ -57,6 +60,9 @@ def openmetrics(end: int) -> str:
            *counter("vllm:prompt_tokens_by_source", t, 0, ',source="local_cache_hit"'),
            *counter("vllm:prompt_tokens_by_source", t, 9_800, ',source="external_kv_transfer"'),
            "# TYPE vllm:nixl_num_failed_transfers counter", *counter("vllm:nixl_num_failed_transfers", t, 1),
+           "# TYPE vllm:admission_rejections counter",
+           *counter("vllm:admission_rejections", t, 3, ',reason="max_num_queued_reqs"'),
+           *counter("vllm:admission_rejections", t, 1.5, ',reason="max_num_queued_tokens"'),
            "# TYPE vllm:time_to_first_token_seconds histogram",
            *histogram("vllm:time_to_first_token_seconds", t,
                       {"1.0": 0, "2.5": 5, "5.0": 5, "10.0": 10, "+Inf": 10}, 40),
@@ -97,13 +103,18 @@ def test_pd_and_residency_signals_through_prometheus(prometheus):
     assert got.get("prompt_computed_over_transferred").value == pytest.approx(200 / 9_800, rel=1e-3)
     assert got.get("kv_reuse_gap_over_idle").value == pytest.approx(0.75, rel=1e-3)
     assert got.get("kv_idle_before_evict_mean_s").value == pytest.approx(4.0, rel=1e-3)
+    # the rejections' total is the value; how it was measured names each limit's rate (sum by reason)
+    rejected = got.get("admission_rejections_per_s")
+    assert rejected.value == pytest.approx(0.3, rel=1e-3)
+    assert message_text(rejected.source, "en").endswith("by reason: max_num_queued_reqs 0.2/s, "
+                                                        "max_num_queued_tokens 0.1/s")
 
 
 def test_promtool_fires_the_kv_transfer_alert_where_python_finds_it(prometheus, tmp_path):
     kb = load_knowledge(DEFAULT_TREE_DIR)
     live = diagnose_window(kb, prometheus_window(kb, prometheus), resolve_slo(kb, "chat"))
     causes = [f.cause for f in live.diagnosis.findings]
-    assert sorted(causes) == ["memory.kv_cache", "ttft.kv_transfer"], causes
+    assert sorted(causes) == ["memory.kv_cache", "ttft.kv_transfer", "ttft.queueing"], causes
     done = subprocess.run([sys.executable, "-m", "triage", "rules", "--slo", "chat"], cwd=ROOT,
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
