@@ -49,7 +49,9 @@ def decode_scrape(n: float, ttft_total: float, xfer: tuple[float, float] | None 
             f"# TYPE vllm:kv_cache_usage_perc gauge\nvllm:kv_cache_usage_perc{{{LAB}}} 0.3",
             *counter("vllm:request_success_total", n, ',finished_reason="stop"'),
             *counter("vllm:prompt_tokens_total", 1000 * n),
-            *counter("vllm:prompt_tokens_cached_total", cached * n),
+            # cached = local prefix-cache hits + KV received over the connector (loggers.py), as vLLM counts it
+            *counter("vllm:prompt_tokens_cached_total", sum(v for k, v in (by_source or {}).items()
+                                                            if k != "local_compute") or cached * n),
             *histogram("vllm:time_to_first_token_seconds", TTFT_LE, n, ttft_total, 5.0)]
     if xfer is not None:
         rows += histogram("vllm:nixl_xfer_time_seconds", ("0.5", "1.0", "5.0", "+Inf"), xfer[0], xfer[1], 5.0)
@@ -96,6 +98,11 @@ def test_transfer_time_share_lights_the_kv_transfer_cause(kb):
     found = finding(kb, win, "ttft.kv_transfer")
     assert found is not None
     assert held(found) == {"kv_transfer_share_of_ttft": pytest.approx(0.6)}
+    # the flat 4 s TTFT also reads as slow prefill (p5 over the SLO); the transfer explains it and ranks first
+    live = diagnose_window(kb, win, resolve_slo(kb, "chat"))
+    assert live.diagnosis.findings[0].cause == "ttft.kv_transfer"
+    assert live.diagnosis.findings[0].explains == ["ttft.prefill_compute"]
+    assert "ttft.repeated_prefill" not in live.diagnosis.matched_ids  # 98.4 % of the prompt came cached
     context = {e.signal: e.value for e in found.evidence if e.context}
     assert context == {"kv_transfer_mean_s": pytest.approx(2.4), "prompt_transferred_share": pytest.approx(0.984)}
     assert "kv_transfer" in [t.id for t in kb.causes["ttft.kv_transfer"].techniques]
