@@ -15,6 +15,7 @@ from triage.knowledge import DEFAULT_TREE_DIR
 from triage.knowledge.knobs import FLAGS_DIR, check_argv, load_dump
 from triage.knowledge.loader import load_knowledge
 from triage.knowledge.messages import message_text
+from triage.report.text import evidence_line
 from triage.sources.metrics.exposition import parse_metrics_text
 from triage.sources.metrics.snapshot_window import SnapshotWindow
 
@@ -230,6 +231,10 @@ def test_admission_rejections_evidence_names_the_limit_by_reason(kb):
                                                    "limits, all reasons); by reason: max_num_queued_reqs 0.2/s, "
                                                    "max_num_queued_tokens 0.1/s")
     assert "按 reason：max_num_queued_reqs 0.2/s" in message_text(evidence.source, "zh")
+    # the terminal report names them on the evidence line itself
+    assert evidence_line(evidence, "en").startswith("admission_rejections_per_s = 0.3/s (by reason: "
+                                                    "max_num_queued_reqs 0.2/s, max_num_queued_tokens 0.1/s) [rule")
+    assert "(按 reason：max_num_queued_reqs 0.2/s" in evidence_line(evidence, "zh")
 
 
 def test_no_rejection_in_the_window_lists_no_reason(kb):
