@@ -108,6 +108,7 @@ class Compiler:
         return " or ".join(parts) if parts else None
 
     def _sel(self, name: str, spec: MetricSpec | None = None) -> str:
+        """``name`` under the rules' match, and the label value the metric map selects (source="…")."""
         return selector(name, {**self.match, **spec.select} if spec is not None else self.match)
 
     def _need_one(self, need: NeedRef, spec: MetricSpec, name: str) -> str:

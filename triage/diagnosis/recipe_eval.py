@@ -15,15 +15,47 @@ from triage.knowledge.loader import KnowledgeBase
 from triage.knowledge.messages import Msg
 from triage.knowledge.model import How, NeedRef, Recipe
 from triage.knowledge.needs import Need
+from triage.safe_text import one_line
 from triage.sources.readings import Readings
 
 Value = float | bool | None
+MAX_PARTS = 6  # a breakdown lists at most this many label values (the largest rates), the rest summed as "other"
 
 
 @lru_cache(maxsize=256)
 def need_of(ref: NeedRef) -> Need:
     """The Need a recipe's reading names (a fleet reads the same few dozen needs for every replica)."""
     return Need(ref.kind, ref.key, ref.q, ref.engine)
+
+
+def breakdown_of(ref: NeedRef) -> Need | None:
+    """The per-label reading of a need with ``by`` (its rate per value of that label), None without one."""
+    return Need(ref.kind, ref.key, ref.q, ref.engine, by=ref.by) if ref.by else None
+
+
+def recipe_breakdowns(r: Recipe) -> Iterator[Need]:
+    """The per-label readings a recipe's needs with ``by`` ask for, depth first (read beside the needs, only where a
+    single window is diagnosed: they change no value, only what the evidence says about it)."""
+    if r.need is not None and (b := breakdown_of(r.need)) is not None:
+        yield b
+    for part in (r.div or []) + (r.first or []):
+        yield from recipe_breakdowns(part)
+
+
+def breakdown_text(rates: dict[str, str]) -> str:
+    """``a 0.2/s, b 0.1/s`` from {label value: rate as text}, largest first, zero rates left out; "" when none."""
+    parsed = []
+    for label, text in rates.items():
+        try:
+            rate = float(text)
+        except ValueError:
+            continue
+        if rate > 0 and math.isfinite(rate):
+            parsed.append((rate, one_line(label or "(none)", 64)))
+    parsed.sort(key=lambda p: (-p[0], p[1]))
+    shown = [f"{label} {rate:.3g}/s" for rate, label in parsed[:MAX_PARTS]]
+    rest = sum(rate for rate, _ in parsed[MAX_PARTS:])
+    return ", ".join(shown + ([f"other {rest:.3g}/s"] if rest else []))
 
 
 def recipe_readings(r: Recipe, deferred: bool = True) -> Iterator[Need]:
@@ -107,7 +139,17 @@ class RecipeEvaluator:
             value = label == "True" if label in ("True", "False") else None
         if value is None:
             return None, None
-        return value, message(r.how) if r.how is not None else built_message(r, parts)
+        how = message(r.how) if r.how is not None else built_message(r, parts)
+        return value, self.broken_down(r.need, how) if r.need is not None and r.need.by else how
+
+    def broken_down(self, ref: NeedRef, how: Msg | None) -> Msg | None:
+        """``how`` followed by the rate per value of the need's ``by`` label, when the window gave that breakdown."""
+        need = breakdown_of(ref)
+        rates = self.readings.get(need) if need is not None else None
+        parts = breakdown_text(rates) if isinstance(rates, dict) else ""
+        if not parts or how is None:
+            return how
+        return Msg("server.by_label", how=how, label=ref.by, parts=parts)
 
     def wanted_later(self, r: Recipe) -> Iterator[Need]:
         """The readings of the ``later`` alternatives this window needs: those whose earlier alternatives gave

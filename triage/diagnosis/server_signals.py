@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from triage.diagnosis.recipe_eval import RecipeEvaluator, recipe_readings
+from triage.diagnosis.recipe_eval import RecipeEvaluator, recipe_breakdowns, recipe_readings
 from triage.diagnosis.roofline import Hardware, add_server_roofline
 from triage.diagnosis.signals import SignalSet
 from triage.knowledge.loader import KnowledgeBase
@@ -48,6 +48,12 @@ def first_needs(kb: KnowledgeBase) -> list[Need]:
     """What a window is asked first: every reading but those only ``later`` alternatives name."""
     found = {n for r in _recipes(kb) for n in recipe_readings(r, deferred=False)}
     return [n for n in window_needs(kb) if n in found or n in ROOFLINE_NEEDS]
+
+
+def breakdown_needs(kb: KnowledgeBase) -> list[Need]:
+    """The per-label readings (a rate by a label, e.g. admission rejections by reason) whose values the evidence
+    lists beside a signal; read with the first needs of a single window (a fleet reads totals only)."""
+    return list(dict.fromkeys(n for r in _recipes(kb) for n in recipe_breakdowns(r)))
 
 
 def info_needs(kb: KnowledgeBase) -> list[Need]:

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from triage.diagnosis.batch_cap import put_running_cap
 from triage.diagnosis.roofline import Hardware
 from triage.diagnosis.rules import Diagnosis, Slo, diagnose
-from triage.diagnosis.server_signals import first_needs, more_needs, server_signals
+from triage.diagnosis.server_signals import breakdown_needs, first_needs, more_needs, server_signals
 from triage.diagnosis.signals import SignalSet
 from triage.knowledge.loader import KnowledgeBase
 from triage.sources.readings import MetricWindow, Readings
@@ -25,7 +25,7 @@ def window_signals(kb: KnowledgeBase, window: MetricWindow,
                    hardware: Hardware | None = None) -> tuple[SignalSet, Readings]:
     """Every need read at once (the recipes' ``later`` alternatives, e.g. the ITL quantiles, in a second round, only
     when the window needs them), then the server signals they give."""
-    readings = window.read(first_needs(kb))
+    readings = window.read(first_needs(kb) + breakdown_needs(kb))
     more = more_needs(kb, readings)
     if more:
         readings.merge(window.read(more))

@@ -33,7 +33,8 @@ class MetricSpec(Strict):
     # the rule export joins it onto the replica on the labels it does carry
     lacks_labels: list[str] = Field(default_factory=list)
     # label values that pick this key's series out of a family other keys share (SGLang's prefill time is
-    # sglang:per_stage_req_latency_seconds{stage="prefill_forward"}); every reader adds them to its selector
+    # sglang:per_stage_req_latency_seconds{stage="prefill_forward"}, vLLM's transferred prompt tokens are
+    # vllm:prompt_tokens_by_source_total{source="external_kv_transfer"}); every reader adds them to its selector
     select: dict[str, str] = Field(default_factory=dict)
 
     @field_validator("select")
@@ -188,6 +189,8 @@ def detect_match(engines: dict[str, EngineSpec], labels: str = "") -> list[str]:
                 into.append(re.escape(prefix) + ".+")
             else:
                 into += [re.escape(n) + "(_bucket|_sum|_count)?" for m in engine.metrics for n in m.names]
+    # a router that re-exports an engine's prefix (production-stack's vllm:) is found under the filter, like the engine
+    others = [n for n in others if n not in serving]
     return [_selector(names, filtered) for names, filtered in ((serving, labels), (others, "")) if names]
 
 

@@ -295,6 +295,15 @@ class NeedRef(Strict):
     key: str
     q: float | None = None
     engine: str = ""  # an add-on engine map (dcgm); "" = the serving engine
+    # a rate's breakdown label: the value stays the total, and how it was measured lists the rate per value of this
+    # label (vllm:admission_rejections_total by reason: which queue limit refused the requests)
+    by: str = ""
+
+    @model_validator(mode="after")
+    def _by_a_rate(self) -> NeedRef:
+        if self.by and self.kind != "rate":
+            raise ValueError("'by' breaks down a rate only")
+        return self
 
 
 class FlagRef(Strict):

@@ -17,12 +17,16 @@ class Need:
     hist_mean   histogram sum delta ÷ count delta over the window
     gauge_mean / gauge_max / gauge_last   of the gauge over the window
     info        the labels of an info-style gauge (e.g. vllm:cache_config_info)
+
+    A rate with ``by`` answers per value of that label instead: {label value: rate as text}, e.g. the admission
+    rejections per ``reason`` that the evidence lists beside their total.
     """
 
     kind: NeedKind
     key: str
     q: float | None = None
     engine: str = ""  # which engine's map to use; "" = the window's serving engine
+    by: str = ""  # a rate per value of this label (a breakdown), not one number
 
     @property
     def quantile(self) -> float:

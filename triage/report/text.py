@@ -6,6 +6,7 @@ from triage.diagnosis.rules import Diagnosis, Evidence
 from triage.diagnosis.verdict import first_actions, ranked_techniques
 from triage.knowledge import units
 from triage.knowledge.loader import KnowledgeBase
+from triage.knowledge.messages import Msg, message_text
 from triage.report.first_action import action_sentence
 
 MARK = {True: "✗", False: "✓", None: "?"}
@@ -24,14 +25,22 @@ def fmt_threshold(e: Evidence) -> str:
     return units.fmt_threshold(float(e.threshold), e.unit, like=like, missing="n/a")
 
 
+def breakdown(e: Evidence, lang: str) -> str:
+    """`` (by reason: a 0.2/s, b 0.1/s)`` when the value was measured per label value too (a recipe's ``by``)."""
+    src = e.source
+    if not isinstance(src, Msg) or src.id != "server.by_label":
+        return ""
+    return f" ({message_text(Msg('server.by_label_short', label=src.param('label'), parts=src.param('parts')), lang)})"
+
+
 def evidence_line(e: Evidence, lang: str, blind: str = "this source") -> str:
     if e.holds is None:
         return f"{e.signal}: not measurable from {blind} — {e.meaning.get(lang)}"
     if e.context:
-        return f"{e.signal} = {fmt_value(e.value, e.unit)} — {e.meaning.get(lang)}"
+        return f"{e.signal} = {fmt_value(e.value, e.unit)}{breakdown(e, lang)} — {e.meaning.get(lang)}"
     verdict = "met" if e.holds else "not met"
-    return (f"{e.signal} = {fmt_value(e.value, e.unit)} [rule {e.op} {fmt_threshold(e)}: {verdict}] "
-            f"— {e.meaning.get(lang)}")
+    return (f"{e.signal} = {fmt_value(e.value, e.unit)}{breakdown(e, lang)} [rule {e.op} {fmt_threshold(e)}: "
+            f"{verdict}] — {e.meaning.get(lang)}")
 
 
 def _symptoms(kb: KnowledgeBase, diag: Diagnosis, lang: str, blind: str) -> list[str]:

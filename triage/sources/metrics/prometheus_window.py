@@ -93,6 +93,7 @@ def promql(need: Need, r: Resolved, range_s: int, by: tuple[str, ...] = ()) -> s
     sel = selector(r.name, r.match)
     if need.kind == "rate":
         name = r.name + "_count" if r.spec.type == "histogram" else r.name
+        agg_by = _by((need.by, *by)) if need.by else agg_by
         return f"sum{agg_by} (increase({selector(name, r.match)}{w})) / {range_s}"
     if need.kind == "quantile":
         return f"histogram_quantile({need.q!r}, {buckets_promql(r, range_s, by)})"
@@ -366,6 +367,8 @@ class PrometheusWindow:
             value, why = quantile_value(need.quantile, answer)
         elif need.kind == "info":
             value = {k: v for k, v in answer[0]["metric"].items() if k != "__name__"}
+        elif need.by:  # a breakdown: the rate per value of the label, as text
+            value = {s["metric"].get(need.by, ""): str(s["value"][1]) for s in answer}
         else:
             value, why = sample_number(answer[0]["value"][1])
         out.values[need] = value

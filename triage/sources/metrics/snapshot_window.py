@@ -169,7 +169,8 @@ def gauge_over_window(kind: str, aggregated: str, range_s: int) -> str:
 def need_label(need: Need) -> str:
     q = f" q={need.q:g}" if need.q is not None else ""
     engine = f"{need.engine}:" if need.engine else ""
-    return f"{need.kind} {engine}{need.key}{q}"
+    by = f" by {need.by}" if need.by else ""
+    return f"{need.kind} {engine}{need.key}{q}{by}"
 
 
 def bucket_quantile(q: float, buckets: Iterable[tuple[float, float]]) -> float:
@@ -295,6 +296,8 @@ def _pair_answer(need: Need, r: Resolved, snaps: list[Snapshot]) -> Answer:
         name = r.name + "_count" if r.spec.type == "histogram" else r.name
         if not _series_seen(snaps, name, r.match):
             return None, _no_series(name, r.match)
+        if need.by:  # per value of the label, as text (a breakdown the evidence lists)
+            return {k: repr(v / _span(snaps)) for k, v in _increases(snaps, name, r.match, group=need.by).items()}, ""
         return sum(_increases(snaps, name, r.match).values()) / _span(snaps), ""
     if not _series_seen(snaps, r.name + "_bucket", r.match):
         return None, _no_series(r.name + "_bucket", r.match)
