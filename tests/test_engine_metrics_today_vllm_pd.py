@@ -42,7 +42,8 @@ def counter(name: str, value: float, extra: str = "") -> list[str]:
 
 def decode_scrape(n: float, ttft_total: float, xfer: tuple[float, float] | None = None, failed: float | None = None,
                   expired: float | None = None, by_source: dict[str, float] | None = None,
-                  residency: dict[str, tuple[float, float]] | None = None, cached: float = 0.0) -> str:
+                  residency: dict[str, tuple[float, float]] | None = None, cached: float = 0.0,
+                  deferred: float | None = None) -> str:
     """A vLLM /metrics body after ``n`` requests (TTFT between 2.5 and 5 s, summing to ``ttft_total``), with the
     NIXL series (``xfer`` = transfers, seconds), prompt tokens by source and the residency histograms when given."""
     rows = [f"# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running{{{LAB}}} 8",
@@ -60,6 +61,10 @@ def decode_scrape(n: float, ttft_total: float, xfer: tuple[float, float] | None 
         rows += counter("vllm:nixl_num_failed_transfers_total", failed)
     if expired is not None:
         rows += counter("vllm:nixl_num_kv_expired_reqs_total", expired)
+    if deferred is not None:  # waiting by reason: 2 for capacity, ``deferred`` for a transient constraint
+        rows += ["# TYPE vllm:num_requests_waiting_by_reason gauge",
+                 f'vllm:num_requests_waiting_by_reason{{{LAB},reason="capacity"}} 2',
+                 f'vllm:num_requests_waiting_by_reason{{{LAB},reason="deferred"}} {deferred}']
     if by_source is not None:
         rows.append("# TYPE vllm:prompt_tokens_by_source_total counter")
         rows += [f'vllm:prompt_tokens_by_source_total{{{LAB},source="{s}"}} {v}' for s, v in by_source.items()]
@@ -85,9 +90,9 @@ def held(found) -> dict[str, float]:
 def test_transfer_time_share_lights_the_kv_transfer_cause(kb):
     # 100 requests in 60 s, mean TTFT 4 s; 100 NIXL transfers taking 2.4 s on average: 60 % of TTFT
     before = decode_scrape(100, 400, xfer=(100, 240), failed=0, by_source={"local_compute": 1600,
-                           "local_cache_hit": 0, "external_kv_transfer": 98_400})
+                           "local_cache_hit": 0, "external_kv_transfer": 98_400}, deferred=5)
     after = decode_scrape(200, 800, xfer=(200, 480), failed=0, by_source={"local_compute": 3200,
-                          "local_cache_hit": 0, "external_kv_transfer": 196_800})
+                          "local_cache_hit": 0, "external_kv_transfer": 196_800}, deferred=7)
     win = window(kb, before, after)
     signals, _ = window_signals(kb, win)
     assert signals.get("kv_transfer_share_of_ttft").value == pytest.approx(0.6)
@@ -105,7 +110,9 @@ def test_transfer_time_share_lights_the_kv_transfer_cause(kb):
     assert live.diagnosis.findings[0].explains == ["ttft.prefill_compute"]
     assert "ttft.repeated_prefill" not in live.diagnosis.matched_ids  # 98.4 % of the prompt came cached
     context = {e.signal: e.value for e in found.evidence if e.context}
-    assert context == {"kv_transfer_mean_s": pytest.approx(2.4), "prompt_transferred_share": pytest.approx(0.984)}
+    # 6 requests on average wait for their KV (reason="deferred"), read apart from the 2 waiting for capacity
+    assert context == {"kv_transfer_mean_s": pytest.approx(2.4), "prompt_transferred_share": pytest.approx(0.984),
+                       "waiting_deferred_mean": pytest.approx(6.0)}
     assert "kv_transfer" in [t.id for t in kb.causes["ttft.kv_transfer"].techniques]
 
 
@@ -137,7 +144,8 @@ def test_without_nixl_series_the_transfer_is_not_measurable_never_healthy(kb):
     win = window(kb, decode_scrape(100, 400), decode_scrape(200, 800))
     signals, _ = window_signals(kb, win)
     for name in ("kv_transfer_share_of_ttft", "kv_transfer_mean_s", "kv_transfer_failures_per_s",
-                 "kv_transfer_expired_per_s", "prompt_transferred_share", "prompt_computed_over_transferred"):
+                 "kv_transfer_expired_per_s", "prompt_transferred_share", "prompt_computed_over_transferred",
+                 "waiting_deferred_mean"):
         assert signals.get(name) is None, name
     live = diagnose_window(kb, win, resolve_slo(kb, "chat"))
     assert not any(f.cause == "ttft.kv_transfer" for f in live.diagnosis.findings + live.diagnosis.notes)

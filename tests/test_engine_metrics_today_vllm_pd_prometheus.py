@@ -51,6 +51,10 @@ def openmetrics(end: int) -> str:
     t = list(range(end - SPAN, end + 1, STEP))
     out = ["# TYPE vllm:num_requests_running gauge", *[f"vllm:num_requests_running{{{LAB}}} 8 {x}" for x in t],
            "# TYPE vllm:num_requests_waiting gauge", *[f"vllm:num_requests_waiting{{{LAB}}} 0 {x}" for x in t],
+           "# TYPE vllm:num_requests_waiting_by_reason gauge",
+           *[f'vllm:num_requests_waiting_by_reason{{{LAB},reason="{r}"}} {n} {x}' for r, n in (("capacity", 0),
+                                                                                             ("deferred", 3))
+             for x in t],
            "# TYPE vllm:kv_cache_usage_perc gauge", *[f"vllm:kv_cache_usage_perc{{{LAB}}} 0.3 {x}" for x in t],
            "# TYPE vllm:request_success counter", *counter("vllm:request_success", t, 10, ',finished_reason="stop"'),
            "# TYPE vllm:prompt_tokens counter", *counter("vllm:prompt_tokens", t, 10_000),
@@ -103,6 +107,7 @@ def test_pd_and_residency_signals_through_prometheus(prometheus):
     assert got.get("prompt_computed_over_transferred").value == pytest.approx(200 / 9_800, rel=1e-3)
     assert got.get("kv_reuse_gap_over_idle").value == pytest.approx(0.75, rel=1e-3)
     assert got.get("kv_idle_before_evict_mean_s").value == pytest.approx(4.0, rel=1e-3)
+    assert got.get("waiting_deferred_mean").value == pytest.approx(3.0)  # the deferred series alone, not capacity
     # the rejections' total is the value; how it was measured names each limit's rate (sum by reason)
     rejected = got.get("admission_rejections_per_s")
     assert rejected.value == pytest.approx(0.3, rel=1e-3)
