@@ -31,7 +31,7 @@ def window_signals(kb: KnowledgeBase, window: MetricWindow,
     return server_signals(kb, readings, hardware), readings
 
 
-ACTIVITY = ("running_mean", "waiting_mean", "req_per_s")
+ACTIVITY = ("running_mean", "waiting_mean", "req_per_s", "inflight_mean")  # inflight: a router's per worker
 
 
 def empty_reason(signals: SignalSet) -> str:
