@@ -135,9 +135,9 @@ def test_a_router_only_prometheus_by_worker_lights_routing_skew(router_prometheu
     assert sorted(r.labels["worker"] for r in result.rows if not r.diagnosis.empty) == sorted(WORKERS)
     sig = result.fleet.signals.values
     assert sig["req_rate_max_over_median"].value == pytest.approx(10.0)
-    assert sig["running_max_over_median"].value == pytest.approx(10.0)
+    assert sig["inflight_max_over_median"].value == pytest.approx(10.0)
     skew = next(f for f in result.fleet.findings + result.fleet.notes if f.cause == "fleet.routing_skew")
-    assert {e.signal for e in skew.evidence if e.holds} == {"req_rate_max_over_median", "running_max_over_median"}
+    assert {e.signal for e in skew.evidence if e.holds} == {"req_rate_max_over_median", "inflight_max_over_median"}
 
 
 @pytest.mark.prometheus

@@ -19,7 +19,7 @@ from triage.sources.metrics.snapshot_window import SnapshotWindow
 
 FLEET_SIGNALS = ["fleet_ttft_p99_max_s", "fleet_tpot_p99_max_s", "replica_ttft_p99_over_median",
                  "replica_tpot_p99_over_median", "slowest_rate_over_median", "queue_spread", "kv_usage_spread",
-                 "req_rate_max_over_median", "running_max_over_median", "saturated_share"]
+                 "req_rate_max_over_median", "inflight_max_over_median", "saturated_share"]
 
 
 def replica(kb, name: str, model: str | None = None, **values: float) -> Replica:

@@ -83,18 +83,18 @@ def test_a_rust_routers_workers_light_routing_skew(kb, prefix, engine):
     rows, diag = fleet(kb, [rust_router(prefix, m) for m in range(4)], "worker")
     assert {r.live.engine for r in rows} == {engine}  # the router's own map, not an engine's
     hot = rows[0].diagnosis.signals
-    assert hot.get("req_per_s").value == pytest.approx(10.0) and hot.get("running_mean").value == pytest.approx(40)
+    assert hot.get("req_per_s").value == pytest.approx(10.0) and hot.get("inflight_mean").value == pytest.approx(40)
     sig = diag.signals.values
     assert sig["req_rate_max_over_median"].value == pytest.approx(10.0)  # 10 req/s ÷ the median 1 req/s
-    assert sig["running_max_over_median"].value == pytest.approx(10.0)  # 40 in flight ÷ 4
+    assert sig["inflight_max_over_median"].value == pytest.approx(10.0)  # 40 in flight ÷ 4
     skew = lit(diag, "fleet.routing_skew")
     assert skew is not None and skew.techniques == ["prefix_aware_routing"]
     held = {e.signal: e for e in skew.evidence if e.holds}
-    assert set(held) == {"req_rate_max_over_median", "running_max_over_median"}
+    assert set(held) == {"req_rate_max_over_median", "inflight_max_over_median"}
     assert f"worker={HOT} (10) ÷ the median" in message_text(held["req_rate_max_over_median"].source, "en")
-    assert "running_max_over_median = 10" in evidence_line(held["running_max_over_median"], "en")
-    assert message_text(held["running_max_over_median"].source, "zh") != message_text(
-        held["running_max_over_median"].source, "en")
+    assert "inflight_max_over_median = 10" in evidence_line(held["inflight_max_over_median"], "en")
+    assert message_text(held["inflight_max_over_median"].source, "zh") != message_text(
+        held["inflight_max_over_median"].source, "en")
     # no TTFT / TPOT per worker at the router: the SLO symptom is not measurable, never "within the SLO"
     assert [(c.symptom, c.present) for c in diag.symptoms] == [("fleet", None)]
     assert lit(diag, "fleet.straggler") is None and lit(diag, "fleet.out_of_capacity") is None
@@ -117,7 +117,7 @@ def test_the_sglang_model_gateway_has_no_requests_per_worker(kb):
     why = next(w for need, w in rows[0].live.readings.missing.items() if need.key == "request_success")
     assert "sgl_router_processed_requests_total" in why
     sig = diag.signals.values
-    assert "req_rate_max_over_median" not in sig and sig["running_max_over_median"].value == pytest.approx(10.0)
+    assert "req_rate_max_over_median" not in sig and sig["inflight_max_over_median"].value == pytest.approx(10.0)
     assert lit(diag, "fleet.routing_skew") is None
 
 
@@ -189,4 +189,4 @@ def test_a_new_router_is_one_yaml(tmp_path):
     data = json.loads(known.stdout)
     assert data["format"] == "metrics:acme_lb"
     assert data["signals"]["req_per_s"]["value"] == pytest.approx(13.0)  # 10 + 3 × 1 routed per second
-    assert data["signals"]["running_mean"]["value"] == pytest.approx(52.0)
+    assert data["signals"]["inflight_mean"]["value"] == pytest.approx(52.0)

@@ -32,7 +32,8 @@ def window_signals(kb: KnowledgeBase, window: MetricWindow,
     return server_signals(kb, readings, hardware), readings
 
 
-ACTIVITY = ("running_mean", "waiting_mean", "req_per_s")
+# inflight_mean: a router's window of one worker may hold only its requests in flight (the SGLang Model Gateway)
+ACTIVITY = ("running_mean", "waiting_mean", "req_per_s", "inflight_mean")
 
 
 def empty_reason(signals: SignalSet) -> str:
