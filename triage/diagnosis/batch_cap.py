@@ -7,7 +7,10 @@ most samples that have a queue. The verdict sets the queueing cause's first acti
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+
+import numpy as np
 
 from triage.diagnosis.signals import SignalSet
 from triage.knowledge.loader import KnowledgeBase
@@ -33,26 +36,28 @@ class Plateau:
     queued: int
 
 
-def plateau(samples: list[tuple[float, float]]) -> Plateau | None:
+Samples = list[tuple[float, float]] | np.ndarray  # (running, waiting) in time order, or an array of such rows
+
+
+def plateau(samples: Samples) -> Plateau | None:
     """The cap from (running, waiting) samples: the peak running count among the samples with a queue, when it
     holds in at least PLATEAU_SHARE of them; None when the running count moves (nothing caps it visibly)."""
-    queued = [running for running, waiting in samples if waiting > 0 and running > 0]
+    pairs = np.asarray(samples, dtype=np.float64).reshape(-1, 2)
+    running, waiting = pairs[:, 0], pairs[:, 1]
+    queued = running[(waiting > 0) & (running > 0)]
     if len(queued) < MIN_QUEUED:
         return None
-    peak = max(queued)
+    peak = float(queued.max())
     if peak < MIN_RUNNING:
         return None
-    held = sum(1 for running in queued if peak - running < AT_PEAK)
+    held = int(np.count_nonzero(peak - queued < AT_PEAK))
     if held / len(queued) < PLATEAU_SHARE:
         return None
     return Plateau(round(peak), held, len(queued))
 
 
-Samples = list[tuple[float, float]]  # (running, waiting) in time order
-
-
 def put_running_cap(kb: KnowledgeBase, out: SignalSet, window: MetricWindow,
-                    configured: tuple[float, str] | None = None, groups: list[Samples] | None = None) -> None:
+                    configured: tuple[float, str] | None = None, groups: Sequence[Samples] | None = None) -> None:
     """Record ``running_cap``: the cap a startup log names (value, setting), else the first running plateau of
     ``groups`` (a log's stats lines per engine) or of the window's series. Read only when requests waited (the
     series costs range queries on a Prometheus window)."""

@@ -32,10 +32,10 @@ class LogDiagnosis:
                 "readings": [r.as_json() for r in self.readings]}
 
 
-def _running_waiting(cols: Columns) -> list[tuple[float, float]]:
-    """(running, waiting) of the stats lines that print both."""
+def _running_waiting(cols: Columns) -> np.ndarray:
+    """(running, waiting) of the stats lines that print both, one row each."""
     both = ~np.isnan(cols["running"]) & ~np.isnan(cols["waiting"])
-    return list(zip(cols["running"][both].tolist(), cols["waiting"][both].tolist(), strict=True))
+    return np.column_stack((cols["running"][both], cols["waiting"][both]))
 
 
 def diagnose_log(kb: KnowledgeBase, log: LogSeries, slo: Slo) -> LogDiagnosis:
