@@ -36,20 +36,26 @@ ODD = [  # lines the careful path reads differently from a plain stats line (or 
 
 
 def _stats(rng: random.Random, t: int, plain: bool = False) -> str:
-    """A V1 stats line; ``plain``: only of the forms the block path reads itself (the others: an earlier stamp in
-    the wrapper, a number of 8 characters, text after the last field)."""
-    pre = rng.choice(["", "", "(APIServer pid=1) ", "vllm-1  | ", "vllm-1  | (APIServer pid=7) ",
-                      *([] if plain else ["INFO 01-01 00:00:00 wrapped: "])])
-    eng = rng.choice(["Engine 000: ", "Engine 000: ", "Engine 001: ", "", "2 Engines Aggregated: "])
+    """A V1 stats line of any form; ``plain``: of a few forms the block path reads itself (the numbers' widths
+    vary little, as in a real log; no earlier stamp in the wrapper, no number of 8 characters, no '\\r')."""
     mo, rest = divmod(t, 86400 * 3)
     h = rng.choice([rest // 3600 % 24, rest // 3600 % 24, 25])  # 25: a stamp that is no time
-    return STATS.format(pre=pre, mo=(9 + mo) % 12 + 1, d=1 + rest // 86400, h=h, m=rest // 60 % 60, s=rest % 60,
-                        ln=rng.choice([123, 123, 140]), eng=eng,
-                        p=rng.choice(["0.0", "812.5", "12345.6", "7", ".5", *([] if plain else ["1234567.8"])]),
+    stamp = {"mo": (9 + mo) % 12 + 1, "d": 1 + rest // 86400, "h": h, "m": rest // 60 % 60, "s": rest % 60}
+    if plain:
+        return STATS.format(pre="vllm-1  | (APIServer pid=7) ", **stamp, ln=123,
+                            eng=rng.choice(["Engine 000: ", "Engine 001: "]), p=rng.choice(["0.0", "812.5"]),
+                            g=f"{rng.uniform(1000, 9999):.1f}", r=rng.randint(10, 99), w=rng.randint(1, 9),
+                            preempt=rng.choice(["", "Preemptions: 2, "]), kv=f"{rng.uniform(10, 99):.1f}",
+                            hit="12.5", tail=", External prefix cache hit rate: 0.0%")
+    pre = rng.choice(["", "", "(APIServer pid=1) ", "vllm-1  | ", "vllm-1  | (APIServer pid=7) ",
+                      "INFO 01-01 00:00:00 wrapped: "])
+    eng = rng.choice(["Engine 000: ", "Engine 000: ", "Engine 001: ", "", "2 Engines Aggregated: "])
+    return STATS.format(pre=pre, **stamp, ln=rng.choice([123, 123, 140]), eng=eng,
+                        p=rng.choice(["0.0", "812.5", "12345.6", "7", ".5", "1234567.8"]),
                         g=f"{rng.uniform(0, 5000):.1f}", r=rng.randint(0, 300), w=rng.choice([0, 3, 12, 1000]),
                         preempt=rng.choice(["", "", "Preemptions: 2, "]),
                         kv=rng.choice(["0.0", "56.1", "100.0", "9"]), hit=rng.choice(["0.0", "12.5"]),
-                        tail="" if plain else rng.choice(["", "", ", External prefix cache hit rate: 0.0%", "\r"]))
+                        tail=rng.choice(["", "", ", External prefix cache hit rate: 0.0%", "\r"]))
 
 
 def _log(rng: random.Random, lines: int, odd: float, plain: bool) -> bytes:
@@ -109,9 +115,9 @@ def test_standard_blocks_never_take_the_careful_way(monkeypatch: pytest.MonkeyPa
             continue
         lines.append(STATS.format(pre="(APIServer pid=1) ", mo=12 + (i > 1500) * -11, d=31 if i <= 1500 else 1,
                                   h=23, m=i // 60 % 60, s=i % 60, ln=123, eng="Engine 000: ",
-                                  p=rng.choice(["0.0", "812.5", "12345.6"]), g=f"{rng.uniform(0, 5000):.1f}",
-                                  r=rng.randint(0, 300), w=rng.randint(0, 40),
-                                  preempt=rng.choice(["", "Preemptions: 2, "]), kv=f"{rng.uniform(0, 100):.1f}",
+                                  p=rng.choice(["0.0", "812.5", "12345.6"]), g=f"{rng.uniform(1000, 9999):.1f}",
+                                  r=rng.randint(10, 99), w=rng.randint(10, 40),
+                                  preempt=rng.choice(["", "Preemptions: 2, "]), kv=f"{rng.uniform(10, 99):.1f}",
                                   hit="12.5", tail=""))
     data = ("\n".join(lines) + "\n").encode()
     careful = []
@@ -144,3 +150,27 @@ def test_one_unusual_line_among_standard_lines_is_read_as_feed_reads_it(odd: int
     for block in (1, 1 << 20):
         monkeypatch.setattr(vllm, "BLOCK", block)
         _same(vllm.parse_chunks([data]), vllm.parse(iter_lines([data])))
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_numbers_of_every_width_are_parsed_as_float_parses_them(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """1–7 characters, with and without "%.1f"'s dot, random digits (leading zeros too): the numpy parse of the
+    numbers' 8-byte words gives float()'s values, and the block path reads every block."""
+    rng = random.Random(seed)
+    widths = [rng.randint(1, 7) for _ in range(5)]
+    dotted = [rng.random() < 0.7 for _ in range(5)]
+
+    def number(i: int, dot: bool = True) -> str:
+        digits = "".join(rng.choice("0123456789") for _ in range(widths[i]))
+        return digits[:-2] + "." + digits[-1] if dot and dotted[i] and widths[i] >= 2 else digits
+
+    lines = [STATS.format(pre="", mo=9, d=7, h=6, m=i // 60 % 60, s=i % 60, ln=123, eng="Engine 000: ",
+                          p=number(0), g=number(1), r=number(2, dot=False), w=number(3, dot=False), preempt="",
+                          kv=number(4), hit="12.5", tail="") for i in range(400)]
+    data = ("\n".join(lines) + "\n").encode()
+    careful = []
+    feed_block = vllm.VllmLogParser.feed_block
+    monkeypatch.setattr(vllm.VllmLogParser, "feed_block", lambda self, block: careful.append(feed_block(self, block)))
+    fast = vllm.parse_chunks([data])
+    assert careful == []
+    _same(fast, vllm.parse(iter_lines([data])))

@@ -20,10 +20,10 @@ from collections.abc import Iterable
 
 import numpy as np
 
-from triage.sources.logs.lines import K8S_PARTIAL, Clock, iter_lines
+from triage.sources.logs.lines import K8S_PARTIAL, VLLM_STAMP, Clock, iter_lines
 from triage.sources.logs.registry import LogFormat, register
 from triage.sources.logs.series import Columns, LogSeries, Sample, SampleColumns, SpecSample, Timeline, columns
-from triage.sources.logs.v1block import PAD, Block, Rows, stats_rows
+from triage.sources.logs.v1block import FRONT, PAD, Block, Form, Rows, stats_rows
 
 STATS = re.compile(rb"(?:Engine (\d+): |(\d+) Engines Aggregated: )?Avg prompt throughput: ")
 FIELD = re.compile(rb"(Avg prompt throughput|Avg generation throughput|Running|Waiting|Pending|Swapped|Deferred|"
@@ -135,18 +135,19 @@ class VllmLogParser:
         s.lines += physical - consumed
         s.skipped += physical - consumed
 
-    def feed_buffer(self, buf: bytes, end: int) -> None:
-        """The whole lines ``buf[:end]`` (``buf`` holds at least PAD bytes more, never read as lines): when the
-        block holds only standard V1 stats lines and lines without a keyword, the stats lines are checked and
-        parsed by numpy at once (v1block) and the rest counted; anything else goes to ``feed_block``."""
+    def feed_buffer(self, buf: bytes, start: int, end: int) -> None:
+        """The whole lines ``buf[start:end]`` (``buf`` holds FRONT bytes before and at least PAD after, never read
+        as lines): when the block's stats lines are all of forms the careful path reads as V1 stats lines and no
+        other line holds a keyword, they are read by numpy at once (v1block) and the rest counted; anything else
+        goes to ``feed_block``."""
         if self.held is not None or _unusual(buf):
-            self.feed_block(buf[:end])
+            self.feed_block(buf[start:end])
             return
         blk = Block(buf)
-        newlines = np.flatnonzero(blk.bytes[:end] == 10)
-        rows = stats_rows(blk, newlines, _engine_label)
-        if rows is None or len(rows) != buf.count(STATS_WORD, 0, end):
-            self.feed_block(buf[:end])  # a stats line of another form somewhere: line by line
+        newlines = np.flatnonzero(blk.bytes[start:end] == 10) + start
+        rows = stats_rows(blk, start, newlines, _form)
+        if rows is None or len(rows) != buf.count(STATS_WORD, start, end):
+            self.feed_block(buf[start:end])  # a line of another form somewhere: line by line
             return
         s = self.series
         if len(rows):
@@ -319,13 +320,25 @@ def _unusual(buf: bytes) -> bool:
     return False
 
 
-def _engine_label(head: bytes) -> str:
-    """The engine a stats line's head names ("Engine 001: " → "001", "N Engines Aggregated: " → "aggregated"),
-    as ``_stats_match`` reads it; "000" when it names none."""
-    prefix = ENGINE_AT.search(head, max(0, len(head) - 32))
-    if prefix is None:
-        return "000"
-    return prefix.group(1).decode() if prefix.group(1) else "aggregated"
+def _form(line: bytes) -> Form | None:
+    """Where ``feed`` reads a V1 stats line's values (v1block.Form), by the same steps (``_line``, ``_stats``,
+    ``Clock.stamp``), or None when it would read it any other way (held, field by field, untimed, several
+    records)."""
+    key_at = line.find(STATS_KEY)
+    if key_at < 0 or line.count(STATS_WORD) != 1:
+        return None
+    m = _stats_match(line, key_at)
+    fast = V1_FAST.match(line, key_at) if m is not None else None
+    if m is None or fast is None or not COMPLETE.search(line, m.end()):
+        return None
+    at = line.find(b"INFO ")
+    stamp = VLLM_STAMP.match(line, at) if at >= 0 else None
+    stamp = stamp or VLLM_STAMP.search(line)
+    if stamp is None:
+        return None
+    engine = m.group(1).decode() if m.group(1) else ("aggregated" if m.group(2) else "000")
+    return Form(tuple(fast.span(i) for i in range(1, 8)), stamp.start(1), engine,
+                m.span(1) if m.group(1) else None)
 
 
 def _stats_match(line: bytes, key_at: int) -> re.Match[bytes] | None:
@@ -371,16 +384,16 @@ def parse_chunks(chunks: Iterable[bytes]) -> LogSeries:
 
 def _feed_parts(parser: VllmLogParser, rest: bytes, parts: list[bytes]) -> bytes:
     """Feed the whole lines of ``rest`` + ``parts``; return the bytes after the last whole line."""
-    buf = b"".join([rest, *parts, bytes(PAD)])
+    buf = b"".join([bytes(FRONT), rest, *parts, bytes(PAD)])
     size = len(buf) - PAD
-    cut = buf.rfind(b"\n", 0, size)
+    cut = buf.rfind(b"\n", FRONT, size)
     if cut >= 0:
-        last = buf.rfind(b"\n", 0, cut) + 1
+        last = max(buf.rfind(b"\n", FRONT, cut) + 1, FRONT)
         if K8S_PARTIAL.match(buf[last:cut]):
             cut = last - 1  # a Kubernetes partial line is completed by the next one: keep it for the next block
-    if cut < 0:
-        return buf[:size]
-    parser.feed_buffer(buf, cut + 1)
+    if cut < FRONT:
+        return buf[FRONT:size]
+    parser.feed_buffer(buf, FRONT, cut + 1)
     return buf[cut + 1:size]
 
 
