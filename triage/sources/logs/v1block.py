@@ -133,7 +133,8 @@ def stats_rows(blk: Block, start: int, newlines: np.ndarray,
     _, group = np.unique(h, return_inverse=True)
     order = np.argsort(group, kind="stable")
     form_of_row = np.full(n, -1)
-    forms: list[tuple[Form, int]] = []
+    forms = 0  # the forms read, including those not of a stats line (no row takes them)
+    engines: list[str] = []
     layouts: list[list[int]] = []
     low = 0
     for high in np.cumsum(np.bincount(group)).tolist():
@@ -141,28 +142,25 @@ def stats_rows(blk: Block, start: int, newlines: np.ndarray,
         todo = todo[ok[todo]]
         low = high
         while len(todo):
-            first = int(todo[0])
-            form = form_of(blk.buf[int(line_start[first]):int(line_end[first])])
-            if form is None:
-                todo = todo[1:]
-                continue
-            if len(forms) == max(MIN_FORMS, n // FORM_LINES):
+            if forms == max(MIN_FORMS, n // FORM_LINES):
                 return None
-            offset = WIDTH - int(length[first])  # the column of the line's first byte
-            layout = _layout(form, blk.buf[int(line_start[first]):int(line_end[first])], offset)
-            if layout is None:
-                todo = todo[1:]
-                continue
+            first = int(todo[0])
+            line = blk.buf[int(line_start[first]):int(line_end[first])]
+            form = form_of(line)
+            offset = WIDTH - len(line)  # the column of the line's first byte
+            layout = _layout(form, line, offset) if form is not None else None
             compared = ~digit[first]
             compared[:offset] = False
-            if form.engine_digits is not None:
+            if form is not None and form.engine_digits is not None:
                 compared[offset + form.engine_digits[0]:offset + form.engine_digits[1]] = True
             mask = np.where(compared, np.uint8(255), np.uint8(0)).view("<u8")
             same = (((words[todo] ^ words[first]) & mask) == 0).all(axis=1)
             same &= (packed_words[todo] == packed_words[first]).all(axis=1)
-            form_of_row[todo[same]] = len(forms)
-            forms.append((form, offset))
-            layouts.append(layout)
+            if form is not None and layout is not None:  # else these lines are read some other way
+                form_of_row[todo[same]] = len(layouts)
+                engines.append(form.engine)
+                layouts.append(layout)
+            forms += 1
             todo = todo[~same]
     ok &= form_of_row >= 0
     table = np.array(layouts or [[0] * (3 * len(FIELDS) + 1)])[np.maximum(form_of_row, 0)]
@@ -187,5 +185,5 @@ def stats_rows(blk: Block, start: int, newlines: np.ndarray,
            for i in (0, 3, 6, 9, 12)]
     keep = np.flatnonzero(ok)
     month, day, hh, mm, ss = (t[keep] for t in two)
-    return Rows(month, day, hh, mm, ss, [form.engine for form, _ in forms], form_of_row[keep],
+    return Rows(month, day, hh, mm, ss, engines, form_of_row[keep],
                 {name: col[keep] for name, col in numbers.items()})
