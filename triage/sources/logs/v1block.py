@@ -120,24 +120,25 @@ def stats_rows(blk: Block, start: int, newlines: np.ndarray,
     length = line_end - line_start
     n = len(idx)
     ok = length <= WIDTH
-    windows = np.lib.stride_tricks.as_strided(a, shape=(len(a) - WIDTH + 1, WIDTH), strides=(1, 1))
-    rows = np.zeros((n + 1, WIDTH), np.uint8)  # one zero row more: a word read at a row's end stays inside
-    rows[:n] = windows[line_end - WIDTH]  # right-aligned: a row's first columns may hold the lines before it
+    width = min(WIDTH, -(-int(length.max(initial=1)) // 64) * 64)  # the longest line, in 64 bytes (8 words of bits)
+    windows = np.lib.stride_tricks.as_strided(a, shape=(len(a) - width + 1, width), strides=(1, 1))
+    rows = np.zeros((n + 1, width), np.uint8)  # one zero row more: a word read at a row's end stays inside
+    rows[:n] = windows[line_end - width]  # right-aligned: a row's first columns may hold the lines before it
     words = rows.view("<u8")
     digit = (rows[:n] - np.uint8(48)) < 10
-    packed = np.packbits(digit, axis=1) & IN_LINE[np.minimum(length, WIDTH)]  # where the line's own digits are
-    packed_words = packed.view("<u8")
+    in_line = IN_LINE[np.minimum(length, width), (WIDTH - width) // 8:]
+    packed_words = (np.packbits(digit, axis=1) & in_line).view("<u8")  # where the line's own digits are
     h = length.astype(np.uint64)
     for word in packed_words.T:
         h = (h * MIX) ^ word
-    _, group = np.unique(h, return_inverse=True)
-    order = np.argsort(group, kind="stable")
+    order = np.argsort(h, kind="stable")
+    ordered = h[order]
     form_of_row = np.full(n, -1)
     forms = 0  # the forms read, including those not of a stats line (no row takes them)
     engines: list[str] = []
     layouts: list[list[int]] = []
     low = 0
-    for high in np.cumsum(np.bincount(group)).tolist():
+    for high in [*(np.flatnonzero(ordered[1:] != ordered[:-1]) + 1).tolist(), n]:
         todo = order[low:high]
         todo = todo[ok[todo]]
         low = high
@@ -147,14 +148,15 @@ def stats_rows(blk: Block, start: int, newlines: np.ndarray,
             first = int(todo[0])
             line = blk.buf[int(line_start[first]):int(line_end[first])]
             form = form_of(line)
-            offset = WIDTH - len(line)  # the column of the line's first byte
+            offset = width - len(line)  # the column of the line's first byte
             layout = _layout(form, line, offset) if form is not None else None
             compared = ~digit[first]
             compared[:offset] = False
             if form is not None and form.engine_digits is not None:
                 compared[offset + form.engine_digits[0]:offset + form.engine_digits[1]] = True
-            mask = np.where(compared, np.uint8(255), np.uint8(0)).view("<u8")
-            same = (((words[todo] ^ words[first]) & mask) == 0).all(axis=1)
+            lead = offset // 8  # words before the line's own are not compared
+            mask = np.where(compared, np.uint8(255), np.uint8(0)).view("<u8")[lead:]
+            same = (((words[todo, lead:] ^ words[first, lead:]) & mask) == 0).all(axis=1)
             same &= (packed_words[todo] == packed_words[first]).all(axis=1)
             if form is not None and layout is not None:  # else these lines are read some other way
                 form_of_row[todo[same]] = len(layouts)
@@ -165,7 +167,7 @@ def stats_rows(blk: Block, start: int, newlines: np.ndarray,
     ok &= form_of_row >= 0
     table = np.array(layouts or [[0] * (3 * len(FIELDS) + 1)])[np.maximum(form_of_row, 0)]
     flat = Block(rows)  # the rows one after another
-    base = np.arange(n) * WIDTH
+    base = np.arange(n) * width
     k = len(FIELDS)
     ends, widths, dots = table[:, :k], table[:, k:2 * k], table[:, 2 * k:3 * k].astype(bool)
     word = flat.word((base[:, None] + ends - 8).ravel())  # each number's text ends its word
