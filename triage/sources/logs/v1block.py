@@ -131,21 +131,24 @@ def stats_rows(blk: Block, start: int, newlines: np.ndarray,
     h = length.astype(np.uint64)
     for word in packed_words.T:
         h = (h * MIX) ^ word
-    order = np.argsort(h, kind="stable")
-    ordered = h[order]
     form_of_row = np.full(n, -1)
-    forms = 0  # the forms read, including those not of a stats line (no row takes them)
     engines: list[str] = []
     layouts: list[list[int]] = []
-    low = 0
-    for high in [*(np.flatnonzero(ordered[1:] != ordered[:-1]) + 1).tolist(), n]:
-        todo = order[low:high]
-        todo = todo[ok[todo]]
-        low = high
-        while len(todo):
-            if forms == max(MIN_FORMS, n // FORM_LINES):
-                return None
-            first = int(todo[0])
+    limit, read = max(MIN_FORMS, n // FORM_LINES), 0
+    todo = np.flatnonzero(ok)
+    while len(todo):  # a round: the first line of each digit pattern read, the others compared with it at once
+        order = np.argsort(h[todo], kind="stable")
+        ordered = h[todo][order]
+        starts = np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])
+        group = np.empty(len(todo), np.int64)
+        group[order] = np.repeat(np.arange(len(starts)), np.diff(np.r_[starts, len(todo)]))
+        firsts = todo[order[starts]]
+        read += len(firsts)
+        if read > limit:
+            return None
+        masks = np.empty((len(firsts), width // 8), np.uint64)
+        taken = np.full(len(firsts), -1)
+        for i, first in enumerate(firsts.tolist()):
             line = blk.buf[int(line_start[first]):int(line_end[first])]
             form = form_of(line)
             offset = width - len(line)  # the column of the line's first byte
@@ -154,16 +157,16 @@ def stats_rows(blk: Block, start: int, newlines: np.ndarray,
             compared[:offset] = False
             if form is not None and form.engine_digits is not None:
                 compared[offset + form.engine_digits[0]:offset + form.engine_digits[1]] = True
-            lead = offset // 8  # words before the line's own are not compared
-            mask = np.where(compared, np.uint8(255), np.uint8(0)).view("<u8")[lead:]
-            same = (((words[todo, lead:] ^ words[first, lead:]) & mask) == 0).all(axis=1)
-            same &= (packed_words[todo] == packed_words[first]).all(axis=1)
+            masks[i] = np.where(compared, np.uint8(255), np.uint8(0)).view("<u8")
             if form is not None and layout is not None:  # else these lines are read some other way
-                form_of_row[todo[same]] = len(layouts)
+                taken[i] = len(layouts)
                 engines.append(form.engine)
                 layouts.append(layout)
-            forms += 1
-            todo = todo[~same]
+        first_of = firsts[group]
+        same = (((words[todo] ^ words[first_of]) & masks[group]) == 0).all(axis=1)
+        same &= (packed_words[todo] == packed_words[first_of]).all(axis=1)
+        form_of_row[todo[same]] = taken[group[same]]
+        todo = todo[~same]  # lines that differ from their pattern's first line: read in the next round
     ok &= form_of_row >= 0
     table = np.array(layouts or [[0] * (3 * len(FIELDS) + 1)])[np.maximum(form_of_row, 0)]
     flat = Block(rows)  # the rows one after another
