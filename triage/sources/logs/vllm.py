@@ -55,11 +55,6 @@ KEYWORDS = re.compile(rb"Avg prompt throughput|preempted by|Prefix cache hit rat
 STATS_KEY = b"Avg prompt throughput: "
 RARE_KEYS = (b"preempted by", b"Prefix cache hit rate: GPU", b"SpecDecoding metrics", b"Speculative metrics",
              b"max_num_seqs")
-# A whole V1 stats line as vLLM's logger prints it ("INFO MM-DD hh:mm:ss [loggers.py:N] "): (month, day, h, m, s,
-# engine, engines aggregated, prompt, generation, running, waiting, preemptions, KV %, prefix hit %). The block path
-# reads the head of one line of each form with it and compares the others byte for byte (v1block).
-V1_LINE = re.compile(rb"INFO (\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)(?:\.\d+)? \[?[\w.]+\.py:\d+\] "
-                     rb"(?:Engine (\d+): |(\d+) Engines Aggregated: )?" + V1_FAST.pattern)
 ENGINE_AT = re.compile(rb"(?:Engine (\d+): |(\d+) Engines Aggregated: )$")
 # Keywords of the rarer records, each behind a byte it holds that most logs never print (a memchr-speed test):
 # only when the byte occurs is the keyword itself searched for.
