@@ -302,7 +302,7 @@ class VllmLogParser:
 def _unusual(buf: bytes) -> bool:
     """Whether a block may hold a record other than a stats line or a line without keyword (V0's prefix line,
     speculation, preemption, max_num_seqs) or a Kubernetes partial line: then it is read line by line."""
-    if b"Prefix cache hit rate: GPU" in buf:
+    if b"Prefix cache hit rate: GPU: " in buf:  # what V0_PREFIX needs (a longer needle is found faster)
         return True
     if any(byte in buf and any(k in buf for k in keys) for byte, keys in RARE_BY_BYTE):
         return True
