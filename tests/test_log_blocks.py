@@ -37,7 +37,7 @@ ODD = [  # lines the careful path reads differently from a plain stats line (or 
 
 def _stats(rng: random.Random, t: int, plain: bool = False) -> str:
     """A V1 stats line of any form; ``plain``: of a few forms the block path reads itself (the numbers' widths
-    vary little, as in a real log; no earlier stamp in the wrapper, no number of 8 characters, no '\\r')."""
+    vary little, as in a real log; no earlier stamp in the wrapper, no number of 8 characters)."""
     mo, rest = divmod(t, 86400 * 3)
     h = rng.choice([rest // 3600 % 24, rest // 3600 % 24, 25])  # 25: a stamp that is no time
     stamp = {"mo": (9 + mo) % 12 + 1, "d": 1 + rest // 86400, "h": h, "m": rest // 60 % 60, "s": rest % 60}
@@ -46,7 +46,7 @@ def _stats(rng: random.Random, t: int, plain: bool = False) -> str:
                             eng=rng.choice(["Engine 000: ", "Engine 001: "]), p=rng.choice(["0.0", "812.5"]),
                             g=f"{rng.uniform(1000, 9999):.1f}", r=rng.randint(10, 99), w=rng.randint(1, 9),
                             preempt=rng.choice(["", "Preemptions: 2, "]), kv=f"{rng.uniform(10, 99):.1f}",
-                            hit="12.5", tail=", External prefix cache hit rate: 0.0%")
+                            hit="12.5", tail=rng.choice([", External prefix cache hit rate: 0.0%", "\r"]))
     pre = rng.choice(["", "", "(APIServer pid=1) ", "vllm-1  | ", "vllm-1  | (APIServer pid=7) ",
                       "INFO 01-01 00:00:00 wrapped: "])
     eng = rng.choice(["Engine 000: ", "Engine 000: ", "Engine 001: ", "", "2 Engines Aggregated: "])

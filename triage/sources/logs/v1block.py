@@ -109,13 +109,16 @@ def stats_rows(blk: Block, start: int, newlines: np.ndarray,
     """The lines of a block (from ``start``; ``newlines``: the offsets of its lines' ends) that read as stats
     lines of a form ``form_of`` accepts, or None when they take more than one form per FORM_LINES lines.
 
-    Lines ending in "%" are copied right-aligned into rows of WIDTH bytes (zero before the line's start) and grouped
-    by where their digits are; the first line of a group is read by ``form_of`` (the careful path's own reading),
-    and every line identical to it in all but the digits of its numbers and stamp takes its form: the careful path
-    reads those lines the same way, only the values differ. The values are then parsed from their positions."""
+    Lines ending in "%" (a "\\r" before the newline aside, as the careful path strips it) are copied right-aligned
+    into rows as wide as the longest (zero before the line's start) and grouped by where their digits are; the first
+    line of a group is read by ``form_of`` (the careful path's own reading), and every line identical to it in all
+    but the digits of its numbers and stamp takes its form: the careful path reads those lines the same way, only
+    the values differ. The values are then parsed from their positions."""
     a = blk.bytes
-    idx = np.flatnonzero(a[newlines - 1] == 37)  # lines ending "%"
-    line_end = newlines[idx]
+    last = a[newlines - 1]
+    crlf = (last == 13) & (a[newlines - 2] == 37)  # "\r\n": the careful path strips the "\r"
+    idx = np.flatnonzero((last == 37) | crlf)  # lines ending "%"
+    line_end = newlines[idx] - crlf[idx]
     line_start = np.where(idx > 0, newlines[np.maximum(idx - 1, 0)] + 1, start)
     length = line_end - line_start
     n = len(idx)
