@@ -82,7 +82,7 @@ FRONT = WIDTH    # zero bytes before a block's first line, so that every line's 
 FORM_LINES = 16  # a form is read by Python (~50 µs); past one form per FORM_LINES lines, line by line is cheaper
 MIN_FORMS = 16
 FIELDS = (("prompt_tps", True), ("gen_tps", True), ("running", False), ("waiting", False), ("preemptions", False),
-          ("kv", True), ("prefix_hit", True))  # Form.ends' order; True: "%.1f", False: "%d"
+          ("kv", True), ("prefix_hit", True))  # Form.spans' order; True: "%.1f", False: "%d"
 MIX = U64(0x9E3779B97F4A7C15)
 # Per line length, the bits of a packed row that fall inside the line (rows are right-aligned).
 IN_LINE = np.packbits(np.arange(WIDTH) >= WIDTH - np.arange(WIDTH + 1)[:, None], axis=1)
