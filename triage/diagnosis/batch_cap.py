@@ -8,6 +8,8 @@ relative to it.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from triage.diagnosis.signals import SignalSet
 from triage.knowledge.loader import KnowledgeBase
 from triage.knowledge.messages import Msg
@@ -21,7 +23,7 @@ WAITING = Need("gauge_mean", "waiting")
 
 
 def put_running_cap(kb: KnowledgeBase, out: SignalSet, window: MetricWindow,
-                    configured: tuple[float, str] | None = None, groups: list[Samples] | None = None) -> None:
+                    configured: tuple[float, str] | None = None, groups: Sequence[Samples] | None = None) -> None:
     """Record ``running_cap``: the cap a startup log names (value, setting), else the first running plateau of
     ``groups`` (a log's stats lines per engine) or of the window's series. Read only when requests waited (the
     series costs range queries on a Prometheus window)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from triage.diagnosis.batch_cap import put_running_cap
@@ -50,7 +51,7 @@ def empty_reason(signals: SignalSet) -> str:
 def diagnose_window(kb: KnowledgeBase, window: MetricWindow, slo: Slo,
                     hardware: Hardware | None = None,
                     configured_cap: tuple[float, str] | None = None,
-                    cap_samples: list[Samples] | None = None) -> LiveDiagnosis:
+                    cap_samples: Sequence[Samples] | None = None) -> LiveDiagnosis:
     """``configured_cap``: the running cap a startup log names, with its setting's name; ``cap_samples``: a log's
     (running, waiting) per engine, for the running plateau (else read from the window's series)."""
     signals, readings = window_signals(kb, window, hardware)

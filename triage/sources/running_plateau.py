@@ -8,12 +8,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 PLATEAU_SHARE = 0.6  # the running count sits at its peak in at least this share of the samples with a queue
 MIN_QUEUED = 3       # fewer samples with a queue show no plateau
 MIN_RUNNING = 2      # one running request with a queue is as likely a stalled engine as a cap of 1
 AT_PEAK = 0.5        # a sample within half a request of the peak holds it (series points are means)
 
-Samples = list[tuple[float, float]]  # (running, waiting) in time order
+Samples = list[tuple[float, float]] | np.ndarray  # (running, waiting) in time order, or an (n, 2) array
 
 
 @dataclass(frozen=True)
@@ -25,21 +27,18 @@ class Plateau:
     queued: int
 
 
-def holds(running: float, peak: float) -> bool:
-    """Whether a running count holds the plateau's peak."""
-    return peak - running < AT_PEAK
-
-
 def plateau(samples: Samples) -> Plateau | None:
     """The cap from (running, waiting) samples: the peak running count among the samples with a queue, when it
-    holds in at least PLATEAU_SHARE of them; None when the running count moves (nothing caps it visibly)."""
-    queued = [running for running, waiting in samples if waiting > 0 and running > 0]
+    holds (within AT_PEAK) in at least PLATEAU_SHARE of them; None when the running count moves."""
+    pairs = np.asarray(samples, dtype=np.float64).reshape(-1, 2)
+    running, waiting = pairs[:, 0], pairs[:, 1]
+    queued = running[(waiting > 0) & (running > 0)]
     if len(queued) < MIN_QUEUED:
         return None
-    peak = max(queued)
+    peak = float(queued.max())
     if peak < MIN_RUNNING:
         return None
-    held = sum(1 for running in queued if holds(running, peak))
+    held = int(np.count_nonzero(peak - queued < AT_PEAK))
     if held / len(queued) < PLATEAU_SHARE:
         return None
     return Plateau(round(peak), held, len(queued))

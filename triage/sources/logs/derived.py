@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
-from triage.sources.logs.series import Columns, LogSeries, Sample, columns
-from triage.sources.running_plateau import Samples, holds, plateau
+from triage.sources.logs.series import Columns, LogSeries, Sample, columns, fmean, running_sum
+from triage.sources.running_plateau import AT_PEAK, plateau
 
 CAP_KV_BELOW = 0.9     # ... while KV usage stays below this: the KV cache is not what holds the batch
 STALL_RATIO = 0.7      # generation throughput while prompts are prefilled ÷ without, below this = stalls
@@ -39,24 +38,24 @@ def _busy(cols: Columns) -> np.ndarray:
     return _given(cols["running"]) & (cols["gen_tps"] > 0)
 
 
-def _busy_values(log: LogSeries, *names: str) -> list[list[float]]:
-    """Per name, the busy lines' values over every group in order (Python floats: the sums stay as they were)."""
-    out: list[list[float]] = [[] for _ in names]
+def _busy_values(log: LogSeries, *names: str) -> list[np.ndarray]:
+    """Per name, the busy lines' values over every group in order."""
+    out: list[list[np.ndarray]] = [[] for _ in names]
     for group in log.groups:
         cols = columns(group)
         busy = _busy(cols)
         for values, name in zip(out, names, strict=True):
-            values.extend(cols[name][busy].tolist())
-    return out
+            values.append(cols[name][busy])
+    return [np.concatenate(v) if v else np.empty(0) for v in out]
 
 
 def decode_speed(log: LogSeries) -> list[LogReading]:
     """Generated tokens/s ÷ running requests over the busy lines: tokens per second each request receives; its
     inverse approximates the mean TPOT (it includes prefill time shared in the same steps)."""
     gen, running = _busy_values(log, "gen_tps", "running")
-    if not gen:
+    if not len(gen):
         return []
-    per_request = sum(gen) / sum(running)
+    per_request = running_sum(gen) / running_sum(running)  # the lines' order of addition, as sum() had it
     if per_request <= 0:
         return []
     how = f"generation tokens/s ÷ running requests over {len(gen)} busy stats lines"
@@ -67,10 +66,10 @@ def decode_speed(log: LogSeries) -> list[LogReading]:
                        "percentile: p99 is not measurable from a log)")]
 
 
-def running_waiting(cols: Columns) -> Samples:
-    """(running, waiting) of the stats lines that print both, in order: the samples of a running plateau."""
+def running_waiting(cols: Columns) -> np.ndarray:
+    """(running, waiting) of the stats lines that print both, one row each in order: a running plateau's samples."""
     both = ~np.isnan(cols["running"]) & ~np.isnan(cols["waiting"])
-    return list(zip(cols["running"][both].tolist(), cols["waiting"][both].tolist(), strict=True))
+    return np.column_stack((cols["running"][both], cols["waiting"][both]))
 
 
 def concurrency_cap(log: LogSeries) -> list[LogReading]:
@@ -84,10 +83,10 @@ def concurrency_cap(log: LogSeries) -> list[LogReading]:
         queued = _given(cols["waiting"]) & _given(cols["running"])
         running = cols["running"][queued]
         peak = float(running.max())
-        at_peak = np.array([holds(r, peak) for r in running.tolist()], dtype=bool)
+        at_peak = peak - running < AT_PEAK  # holds(): one rule with the plateau
         kv_at_peak = cols["kv"][queued][at_peak]
-        kv_values = kv_at_peak[~np.isnan(kv_at_peak)].tolist()
-        if not kv_values or max(kv_values) >= CAP_KV_BELOW:
+        kv_values = kv_at_peak[~np.isnan(kv_at_peak)]
+        if not len(kv_values) or float(kv_values.max()) >= CAP_KV_BELOW:
             continue
         flag = CAP_FLAG.get(log.engine_id, "the engine's concurrency limit")
         known = log.config.get("max_num_seqs")
@@ -96,10 +95,11 @@ def concurrency_cap(log: LogSeries) -> list[LogReading]:
         if log.engine_id == "sglang":
             named += (" — or SGLang admits too conservatively (token usage < 0.9 with a queue: lower "
                       "--schedule-conservativeness, per its tuning guide)")
-        waiting = cols["waiting"][queued].tolist()
+        waiting = cols["waiting"][queued]
+        low, high, first, last = (float(x) for x in (waiting.min(), waiting.max(), waiting[0], waiting[-1]))
         text = (f"running held at {peak:g} requests in {found.held} of {found.queued} stats lines with a "
-                f"queue (waiting {min(waiting):g}–{max(waiting):g}, first {waiting[0]:g}, last {waiting[-1]:g}) "
-                f"while KV cache usage stayed ≤ {max(kv_values):.1%}: a cap on concurrency — {named}")
+                f"queue (waiting {low:g}–{high:g}, first {first:g}, last {last:g}) "
+                f"while KV cache usage stayed ≤ {float(kv_values.max()):.1%}: a cap on concurrency — {named}")
         return [LogReading("running_cap", peak, "req", text)]
     return []
 
@@ -107,51 +107,51 @@ def concurrency_cap(log: LogSeries) -> list[LogReading]:
 def prefill_stalls(log: LogSeries) -> list[LogReading]:
     """Generation throughput in intervals that also prefilled prompts against intervals that did not, at the
     same running count: long prefills pausing decode show as a drop."""
-    with_prefill: list[float] = []
-    without: list[float] = []
-    prompts: list[float] = []
+    parts: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []
     for group in log.groups:
         cols = columns(group)
         busy = _busy(cols)
         per_request = cols["gen_tps"][busy] / cols["running"][busy]  # busy: both printed, running not 0
         prompt = cols["prompt_tps"][busy]
-        with_prefill.extend(per_request[_given(prompt)].tolist())
-        without.extend(per_request[prompt == 0].tolist())
-        prompts.extend(np.nan_to_num(prompt, nan=0.0).tolist())
+        parts.append((per_request[_given(prompt)], per_request[prompt == 0], np.nan_to_num(prompt, nan=0.0)))
+    if not parts:
+        return []
+    with_prefill, without, prompts = (np.concatenate(p) for p in zip(*parts, strict=True))
     if len(with_prefill) < 2 or len(without) < 2:
         return []
-    ratio = statistics.fmean(with_prefill) / statistics.fmean(without)
+    ratio = fmean(with_prefill) / fmean(without)
     if ratio >= STALL_RATIO:
         return []
-    peak = max(prompts)
+    peak = float(prompts.max())
     return [LogReading("decode_during_prefill_ratio", ratio, "fraction",
                        f"per-request generation speed falls to {ratio:.0%} in the {len(with_prefill)} intervals "
                        f"that also prefilled prompts (up to {peak:,.0f} prompt tokens/s) against the {len(without)} "
                        "that did not: prefills stall decode (chunked prefill bounds each step)")]
 
 
-def _printed(samples: Sequence[Sample], name: str) -> list[float]:
+def _printed(samples: Sequence[Sample], name: str) -> np.ndarray:
     col = columns(samples)[name]
-    return col[~np.isnan(col)].tolist()
+    return col[~np.isnan(col)]
 
 
 def kv_full_share(log: LogSeries) -> list[LogReading]:
     kv = _printed(log.samples, "kv")
-    full = [v for v in kv if v >= 0.95]
+    full = int(np.count_nonzero(kv >= 0.95))
     if not full:
         return []
-    share = len(full) / len(kv)
+    share = full / len(kv)
     return [LogReading("kv_full_share", share, "fraction",
-                       f"KV cache usage ≥ 95 % in {len(full)} of {len(kv)} stats lines ({share:.0%}), peak "
-                       f"{max(kv):.1%}")]
+                       f"KV cache usage ≥ 95 % in {full} of {len(kv)} stats lines ({share:.0%}), peak "
+                       f"{float(kv.max()):.1%}")]
 
 
 def swapped(log: LogSeries) -> list[LogReading]:
     values = _printed(log.samples, "swapped")
-    if not values or max(values) <= 0:
+    if not len(values) or float(values.max()) <= 0:
         return []
-    return [LogReading("swapped_max", max(values), "req",
-                       f"up to {max(values):g} requests swapped out to CPU memory (preempted by swapping)")]
+    peak = float(values.max())
+    return [LogReading("swapped_max", peak, "req",
+                       f"up to {peak:g} requests swapped out to CPU memory (preempted by swapping)")]
 
 
 def retractions(log: LogSeries) -> list[LogReading]:

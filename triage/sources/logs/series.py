@@ -28,6 +28,22 @@ class Sample(NamedTuple):
 
 
 Columns = dict[str, np.ndarray]  # a Sample field → its float64 values, NaN where the line printed no value
+EXACT_INT = 2.0 ** 53
+
+
+def running_sum(values: np.ndarray) -> float:
+    """``sum(values.tolist())``, bit for bit: the additions one after another (numpy's accumulate), where
+    ``values.sum()`` adds pairwise and may differ in the last bit."""
+    return float(np.cumsum(values)[-1]) if len(values) else 0
+
+
+def fmean(values: np.ndarray) -> float:
+    """``statistics.fmean`` of a column (the correctly rounded sum ÷ n): whole numbers, as counts are, sum exactly
+    in numpy; other values go through math.fsum."""
+    n = len(values)
+    if n and (values == np.floor(values)).all() and float(np.abs(values).max()) * n < EXACT_INT:
+        return float(values.sum()) / n
+    return statistics.fmean(values.tolist())
 
 
 class SampleColumns(Sequence[Sample]):
@@ -139,8 +155,8 @@ class LogSeries:
 
     @cached_property
     def span_s(self) -> float:
-        times = columns(self.samples)["t"].tolist()
-        return max(times) - min(times) if times else 0.0
+        times = columns(self.samples)["t"]
+        return float(times.max() - times.min()) if len(times) else 0.0
 
     def group(self, key: str) -> list[Sample]:
         """The list a parser appends an engine's samples to (created at its first sample)."""

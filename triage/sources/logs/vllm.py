@@ -16,14 +16,14 @@ Any prefix before the message (``(APIServer pid=N)``, docker compose, Kubernetes
 from __future__ import annotations
 
 import re
-import warnings
 from collections.abc import Iterable
 
 import numpy as np
 
-from triage.sources.logs.lines import K8S_PARTIAL, Clock, iter_lines
+from triage.sources.logs.lines import K8S_PARTIAL, VLLM_STAMP, Clock, iter_lines
 from triage.sources.logs.registry import LogFormat, register
 from triage.sources.logs.series import Columns, LogSeries, Sample, SampleColumns, SpecSample, Timeline, columns
+from triage.sources.logs.v1block import FRONT, PAD, Block, Form, Rows, stats_rows
 
 STATS = re.compile(rb"(?:Engine (\d+): |(\d+) Engines Aggregated: )?Avg prompt throughput: ")
 FIELD = re.compile(rb"(Avg prompt throughput|Avg generation throughput|Running|Waiting|Pending|Swapped|Deferred|"
@@ -55,13 +55,13 @@ KEYWORDS = re.compile(rb"Avg prompt throughput|preempted by|Prefix cache hit rat
 STATS_KEY = b"Avg prompt throughput: "
 RARE_KEYS = (b"preempted by", b"Prefix cache hit rate: GPU", b"SpecDecoding metrics", b"Speculative metrics",
              b"max_num_seqs")
-# A whole V1 stats line as vLLM's logger prints it ("INFO MM-DD hh:mm:ss [loggers.py:N] "), in one match starting at a
-# literal (the regex engine jumps between "INFO " occurrences): (month, day, h, m, s, engine, engines aggregated,
-# prompt, generation, running, waiting, preemptions, KV %, prefix hit %).
-V1_LINE = re.compile(rb"INFO (\d\d)-(\d\d) (\d\d):(\d\d):(\d\d)(?:\.\d+)? \[?[\w.]+\.py:\d+\] "
-                     rb"(?:Engine (\d+): |(\d+) Engines Aggregated: )?" + V1_FAST.pattern)
 ENGINE_AT = re.compile(rb"(?:Engine (\d+): |(\d+) Engines Aggregated: )$")
-SPARSE = 20  # fewer stats lines than one in SPARSE lines: look them up one by one rather than scan the block
+# Keywords of the rarer records, each behind a byte it holds that most logs never print (a memchr-speed test):
+# only when the byte occurs is the keyword itself searched for.
+RARE_BY_BYTE = ((b"D", (b"SpecDecoding metrics", b"Speculative metrics")), (b"M", (b"preempted by",)),
+                (b"_", (b"max_num_seqs",)))
+STATS_WORD = b"Avg prompt throughput"  # without the colon: also what feed counts to split records on one line
+BLOCK = 2 * 1024 * 1024  # bytes of whole lines read per block by parse_chunks (larger blocks were no faster)
 V0_INTERVAL_S, V1_INTERVAL_S = 5.0, 10.0
 PCT_FIELDS = {b"GPU KV cache usage", b"CPU KV cache usage", b"Prefix cache hit rate"}
 
@@ -111,8 +111,6 @@ class VllmLogParser:
             return
         s = self.series
         physical = block.count(b"\n")
-        if self._standard_block(block, physical):
-            return
         consumed = 0
         line_end = -1
         for at in self._hits(block):
@@ -132,79 +130,57 @@ class VllmLogParser:
         s.lines += physical - consumed
         s.skipped += physical - consumed
 
-    def _standard_block(self, block: bytes, physical: int) -> bool:
-        """The common case read in one regex pass: every stats line of the block is a whole, stamped V1 line and
-        no other keyword occurs. False (nothing read) otherwise, and the block goes line by line."""
-        if any(k in block for k in RARE_KEYS):
-            return False
-        expected = block.count(STATS_KEY)
-        rows = V1_LINE.findall(block) if expected * SPARSE > physical else self._rows_at_hits(block)
-        if len(rows) != expected:
-            return False
+    def feed_buffer(self, buf: bytes, start: int, end: int) -> None:
+        """The whole lines ``buf[start:end]`` (``buf`` holds FRONT bytes before and at least PAD after, never read
+        as lines): when the block's stats lines are all of forms the careful path reads as V1 stats lines and no
+        other line holds a keyword, they are read by numpy at once (v1block) and the rest counted; anything else
+        goes to ``feed_block``."""
+        if self.held is not None or _unusual(buf):
+            self.feed_block(buf[start:end])
+            return
+        blk = Block(buf)
+        newlines = np.flatnonzero(blk.bytes[start:end] == 10) + start
+        rows = stats_rows(blk, start, newlines, _form)
+        if rows is None or len(rows) != buf.count(STATS_WORD, start, end):
+            self.feed_block(buf[start:end])  # a line of another form somewhere: line by line
+            return
         s = self.series
-        if rows:
-            self._add_rows(rows)
+        if len(rows):
+            self._add_stats(rows)
             self.v1 = True
         s.stats_lines += len(rows)
-        s.lines += physical
-        s.skipped += physical - len(rows)
-        return True
+        s.lines += len(newlines)
+        s.skipped += len(newlines) - len(rows)
 
-    @staticmethod
-    def _rows_at_hits(block: bytes) -> list[tuple[bytes, ...]]:
-        """V1_LINE's rows for a sparse block: the regex runs only on the lines holding the stats keyword, found
-        by bytes.find, instead of scanning every "INFO " of the access lines between them."""
-        rows = []
-        at = block.find(STATS_KEY)
-        while at >= 0:
-            start, end = block.rfind(b"\n", 0, at) + 1, block.find(b"\n", at)
-            m = V1_LINE.search(block, start, end)
-            if m is not None:
-                rows.append(m.groups())
-            at = block.find(STATS_KEY, end)
-        return rows
-
-    def _add_rows(self, rows: list[tuple[bytes, ...]]) -> None:
-        """Samples of whole V1 lines (V1_LINE's groups), converted by column: numbers parsed by numpy, times from
-        one midnight per day, each Sample built without a Python call of its own (10⁵ lines a second matter).
-        The rows are transposed once; a two-dimensional array of their 14 byte strings cost more than the rest."""
+    def _add_stats(self, rows: Rows) -> None:
+        """Samples of a block's standard lines, by column: one midnight per day of the stamps (the clock moves
+        on a year as it does line by line), engines in the order their first line appears."""
         n = len(rows)
-        cols = list(zip(*rows, strict=True))
-        day = _two_digits(cols[0]) * 100 + _two_digits(cols[1])  # MMDD
-        changes = np.flatnonzero(day[1:] != day[:-1]) + 1
-        starts = [0, *changes.tolist()]
+        day = rows.month * 100 + rows.day
+        starts = [0, *(np.flatnonzero(day[1:] != day[:-1]) + 1).tolist()]
+        clock = self.clock
+        before = (clock.year, clock.last_month, clock.yearless)
         midnights = np.empty(n)
-        for a, b in zip(starts, [*starts[1:], n], strict=True):  # one stamp per day: year rollover kept
-            midnight = self.clock.yearless_time(int(cols[0][a]), int(cols[1][a]), 0, 0, 0)
+        for a, b in zip(starts, [*starts[1:], n], strict=True):
+            midnight = clock.yearless_time(int(rows.month[a]), int(rows.day[a]), 0, 0, 0)
             midnights[a:b] = np.nan if midnight is None else midnight
-        hh, mm, ss = (_two_digits(cols[k]) for k in (2, 3, 4))
-        bad = (hh > 23) | (mm > 59) | (ss > 60) | np.isnan(midnights)
-        if bad.any():  # a stamp that is no time: the careful path assigns it an interval
-            for row in rows:
-                self._add_row(row)
-            return
-        times = midnights + hh * 3600 + mm * 60 + ss
-
-        def number(k: int) -> np.ndarray:
-            return _numbers(cols[k])
-
-        pre = cols[11]
-        cols_all: Columns = {
-            "t": times, "prompt_tps": number(7), "gen_tps": number(8), "running": number(9), "waiting": number(10),
-            "swapped": np.full(n, np.nan), "kv": number(12) / 100, "prefix_hit": number(13) / 100,
-            "preemptions": (np.fromiter((float(x) if x else np.nan for x in pre), np.float64, n) if any(pre)
-                            else np.full(n, np.nan))}
-        keys, aggregated = cols[5], cols[6]
-        if not any(aggregated) and len(set(keys)) == 1:
-            self._add_columns(keys[0].decode() if keys[0] else "000", cols_all)
+        if ((rows.hh > 23) | (rows.mm > 59) | (rows.ss > 60) | np.isnan(midnights)).any():
+            clock.year, clock.last_month, clock.yearless = before  # a stamp that is no time: line by line
+            stamps = zip(rows.month.tolist(), rows.day.tolist(), rows.hh.tolist(), rows.mm.tolist(),
+                         rows.ss.tolist(), strict=True)
+            times = np.array([self.times.place(clock.yearless_time(*stamp)) for stamp in stamps])
         else:
-            labels = [engine.decode() if engine else ("aggregated" if agg else "000")
-                      for engine, agg in zip(keys, aggregated, strict=True)]
-            named = np.array(labels)
-            for key in dict.fromkeys(labels):  # engines in the order they first appear, as line by line
-                mask = named == key
-                self._add_columns(key, {name: col[mask] for name, col in cols_all.items()})
-        self.times.last = float(times[-1])
+            times = midnights + rows.hh * 3600 + rows.mm * 60 + rows.ss
+            self.times.last = float(times[-1])
+        cols: Columns = {"t": times, **rows.numbers, "swapped": np.full(n, np.nan)}
+        labels = rows.engine
+        if len(set(labels)) == 1:
+            self._add_columns(labels[0], cols)
+            return
+        named = np.array(labels)[rows.form]
+        for key in dict.fromkeys(named.tolist()):  # engines in the order they first appear, as line by line
+            mine = named == key
+            self._add_columns(key, {name: col[mine] for name, col in cols.items()})
 
     def _add_columns(self, key: str, cols: Columns) -> None:
         """A run of one engine's samples as columns, after any samples the careful path appended before it."""
@@ -214,14 +190,6 @@ class VllmLogParser:
             parts.append(columns(group))
             self.series.engines[key] = []  # the same key: the engines' order stays that of their first line
         parts.append(cols)
-
-    def _add_row(self, row: tuple[bytes, ...]) -> None:
-        month, day, hh, mm, ss, engine, agg, p, g, r, w, pre, kv, hit = row
-        s = self.series
-        t = self.times.place(self.clock.yearless_time(int(month), int(day), int(hh), int(mm), int(ss)))
-        key = engine.decode() if engine else ("aggregated" if agg else "000")
-        s.group(key).append(Sample(t, float(p), float(g), float(r), float(w), None, float(kv) / 100,
-                                                    float(hit) / 100, float(pre) if pre else None))
 
     @staticmethod
     def _hits(block: bytes) -> list[int]:
@@ -331,24 +299,41 @@ class VllmLogParser:
         return s
 
 
-def _two_digits(column: tuple[bytes, ...]) -> np.ndarray:
-    """Integers of a column of two-digit byte strings (a stamp's fields: V1_LINE matched exactly two digits)."""
-    digits = np.frombuffer(b"".join(column), dtype=np.uint8).reshape(-1, 2).astype(np.int64) - ord("0")
-    return digits[:, 0] * 10 + digits[:, 1]
+def _unusual(buf: bytes) -> bool:
+    """Whether a block may hold a record other than a stats line or a line without keyword (V0's prefix line,
+    speculation, preemption, max_num_seqs) or a Kubernetes partial line: then it is read line by line."""
+    if b"Prefix cache hit rate: GPU: " in buf:  # what V0_PREFIX needs (a longer needle is found faster)
+        return True
+    if any(byte in buf and any(k in buf for k in keys) for byte, keys in RARE_BY_BYTE):
+        return True
+    # " stdout P " / " stderr P " hold "P ": looked for as 2-byte words at both alignments (two numpy passes
+    # are cheaper than the two substring searches, which run only when a "P " occurs)
+    pairs = np.frombuffer(buf, "<u2", count=len(buf) // 2)
+    odd = np.frombuffer(buf, "<u2", offset=1, count=(len(buf) - 1) // 2)
+    if (pairs == 0x2050).any() or (odd == 0x2050).any():
+        return b" stdout P " in buf or b" stderr P " in buf
+    return False
 
 
-def _numbers(column: tuple[bytes, ...]) -> np.ndarray:
-    """Floats of a column of number texts, parsed in one numpy call (as float() would: both round correctly); a
-    text V1_LINE let through that is no number ("1.2.3", ".") goes to float() one by one, which says so."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", DeprecationWarning)  # numpy warns when the text ends before a number
-        try:
-            values = np.fromstring(b" ".join(column), sep=" ")
-        except (DeprecationWarning, ValueError):
-            values = np.empty(0)
-    if len(values) != len(column):
-        values = np.fromiter(map(float, column), np.float64, len(column))
-    return values
+def _form(line: bytes) -> Form | None:
+    """Where ``feed`` reads a V1 stats line's values (v1block.Form), by the same steps (``_line``, ``_stats``,
+    ``Clock.stamp``), or None when it would read it any other way (held, field by field, untimed, several
+    records)."""
+    key_at = line.find(STATS_KEY)
+    if key_at < 0 or line.count(STATS_WORD) != 1:
+        return None
+    m = _stats_match(line, key_at)
+    fast = V1_FAST.match(line, key_at) if m is not None else None
+    if m is None or fast is None or not COMPLETE.search(line, m.end()):
+        return None
+    at = line.find(b"INFO ")
+    stamp = VLLM_STAMP.match(line, at) if at >= 0 else None
+    stamp = stamp or VLLM_STAMP.search(line)
+    if stamp is None:
+        return None
+    engine = m.group(1).decode() if m.group(1) else ("aggregated" if m.group(2) else "000")
+    return Form(tuple(fast.span(i) for i in range(1, 8)), stamp.start(1), engine,
+                m.span(1) if m.group(1) else None)
 
 
 def _stats_match(line: bytes, key_at: int) -> re.Match[bytes] | None:
@@ -373,24 +358,38 @@ def parse(lines: Iterable[bytes]) -> LogSeries:
 
 
 def parse_chunks(chunks: Iterable[bytes]) -> LogSeries:
-    """``parse`` over byte chunks, whole lines handed over in blocks (the fast path for large logs)."""
+    """``parse`` over byte chunks: whole lines handed over in blocks of about BLOCK bytes (the fast path for large
+    logs), the line cut by a block's end kept for the next one."""
     parser = VllmLogParser()
     rest = b""
+    parts: list[bytes] = []
+    size = 0
     for chunk in chunks:
-        buf = rest + chunk if rest else chunk
-        cut = buf.rfind(b"\n")
-        last = buf.rfind(b"\n", 0, cut) + 1 if cut >= 0 else 0
-        if cut >= 0 and K8S_PARTIAL.match(buf, last):
-            cut = last - 1  # a Kubernetes partial line is completed by the next one: keep it for the next block
-        if cut < 0:
-            rest = buf
-            continue
-        parser.feed_block(buf[:cut + 1])
-        rest = buf[cut + 1:]
+        parts.append(chunk)
+        size += len(chunk)
+        if size >= BLOCK:
+            rest = _feed_parts(parser, rest, parts)
+            parts, size = [], 0
+    rest = _feed_parts(parser, rest, parts)
     if rest:
         for line in iter_lines([rest]):  # a paste cut mid-line still counts what it holds
             parser.feed(line)
     return parser.result()
+
+
+def _feed_parts(parser: VllmLogParser, rest: bytes, parts: list[bytes]) -> bytes:
+    """Feed the whole lines of ``rest`` + ``parts``; return the bytes after the last whole line."""
+    buf = b"".join([bytes(FRONT), rest, *parts, bytes(PAD)])
+    size = len(buf) - PAD
+    cut = buf.rfind(b"\n", FRONT, size)
+    if cut >= 0:
+        last = max(buf.rfind(b"\n", FRONT, cut) + 1, FRONT)
+        if K8S_PARTIAL.match(buf[last:cut]):
+            cut = last - 1  # a Kubernetes partial line is completed by the next one: keep it for the next block
+    if cut < FRONT:
+        return buf[FRONT:size]
+    parser.feed_buffer(buf, FRONT, cut + 1)
+    return buf[cut + 1:size]
 
 
 register(LogFormat("vllm_log", "vLLM server log", detect, parse, parse_chunks, rank=10))

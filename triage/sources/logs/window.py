@@ -8,7 +8,7 @@ import numpy as np
 
 from triage.knowledge.engines import EngineSpec, load_engines
 from triage.knowledge.needs import Need, SeriesPoint
-from triage.sources.logs.series import LogSeries, columns, per_second
+from triage.sources.logs.series import LogSeries, columns, fmean, per_second, running_sum
 from triage.sources.readings import Readings
 
 NOT_IN_LOG = "not measurable from a log: the {title} has no {what}"
@@ -36,9 +36,9 @@ RATES: dict[str, Pick] = {"prompt_tokens": "prompt_tps", "generation_tokens": "g
 MAX_KEYS = frozenset({"kv_usage", "prefix_hit_rate"})  # ratios: the fullest engine, never a sum
 
 
-def _printed(col: np.ndarray) -> list[float]:
+def _printed(col: np.ndarray) -> np.ndarray:
     """The values a column holds (NaN is a field the line did not print)."""
-    return col[~np.isnan(col)].tolist()
+    return col[~np.isnan(col)]
 
 
 class LogWindow:
@@ -50,14 +50,21 @@ class LogWindow:
         self.engine = (engines or load_engines())[log.engine_id]
         self.addons: list[EngineSpec] = []
         self.window_seconds = log.span_s
-        self._seen: dict[str, list[list[float]]] = {}
+        self._seen: dict[str, list[np.ndarray]] = {}
+        self._means: dict[str, list[float]] = {}
 
-    def _per_engine(self, pick: Pick) -> list[list[float]]:
+    def _per_engine(self, pick: Pick) -> list[np.ndarray]:
         """Per engine, the values of one field that the log printed (a version without the field has none)."""
         if pick not in self._seen:
             printed = (_printed(columns(g)[pick]) for g in self.log.groups)
-            self._seen[pick] = [v for v in printed if v]
+            self._seen[pick] = [v for v in printed if len(v)]
         return self._seen[pick]
+
+    def _engine_means(self, pick: Pick) -> list[float]:
+        """Per engine, the mean of one field's printed values (statistics.fmean's value)."""
+        if pick not in self._means:
+            self._means[pick] = [fmean(v) for v in self._per_engine(pick)]
+        return self._means[pick]
 
     def _why(self, key: str) -> str:
         return NOT_IN_LOG.format(title=self.log.title, what=WHAT.get(key, f"'{key}'"))
@@ -69,10 +76,11 @@ class LogWindow:
         if not per_engine:
             return None
         if need.kind == "gauge_max":
-            return max(max(v) for v in per_engine)
+            return max(float(v.max()) for v in per_engine)
         if need.kind == "gauge_last":
-            return sum(v[-1] for v in per_engine) if need.key not in MAX_KEYS else max(v[-1] for v in per_engine)
-        means = [statistics.fmean(v) for v in per_engine]
+            last = [float(v[-1]) for v in per_engine]
+            return sum(last) if need.key not in MAX_KEYS else max(last)
+        means = self._engine_means(GAUGES[need.key])
         return max(means) if need.key in MAX_KEYS else sum(means)
 
     def _rate(self, need: Need) -> tuple[float | None, str]:
@@ -82,8 +90,8 @@ class LogWindow:
                 return None, "not measurable from a log: one batch line has no time span for a rate"
             return log.prompt_tokens / log.span_s, ""
         if need.key in RATES:
-            per_engine = self._per_engine(RATES[need.key])
-            return (sum(statistics.fmean(v) for v in per_engine), "") if per_engine else (None, self._why(need.key))
+            means = self._engine_means(RATES[need.key])
+            return (sum(means), "") if means else (None, self._why(need.key))
         span = log.span_s
         if need.key == "preemptions":
             if not log.preemptions_logged:
@@ -91,8 +99,8 @@ class LogWindow:
                               "'Preemptions: N' to its stats line only in newer versions, and only when N > 0)")
             if span <= 0:
                 return None, "not measurable from a log: one stats line has no time span for a rate"
-            counts = np.nan_to_num(columns(log.samples)["preemptions"], nan=0.0).tolist()
-            counted = sum(counts) + len(log.preemption_times) + log.retractions
+            printed = np.nan_to_num(columns(log.samples)["preemptions"], nan=0.0)
+            counted = running_sum(printed) + len(log.preemption_times) + log.retractions
             return counted / span, ""
         if need.key in ("spec_draft_tokens", "spec_accepted_tokens"):
             attr = "drafted" if need.key == "spec_draft_tokens" else "accepted"
