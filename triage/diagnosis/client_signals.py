@@ -9,12 +9,12 @@ from typing import Literal
 import numpy as np
 import pandas as pd
 
-from triage.diagnosis.fast_stats import positions, quantiles
 from triage.diagnosis.signals import SignalSet
 from triage.knowledge.loader import KnowledgeBase
 from triage.knowledge.messages import Msg
 from triage.knowledge.units import plain
 from triage.run import Run
+from triage.sources.fast_stats import positions, quantiles
 
 MIN_REQUESTS_FOR_CORRELATION = 30
 MIN_REQUESTS_FOR_RATE = 50  # below this, start-up and drain dominate the achieved rate
@@ -136,7 +136,7 @@ def _rise_ratio(start: np.ndarray | None, ttft: np.ndarray | None) -> float | No
 class _Table:
     """The successful requests of a run as float arrays, parsed once, with memoized percentiles."""
 
-    def __init__(self, df: pd.DataFrame) -> None:
+    def __init__(self, df: pd.DataFrame, kept: dict[str, dict[float, float]] | None = None) -> None:
         self.all_count = len(df)
         ok = df["ok"].astype(bool).to_numpy() if "ok" in df.columns else np.ones(len(df), dtype=bool)
         self.failed = int((~ok).sum())
@@ -145,7 +145,9 @@ class _Table:
         self.cols = {c: _successful(_col(df, c), ok, self.failed) for c in ("start_s", "prompt_tokens",
                                                                               "output_tokens", "ttft_s", "e2e_s",
                                                                               "tpot_s", "queue_s")}
-        self._pcts: dict[str, dict[float, float] | None] = {}
+        # the parser's quantiles of the same values (successful requests): each column's are selected once
+        self._pcts: dict[str, dict[float, float] | None] = {n: dict(qs) for n, qs in (kept or {}).items()
+                                                            if self.cols.get(n) is not None}
         rng = np.random.default_rng(0)
         self.idx = np.sort(rng.choice(self.n, CORRELATION_SAMPLE, replace=False)) \
             if self.n > CORRELATION_SAMPLE else None
@@ -167,14 +169,15 @@ class _Table:
 
     def warm(self, wanted: dict[str, tuple[float, ...]]) -> None:
         """Every percentile the signals read, per column in one pass (numpy releases the GIL: in parallel)."""
-        todo = [(n, qs) for n, qs in wanted.items() if qs and n not in self._pcts and self.cols.get(n) is not None]
+        todo = [(n, qs) for n, qs in wanted.items()
+                if qs and self.cols.get(n) is not None and not set(qs) <= set(self._pcts.get(n) or {})]
         if self.n < PARALLEL_FROM or len(todo) < 2:
-            for name, qs in todo:
-                self._pcts[name] = self._percentiles(name, qs)
-            return
-        with ThreadPoolExecutor(max_workers=min(len(todo), os.cpu_count() or 1)) as pool:
-            found = pool.map(lambda item: self._percentiles(*item), todo)
-            self._pcts.update(zip([n for n, _ in todo], found, strict=True))
+            found = [self._percentiles(name, qs) for name, qs in todo]
+        else:
+            with ThreadPoolExecutor(max_workers=min(len(todo), os.cpu_count() or 1)) as pool:
+                found = list(pool.map(lambda item: self._percentiles(*item), todo))
+        for (name, _), more in zip(todo, found, strict=True):
+            self._pcts[name] = None if more is None else {**(self._pcts.get(name) or {}), **more}
 
     def pct(self, name: str, q: float) -> float | None:
         """Exact percentile over every request (np.quantile's); the ones warmed were computed together."""
@@ -315,7 +318,7 @@ def _wanted(kb: KnowledgeBase) -> dict[str, tuple[float, ...]]:
 def benchmark_signals(kb: KnowledgeBase, run: Run, slo: dict) -> SignalSet:
     """Every client-side signal the run can give; the others stay absent."""
     out = SignalSet("benchmark")
-    table = _Table(run.requests) if run.has_requests else None
+    table = _Table(run.requests, run.quantiles) if run.has_requests else None
     if table is not None:
         table.warm(_wanted(kb))
     _latency(kb, out, table, run)
