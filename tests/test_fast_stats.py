@@ -144,3 +144,13 @@ def test_parsed_quantiles_are_numpys_and_the_signals_select_none_again(monkeypat
     for name in kb.signals:
         a, b = got.get(name), plain.get(name)
         assert (a is None) == (b is None) and (a is None or a.value == b.value), name
+
+
+def test_ranks_are_pandas_average_ranks():
+    """The load correlation's ranks: pandas' rank() (ties share their mean rank), without building a Series."""
+    from triage.diagnosis.client_signals import _ranks
+
+    rng = np.random.default_rng(8)
+    for x in (rng.random(1_000), rng.integers(0, 30, 50_000).astype(float), np.array([2.0]), np.array([1.0, 1.0]),
+              np.array([3.0, 1.0, 3.0, 2.0, 1.0, 3.0])):
+        assert np.array_equal(_ranks(x), pd.Series(x).rank().to_numpy())

@@ -98,6 +98,6 @@ def positions(points: np.ndarray, values: np.ndarray, side: Literal["left", "rig
     start = np.cumsum(per) - per  # points in the cells before each cell: the position of a value in an empty cell
     start[per > 0] = -1
     out = start[cell(values)]
-    exact = out < 0
-    out[exact] = np.searchsorted(points, values[exact], side=side)
+    exact = np.flatnonzero(out < 0)  # a few percent of the values: gathered by index, not a boolean mask
+    out[exact] = np.searchsorted(points, values.take(exact), side=side)
     return out
