@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import Literal
+from functools import partial
+from typing import Literal, cast
 
 import numpy as np
 import pandas as pd
@@ -143,6 +145,12 @@ def _count_below(values: np.ndarray, at: np.ndarray, side: Literal["left", "righ
     return out
 
 
+def _flight(starts: np.ndarray, e2e: np.ndarray, at: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+    """In-flight counts at the arrivals ``at``, ranked once for both load correlations (when all are finite)."""
+    flight = in_flight_at_arrival(starts, e2e, at=at).astype("float64")
+    return flight, _ranks(flight) if np.isfinite(flight).all() else None
+
+
 def _slope_ms_per_ktok(prompt: np.ndarray | None, ttft: np.ndarray | None) -> float | None:
     if prompt is None or ttft is None:
         return None
@@ -186,6 +194,7 @@ class _Table:
             if self.n > CORRELATION_SAMPLE else None
         # the sampled successful requests' rows of the whole frame
         self._rows = self.idx if self.ok is None or self.idx is None else np.flatnonzero(self.ok)[self.idx]
+        self._flight: tuple[np.ndarray, np.ndarray | None] | None = None
 
     def __getitem__(self, name: str) -> np.ndarray | None:
         """The successful requests' values of a column (None when none is a number)."""
@@ -231,16 +240,33 @@ class _Table:
         return dict(zip(qs, quantiles(values, qs).tolist(), strict=True)) if values.size else None
 
     def warm(self, wanted: dict[str, tuple[float, ...]]) -> None:
-        """Every percentile the signals read, per column in one pass (numpy releases the GIL: in parallel)."""
+        """Every percentile the signals read, per column in one pass, and the in-flight counts (numpy releases the
+        GIL: in parallel)."""
         todo = [(n, qs) for n, qs in wanted.items()
                 if qs and n in self._raw and not set(qs) <= set(self._pcts.get(n) or {}) and self[n] is not None]
-        if self.n < PARALLEL_FROM or len(todo) < 2:
-            found = [self._percentiles(name, qs) for name, qs in todo]
+        jobs: list[Callable[[], object]] = [partial(self._percentiles, name, qs) for name, qs in todo]
+        starts, e2e, at = self["start_s"], self["e2e_s"], self.sample("start_s")  # selected here, not in threads
+        if starts is not None and e2e is not None and at is not None:
+            jobs.append(partial(_flight, starts, e2e, at))
+        if self.n < PARALLEL_FROM or len(jobs) < 2:
+            found = [job() for job in jobs]
         else:
-            with ThreadPoolExecutor(max_workers=min(len(todo), os.cpu_count() or 1)) as pool:
-                found = list(pool.map(lambda item: self._percentiles(*item), todo))
-        for (name, _), more in zip(todo, found, strict=True):
+            with ThreadPoolExecutor(max_workers=min(len(jobs), os.cpu_count() or 1)) as pool:
+                found = list(pool.map(lambda job: job(), jobs))
+        for (name, _), more in zip(todo, found[:len(todo)], strict=True):
+            assert more is None or isinstance(more, dict)
             self._pcts[name] = None if more is None else {**(self._pcts.get(name) or {}), **more}
+        if len(found) > len(todo):
+            self._flight = cast(tuple[np.ndarray, np.ndarray | None], found[-1])
+
+    def flight(self) -> tuple[np.ndarray, np.ndarray | None] | None:
+        """Requests in flight at each sampled arrival, and their ranks (None unless every count is finite)."""
+        if self._flight is None:
+            starts, e2e, at = self["start_s"], self["e2e_s"], self.sample("start_s")
+            if starts is None or e2e is None or at is None:
+                return None
+            self._flight = _flight(starts, e2e, at)
+        return self._flight
 
     def pct(self, name: str, q: float) -> float | None:
         """Exact percentile over every request (np.quantile's); the ones warmed were computed together."""
@@ -308,10 +334,9 @@ def _load(kb: KnowledgeBase, out: SignalSet, t: _Table) -> None:
     out.put(kb, "ttft_prompt_slope_ms_per_ktok", _slope_ms_per_ktok(prompt, ttft),
             Msg("bench.slope", sample=sampled))
     out.put(kb, "ttft_rise_ratio", _rise_ratio(start, ttft), Msg("bench.rise", sample=sampled))
-    starts, e2e = t["start_s"], t["e2e_s"]
-    if start is not None and starts is not None and e2e is not None:
-        flight = in_flight_at_arrival(starts, e2e, at=start).astype("float64")
-        ranks = _ranks(flight) if np.isfinite(flight).all() else None  # ranked once for both correlations
+    found = t.flight()
+    if found is not None:
+        flight, ranks = found
         out.put(kb, "ttft_load_corr", _spearman(flight, ttft, ranks), Msg("bench.spearman_ttft", sample=sampled))
         out.put(kb, "tpot_load_corr", _spearman(flight, t.sample("tpot_s"), ranks),
                 Msg("bench.spearman_tpot", sample=sampled))

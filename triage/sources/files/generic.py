@@ -160,17 +160,23 @@ def _string_to_float(col: pa.ChunkedArray, src: str, ctx: Ctx, row_offset: int) 
     return pc.cast(cleaned, pa.float64())
 
 
+def _pool_floats(n: int) -> np.ndarray:
+    """A writable float64 array in Arrow's memory pool: it reuses the pages the CSV parser freed (a numpy
+    allocation would add to the peak while the pool keeps them)."""
+    return np.frombuffer(pa.allocate_buffer(n * 8), dtype=np.float64) if n else np.empty(0)
+
+
 def _to_numpy(arr: pa.ChunkedArray | pa.Array, factor: float) -> np.ndarray:
     """float64 values × factor, NaN for nulls, in one pass: each chunk is read in place (a numpy view of Arrow's
     buffer when it has no null) and written, scaled and cast, straight into the result. Integers are rounded to
     the nearest float64 as numpy does (epoch nanoseconds are beyond 2**53; an Arrow safe cast refused them)."""
     chunks = arr.chunks if isinstance(arr, pa.ChunkedArray) else [arr]
+    out = _pool_floats(len(arr))
     if arr.null_count == 0 and (pa.types.is_floating(arr.type) or pa.types.is_integer(arr.type)) and chunks:
-        out = np.concatenate([chunk.to_numpy(zero_copy_only=True) for chunk in chunks], dtype=np.float64)
+        np.concatenate([chunk.to_numpy(zero_copy_only=True) for chunk in chunks], out=out, casting="same_kind")
         if factor != 1.0:
             np.multiply(out, factor, out=out)
         return out
-    out = np.empty(len(arr), dtype=np.float64)
     at = 0
     for chunk in chunks:
         n = len(chunk)
