@@ -30,8 +30,10 @@ TOOL_WINS = ("duration_s", "req_per_s", "out_tok_per_s", "total_tok_per_s", "off
 # Per-request statistics; ITL is left out on purpose: the per-request itl_s column is each request's MEAN gap
 # (≈ its TPOT), while every tool that reports ITL pools all the gaps of all requests (pooled_itl below).
 STATS = (("ttft_s", "ttft"), ("tpot_s", "tpot"), ("e2e_s", "e2e"))
-# The quantiles taken of each STATS column: the summary's p50, p90, p99 and the p5 the signals read (kept on the Run)
-STATS_QS = (0.05, 0.5, 0.9, 0.99)
+# The quantiles taken of each STATS column (kept on the Run for the signals): the summary's p50, p90, p99, and for
+# TTFT its floor, p5, which the signals read too
+STATS_QS = (0.5, 0.9, 0.99)
+TTFT_QS = (0.05, *STATS_QS)
 ITL_KEYS = ("itl_mean_s", "itl_p50_s", "itl_p90_s", "itl_p99_s")
 MAX_META = 80
 QUOTE_CHARS = 40  # the most of a file a message quotes
@@ -409,7 +411,7 @@ def request_summary(df: pd.DataFrame, kept: dict[str, dict[float, float]] | None
 
     def work(col: str) -> Any:
         x = df[col].to_numpy()
-        return _token_sum(x, keep) if col in token_cols else _stats(x, keep, STATS_QS)
+        return _token_sum(x, keep) if col in token_cols else _stats(x, keep, TTFT_QS if col == "ttft_s" else STATS_QS)
 
     results = dict(zip([c for c, _ in stats] + token_cols,
                        parallel_map(work, [c for c, _ in stats] + token_cols, n), strict=True))
