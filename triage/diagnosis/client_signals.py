@@ -116,9 +116,13 @@ def _spearman(x: np.ndarray | None, y: np.ndarray | None, x_ranks: np.ndarray | 
 def in_flight_at_arrival(start: np.ndarray, e2e: np.ndarray, at: np.ndarray | None = None) -> np.ndarray:
     """Requests started before and not yet finished at each arrival in ``at`` (default: every arrival)."""
     at = start if at is None else at
+    return _count_below(start, at, "left") - _finished_by(start, e2e, at)
+
+
+def _finished_by(start: np.ndarray, e2e: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """Requests that ended at or before each arrival in ``at`` (a NaN end never does)."""
     end = start + e2e
-    return _count_below(start, at, "left") - _count_below(end if _all_finite(end) else end[np.isfinite(end)], at,
-                                                          "right")
+    return _count_below(end if _all_finite(end) else end[np.isfinite(end)], at, "right")
 
 
 def _count_below(values: np.ndarray, at: np.ndarray, side: Literal["left", "right"]) -> np.ndarray:
@@ -145,9 +149,9 @@ def _count_below(values: np.ndarray, at: np.ndarray, side: Literal["left", "righ
     return out
 
 
-def _flight(starts: np.ndarray, e2e: np.ndarray, at: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
-    """In-flight counts at the arrivals ``at``, ranked once for both load correlations (when all are finite)."""
-    flight = in_flight_at_arrival(starts, e2e, at=at).astype("float64")
+def _ranked(counts: np.ndarray) -> tuple[np.ndarray, np.ndarray | None]:
+    """In-flight counts as floats, ranked once for both load correlations (when all are finite)."""
+    flight = counts.astype("float64")
     return flight, _ranks(flight) if np.isfinite(flight).all() else None
 
 
@@ -195,6 +199,7 @@ class _Table:
         # the sampled successful requests' rows of the whole frame
         self._rows = self.idx if self.ok is None or self.idx is None else np.flatnonzero(self.ok)[self.idx]
         self._flight: tuple[np.ndarray, np.ndarray | None] | None = None
+        self._flight_done = False
 
     def __getitem__(self, name: str) -> np.ndarray | None:
         """The successful requests' values of a column (None when none is a number)."""
@@ -242,12 +247,14 @@ class _Table:
     def warm(self, wanted: dict[str, tuple[float, ...]]) -> None:
         """Every percentile the signals read, per column in one pass, and the in-flight counts (numpy releases the
         GIL: in parallel)."""
+        # each job selects the successful rows of its own columns (a thread each; distinct keys of self.cols)
         todo = [(n, qs) for n, qs in wanted.items()
-                if qs and n in self._raw and not set(qs) <= set(self._pcts.get(n) or {}) and self[n] is not None]
+                if qs and self._raw.get(n) is not None and not set(qs) <= set(self._pcts.get(n) or {})]
         jobs: list[Callable[[], object]] = [partial(self._percentiles, name, qs) for name, qs in todo]
-        starts, e2e, at = self["start_s"], self["e2e_s"], self.sample("start_s")  # selected here, not in threads
-        if starts is not None and e2e is not None and at is not None:
-            jobs.append(partial(_flight, starts, e2e, at))
+        # the in-flight counts as two jobs: requests started before each sampled arrival, and those ended by it
+        starts, at = self["start_s"], self.sample("start_s")
+        if starts is not None and at is not None and self._raw["e2e_s"] is not None:
+            jobs += [partial(_count_below, starts, at, "left"), partial(self._finished_by, starts, at)]
         if self.n < PARALLEL_FROM or len(jobs) < 2:
             found = [job() for job in jobs]
         else:
@@ -257,15 +264,21 @@ class _Table:
             assert more is None or isinstance(more, dict)
             self._pcts[name] = None if more is None else {**(self._pcts.get(name) or {}), **more}
         if len(found) > len(todo):
-            self._flight = cast(tuple[np.ndarray, np.ndarray | None], found[-1])
+            arrived, finished = found[len(todo):]
+            self._flight = None if finished is None else _ranked(cast(np.ndarray, arrived) - finished)
+            self._flight_done = True
+
+    def _finished_by(self, starts: np.ndarray, at: np.ndarray) -> np.ndarray | None:
+        e2e = self["e2e_s"]
+        return None if e2e is None else _finished_by(starts, e2e, at)
 
     def flight(self) -> tuple[np.ndarray, np.ndarray | None] | None:
         """Requests in flight at each sampled arrival, and their ranks (None unless every count is finite)."""
-        if self._flight is None:
+        if not self._flight_done:
             starts, e2e, at = self["start_s"], self["e2e_s"], self.sample("start_s")
-            if starts is None or e2e is None or at is None:
-                return None
-            self._flight = _flight(starts, e2e, at)
+            self._flight = None if starts is None or e2e is None or at is None \
+                else _ranked(in_flight_at_arrival(starts, e2e, at=at))
+            self._flight_done = True
         return self._flight
 
     def pct(self, name: str, q: float) -> float | None:
