@@ -295,19 +295,20 @@ def table_to_frame(table: pa.Table, ctx: Ctx, row_offset: int) -> tuple[pd.DataF
     names = [str(n) for n in table.column_names]
     mapping = map_columns(names, ctx)
     numeric = [(canon, src, factor) for canon, (src, factor) in mapping.items() if canon not in ("ok", "error")]
+    # the success flags are one more job, the last: a bad number is still reported before a bad flag
+    flags = [("ok", "", 1.0)] if "ok" in mapping or "error" in mapping else []
 
-    def convert(item: tuple[str, str, float]) -> np.ndarray:
+    def convert(item: tuple[str, str, float]) -> np.ndarray | None:
         canon, src, factor = item
+        if canon == "ok":
+            return _ok_column(table, names, mapping, ctx, row_offset)
         col = table.column(names.index(src))
         if canon == "start_s":
             return to_start(col, src, factor, ctx, row_offset)
         return to_float(col, src, ctx, row_offset, factor)
 
-    arrays = parallel_map(convert, numeric, table.num_rows)
-    cols = {canon: x for (canon, _, _), x in zip(numeric, arrays, strict=True)}
-    ok = _ok_column(table, names, mapping, ctx, row_offset)
-    if ok is not None:
-        cols["ok"] = ok
+    arrays = parallel_map(convert, numeric + flags, table.num_rows)
+    cols = {canon: x for (canon, _, _), x in zip(numeric + flags, arrays, strict=True) if x is not None}
     _unit_hint(cols, mapping, ctx)
     return frame(cols), {canon: src for canon, src, _ in numeric}
 
