@@ -250,23 +250,27 @@ class _Table:
         # each job selects the successful rows of its own columns (a thread each; distinct keys of self.cols)
         todo = [(n, qs) for n, qs in wanted.items()
                 if qs and self._raw.get(n) is not None and not set(qs) <= set(self._pcts.get(n) or {})]
-        jobs: list[Callable[[], object]] = [partial(self._percentiles, name, qs) for name, qs in todo]
-        # the in-flight counts as two jobs: requests started before each sampled arrival, and those ended by it
+        jobs: list[Callable[[], object]] = []
+        # the in-flight counts as two jobs, the longest first: requests ended by each sampled arrival, and those
+        # started before it
         starts, at = self["start_s"], self.sample("start_s")
-        if starts is not None and at is not None and self._raw["e2e_s"] is not None:
-            jobs += [partial(_count_below, starts, at, "left"), partial(self._finished_by, starts, at)]
+        flight = starts is not None and at is not None and self._raw["e2e_s"] is not None
+        if flight:
+            assert starts is not None and at is not None
+            jobs += [partial(self._finished_by, starts, at), partial(_count_below, starts, at, "left")]
+        jobs += [partial(self._percentiles, name, qs) for name, qs in todo]
         if self.n < PARALLEL_FROM or len(jobs) < 2:
             found = [job() for job in jobs]
         else:
             with ThreadPoolExecutor(max_workers=min(len(jobs), os.cpu_count() or 1)) as pool:
                 found = list(pool.map(lambda job: job(), jobs))
-        for (name, _), more in zip(todo, found[:len(todo)], strict=True):
-            assert more is None or isinstance(more, dict)
-            self._pcts[name] = None if more is None else {**(self._pcts.get(name) or {}), **more}
-        if len(found) > len(todo):
-            arrived, finished = found[len(todo):]
+        if flight:
+            finished, arrived = found[:2]
             self._flight = None if finished is None else _ranked(cast(np.ndarray, arrived) - finished)
             self._flight_done = True
+        for (name, _), more in zip(todo, found[2 if flight else 0:], strict=True):
+            assert more is None or isinstance(more, dict)
+            self._pcts[name] = None if more is None else {**(self._pcts.get(name) or {}), **more}
 
     def _finished_by(self, starts: np.ndarray, at: np.ndarray) -> np.ndarray | None:
         e2e = self["e2e_s"]
