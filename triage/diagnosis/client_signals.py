@@ -101,8 +101,10 @@ def _all_finite(x: np.ndarray) -> bool:
     return math.isfinite(float(np.add.reduce(x))) or bool(np.isfinite(x).all())
 
 
-def _spearman(x: np.ndarray | None, y: np.ndarray | None, x_ranks: np.ndarray | None = None) -> float | None:
-    """Spearman r; ``x_ranks`` (the ranks of the whole of ``x``) serve when every pair is finite."""
+def _spearman(x: np.ndarray | None, y: np.ndarray | None, x_ranks: np.ndarray | None = None,
+              y_ranks: np.ndarray | None = None) -> float | None:
+    """Spearman r; ``x_ranks`` and ``y_ranks`` (the ranks of the whole of ``x``, of ``y``) serve when every pair is
+    finite."""
     if x is None or y is None:
         return None
     mask = np.isfinite(x) & np.isfinite(y)
@@ -110,7 +112,7 @@ def _spearman(x: np.ndarray | None, y: np.ndarray | None, x_ranks: np.ndarray | 
         return None
     whole = x_ranks is not None and bool(mask.all())
     rx = x_ranks if whole else _ranks(x[mask])
-    return _pearson(rx, _ranks(y if whole else y[mask]))
+    return _pearson(rx, (y_ranks if y_ranks is not None else _ranks(y)) if whole else _ranks(y[mask]))
 
 
 def in_flight_at_arrival(start: np.ndarray, e2e: np.ndarray, at: np.ndarray | None = None) -> np.ndarray:
@@ -200,6 +202,7 @@ class _Table:
         self._rows = self.idx if self.ok is None or self.idx is None else np.flatnonzero(self.ok)[self.idx]
         self._flight: tuple[np.ndarray, np.ndarray | None] | None = None
         self._flight_done = False
+        self._sample_ranks: dict[str, np.ndarray | None] = {}
 
     def __getitem__(self, name: str) -> np.ndarray | None:
         """The successful requests' values of a column (None when none is a number)."""
@@ -259,6 +262,8 @@ class _Table:
             assert starts is not None and at is not None
             jobs += [partial(self._finished_by, starts, at), partial(_count_below, starts, at, "left")]
         jobs += [partial(self._percentiles, name, qs) for name, qs in todo]
+        ranked = ("ttft_s", "tpot_s") if flight else ()  # the load correlations' other sides
+        jobs += [partial(self.sample_ranks, name) for name in ranked]
         if self.n < PARALLEL_FROM or len(jobs) < 2:
             found = [job() for job in jobs]
         else:
@@ -268,9 +273,16 @@ class _Table:
             finished, arrived = found[:2]
             self._flight = None if finished is None else _ranked(cast(np.ndarray, arrived) - finished)
             self._flight_done = True
-        for (name, _), more in zip(todo, found[2 if flight else 0:], strict=True):
+        for (name, _), more in zip(todo, found[2 if flight else 0:len(found) - len(ranked)], strict=True):
             assert more is None or isinstance(more, dict)
             self._pcts[name] = None if more is None else {**(self._pcts.get(name) or {}), **more}
+
+    def sample_ranks(self, name: str) -> np.ndarray | None:
+        """Ranks of a column's sample when every sampled value is a number (None otherwise), ranked once."""
+        if name not in self._sample_ranks:
+            values = self.sample(name)
+            self._sample_ranks[name] = _ranks(values) if values is not None and _all_finite(values) else None
+        return self._sample_ranks[name]
 
     def _finished_by(self, starts: np.ndarray, at: np.ndarray) -> np.ndarray | None:
         e2e = self["e2e_s"]
@@ -354,8 +366,9 @@ def _load(kb: KnowledgeBase, out: SignalSet, t: _Table) -> None:
     found = t.flight()
     if found is not None:
         flight, ranks = found
-        out.put(kb, "ttft_load_corr", _spearman(flight, ttft, ranks), Msg("bench.spearman_ttft", sample=sampled))
-        out.put(kb, "tpot_load_corr", _spearman(flight, t.sample("tpot_s"), ranks),
+        out.put(kb, "ttft_load_corr", _spearman(flight, ttft, ranks, t.sample_ranks("ttft_s")),
+                Msg("bench.spearman_ttft", sample=sampled))
+        out.put(kb, "tpot_load_corr", _spearman(flight, t.sample("tpot_s"), ranks, t.sample_ranks("tpot_s")),
                 Msg("bench.spearman_tpot", sample=sampled))
     if t.has("queue_s") and ttft is not None:
         out.put(kb, "queue_share_of_ttft", _ratio(t.pct("queue_s", 0.5), t.pct("ttft_s", 0.5)),
