@@ -82,6 +82,18 @@ def timed(fn: Callable[[], object], repeat: int) -> float:
     return statistics.median(times)
 
 
+def timed_pair(first: Callable[[], object], second: Callable[[], object], repeat: int) -> tuple[float, float]:
+    """Medians of ``repeat`` runs of each, alternated (first, second, first, …): on a shared machine a burst of
+    load then lands on both instead of on whichever ran during it."""
+    times: tuple[list[float], list[float]] = ([], [])
+    for _ in range(repeat):
+        for fn, into in ((first, times[0]), (second, times[1])):
+            t = time.perf_counter()
+            fn()
+            into.append(time.perf_counter() - t)
+    return statistics.median(times[0]), statistics.median(times[1])
+
+
 def child(path: Path, mode: str) -> dict[str, float]:
     out = subprocess.run([sys.executable, "-c", CHILD.format(root=str(ROOT)), str(path), mode],
                          check=True, capture_output=True, text=True, cwd=ROOT)
@@ -104,9 +116,10 @@ def main() -> None:
               f"({os.cpu_count()} CPUs, pyarrow {pa.__version__})")
         data = path.read_bytes()
         bench = load_benchmark(data, "bench.csv")  # warm-up (imports, caches)
-        arrow_s = timed(lambda: pacsv.read_csv(path), args.repeat)
-        load_s = timed(lambda: load_benchmark(data, "bench.csv"), args.repeat)
-        print(f"(a) pyarrow.csv.read_csv        {arrow_s:7.3f} s  (warm process, median of {args.repeat})")
+        arrow_s, load_s = timed_pair(lambda: pacsv.read_csv(path), lambda: load_benchmark(data, "bench.csv"),
+                                     args.repeat)
+        print(f"(a) pyarrow.csv.read_csv        {arrow_s:7.3f} s  (warm process, median of {args.repeat}, "
+              f"alternated with (b); load average {os.getloadavg()[0]:.1f})")
         print(f"(b) load_benchmark(bytes, name) {load_s:7.3f} s  → ratio (b)/(a) = {load_s / arrow_s:.2f}")
         run = bench.runs[0]
         print(f"    {len(run.requests):,} rows, columns {list(run.requests.columns)}, "

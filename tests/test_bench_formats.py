@@ -286,6 +286,22 @@ def test_generic_minimal_and_tab_separated():
     assert df["tpot_s"][0] == pytest.approx(0.02)
 
 
+def test_generic_integer_epoch_nanoseconds_and_ms_start():
+    """Integer epoch nanoseconds lie beyond 2**53 (an Arrow safe cast to float64 refused them): read, with a note;
+    a unit suffix scales integers and floats alike."""
+    ns = 1_735_812_000_123_456_789
+    data = (f"start,ttft_ms,e2e_ms,output_tokens\n{ns},100,1100,11\n{ns + 1_500_000_000},200,,5\n"
+            f"{ns + 3_000_000_000},300,2300,21\n").encode()
+    bench = load_benchmark(data, "ns.csv")
+    df = bench.runs[0].requests
+    assert df["start_s"].tolist() == pytest.approx([0.0, 1.5, 3.0], abs=1e-6)
+    assert df["ttft_s"].tolist() == pytest.approx([0.1, 0.2, 0.3]) and np.isnan(df["e2e_s"][1])
+    assert df["ok"].tolist() == [True, False, True] and df["tpot_s"][0] == pytest.approx(0.1)
+    assert any("epoch nanoseconds" in note for note in bench.notes)
+    ms = load_benchmark(b"start_ms,ttft_s,e2e_s,output_tokens\n1000,0.1,1,3\n3500,0.1,1,3\n", "ms.csv")
+    assert ms.runs[0].requests["start_s"].tolist() == [0.0, 2.5]
+
+
 def test_bundled_sample_is_queueing_bound():
     run = load_benchmark(SAMPLE.read_bytes(), "benchmark.csv").runs[0]
     df = run.requests

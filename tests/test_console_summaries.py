@@ -100,3 +100,23 @@ def test_every_console_sample_has_provenance() -> None:
 def test_a_pasted_console_summary_on_standard_input() -> None:
     out = triage("diagnose", "-", stdin=(REAL / "sglang_bench_serving_rate_330.txt").read_text())
     assert out.returncode == 0 and "ttft.queueing" in out.stdout
+
+
+def test_a_block_after_megabytes_of_progress_output_is_found() -> None:
+    """A terminal log is searched whole: the block may follow pages of progress bars."""
+    progress = "".join(f"  {i}%|####      | {i}/1000 [00:01<00:09, 98.0it/s]\n" for i in range(40_000))
+    assert len(progress) > 2 * 1024 * 1024
+    bench = load(progress + (REAL / "vllm_bench_serve_rate_inf.txt").read_text())
+    assert bench.format == "serving_console" and bench.runs[0].summary["req_per_s"] == 32.42
+
+
+def test_a_per_request_table_is_probed_for_a_block_only_near_its_head() -> None:
+    """A file that starts with a table's column names is a table: a million rows are not scanned for a console
+    block (that scan cost more than reading them); past the probed head, block lines are just malformed rows."""
+    from triage.sources.files import detect
+
+    rows = "ttft_s,e2e_s,output_tokens\n" + "0.1,1,10\n" * (detect.TABLE_PROBE_BYTES // 9 + 10)
+    block = (REAL / "vllm_bench_serve_rate_inf.txt").read_text()
+    assert detect.sniff(rows.encode(), "t.csv").fmt == "generic_csv"
+    assert detect.sniff((rows + block).encode(), "t.csv").fmt == "generic_csv"
+    assert detect.sniff((rows[:2000] + block).encode(), "t.csv").fmt == "serving_console"  # in the head: found

@@ -6,12 +6,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from triage.diagnosis import fast_stats
 from triage.diagnosis.client_signals import CORRELATION_SAMPLE, benchmark_signals
-from triage.diagnosis.fast_stats import positions, quantiles
 from triage.diagnosis.rules import resolve_slo
 from triage.knowledge.loader import load_knowledge
 from triage.run import Run
+from triage.sources import fast_stats
+from triage.sources.fast_stats import positions, quantiles
 
 QS = (0.0, 0.05, 0.5, 0.9, 0.99, 1.0)
 
@@ -100,3 +100,57 @@ def test_quantiles_interpolate_as_numpy_does():
     x = rng.lognormal(3, 1, 100_003)
     qs = tuple(rng.uniform(0.01, 0.99, 60).tolist())
     assert np.array_equal(quantiles(x, qs), np.quantile(x, qs))
+
+
+def test_parsed_quantiles_are_numpys_and_the_signals_select_none_again(monkeypatch):
+    """A parsed 120,000-row CSV keeps each latency column's quantiles (p50, p90, p99, and TTFT's p5, of the successful
+    requests, np.quantile's to the bit) on its Run; the signals read them: only the token and queue columns, which
+    the parse does not summarise by quantile, are selected again, and every signal equals a run without them."""
+    from triage.diagnosis import client_signals
+    from triage.sources.files import load_benchmark
+
+    rng = np.random.default_rng(4)
+    n = 120_000
+    ttft = rng.exponential(50.0, n)
+    e2e = ttft + rng.gamma(2.0, 900.0, n)
+    ok = rng.random(n) > 0.02
+    rows = "\n".join(f"{t!r},{e!r},{o},{p},{q!r},{'true' if k else 'false'}" for t, e, o, p, q, k in zip(
+        ttft.tolist(), e2e.tolist(), rng.integers(2, 400, n).tolist(), rng.integers(10, 4000, n).tolist(),
+        rng.exponential(20.0, n).tolist(), ok.tolist(), strict=True))
+    data = ("ttft_ms,e2e_latency_ms,output_tokens,prompt_tokens,queue_ms,ok\n" + rows + "\n").encode()
+    run = load_benchmark(data, "big.csv").runs[0]
+    df = run.requests
+    assert set(run.quantiles) == {"ttft_s", "tpot_s", "e2e_s"}
+    for col, kept in run.quantiles.items():
+        x = df[col].to_numpy()[ok]
+        x = x[np.isfinite(x)]
+        assert list(kept) == ([0.05] if col == "ttft_s" else []) + [0.5, 0.9, 0.99]
+        assert np.array_equal(list(kept.values()), np.quantile(x, list(kept))), col
+    assert run.summary["ttft_p90_s"] == run.quantiles["ttft_s"][0.9]
+
+    kb = load_knowledge()
+    slo = resolve_slo(kb).values
+    selected: list[int] = []
+
+    def counting(x: np.ndarray, qs: tuple[float, ...]) -> np.ndarray:
+        selected.append(x.size)
+        return quantiles(x, qs)
+
+    monkeypatch.setattr(client_signals, "quantiles", counting)
+    got = benchmark_signals(kb, run, slo)
+    assert len(selected) == 3  # prompt, output, queue: none of the latency columns (the kb reads no TPOT/E2E p5)
+    plain = benchmark_signals(kb, Run(run.label, requests=df, summary=run.summary), slo)
+    assert len(selected) == 3 + 6  # without them, all six columns
+    for name in kb.signals:
+        a, b = got.get(name), plain.get(name)
+        assert (a is None) == (b is None) and (a is None or a.value == b.value), name
+
+
+def test_ranks_are_pandas_average_ranks():
+    """The load correlation's ranks: pandas' rank() (ties share their mean rank), without building a Series."""
+    from triage.diagnosis.client_signals import _ranks
+
+    rng = np.random.default_rng(8)
+    for x in (rng.random(1_000), rng.integers(0, 30, 50_000).astype(float), np.array([2.0]), np.array([1.0, 1.0]),
+              np.array([3.0, 1.0, 3.0, 2.0, 1.0, 3.0])):
+        assert np.array_equal(_ranks(x), pd.Series(x).rank().to_numpy())

@@ -53,6 +53,9 @@ class Run:
     summary: dict[str, float] = field(default_factory=dict)
     definitions: dict[str, str] = field(default_factory=dict)
     meta: dict[str, str] = field(default_factory=dict)
+    # Exact quantiles (np.quantile's) of the successful requests' values per column of ``requests``, {q: value},
+    # taken while parsing; the signals read them instead of selecting the order statistics of a column again.
+    quantiles: dict[str, dict[float, float]] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def has_requests(self) -> bool:

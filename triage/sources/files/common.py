@@ -19,6 +19,7 @@ import pandas as pd
 from triage.errors import TriageError, UnknownFormat
 from triage.run import REQUEST_COLUMNS, Run
 from triage.safe_text import strip_control
+from triage.sources.fast_stats import quantiles
 
 TPOT_RECOMPUTED = "recomputed per request: (e2e − ttft)/(out − 1)"
 NON_NEGATIVE = ("start_s", "prompt_tokens", "output_tokens", "ttft_s", "e2e_s", "itl_s", "queue_s", "client_wait_s",
@@ -29,6 +30,10 @@ TOOL_WINS = ("duration_s", "req_per_s", "out_tok_per_s", "total_tok_per_s", "off
 # Per-request statistics; ITL is left out on purpose: the per-request itl_s column is each request's MEAN gap
 # (≈ its TPOT), while every tool that reports ITL pools all the gaps of all requests (pooled_itl below).
 STATS = (("ttft_s", "ttft"), ("tpot_s", "tpot"), ("e2e_s", "e2e"))
+# The quantiles taken of each STATS column (kept on the Run for the signals): the summary's p50, p90, p99, and for
+# TTFT its floor, p5, which the signals read too
+STATS_QS = (0.5, 0.9, 0.99)
+TTFT_QS = (0.05, *STATS_QS)
 ITL_KEYS = ("itl_mean_s", "itl_p50_s", "itl_p90_s", "itl_p99_s")
 MAX_META = 80
 QUOTE_CHARS = 40  # the most of a file a message quotes
@@ -340,42 +345,21 @@ def add_tpot(df: pd.DataFrame) -> bool:
     return True
 
 
-def quantiles(x: np.ndarray, qs: tuple[float, ...] = (0.5, 0.9, 0.99), sample: int = 20_000) -> np.ndarray:
-    """Exact quantiles (numpy's linear method) of a NaN-free array, about twice as fast as np.percentile on
-    large arrays: a random sample brackets each quantile, then only the values inside the bracket are partitioned."""
-    n = x.size
-    if n < 100_000:
-        return np.percentile(x, np.asarray(qs) * 100)
-    srt = np.sort(x[np.random.default_rng(12345).integers(0, n, sample)])
-    out = []
-    for q in qs:
-        h = (n - 1) * q
-        k = int(h)
-        frac = h - k
-        spread = 6 * (math.sqrt(sample * q * (1 - q)) + 1)
-        lo_i, hi_i = max(0, int(q * sample - spread)), min(sample - 1, int(q * sample + spread) + 1)
-        lo = srt[lo_i] if lo_i > 0 else -np.inf
-        hi = srt[hi_i] if hi_i < sample - 1 else np.inf
-        below = int(np.count_nonzero(x < lo))
-        inside = x[(x >= lo) & (x <= hi)]
-        j = k - below
-        if not 0 <= j < inside.size - 1:  # the sample missed (very unlikely): do it the slow way
-            return np.percentile(x, np.asarray(qs) * 100)
-        part = np.partition(inside, [j, j + 1])
-        out.append(part[j] + frac * (part[j + 1] - part[j]))
-    return np.asarray(out)
-
-
-def _percentiles(x: np.ndarray, keep: np.ndarray | None = None) -> tuple[float, ...] | None:
-    """(mean, p50, p90, p99) of the non-NaN values (of the rows in `keep`), or None when there are none."""
+def _stats(x: np.ndarray, keep: np.ndarray | None, qs: tuple[float, ...]) -> tuple[float, dict[float, float]] | None:
+    """(mean, {q: quantile}) of the non-NaN values (of the rows in `keep`), or None when there are none."""
     if keep is not None:
         x = x[keep]
     if np.isnan(np.add.reduce(x)):
         x = x[~np.isnan(x)]
     if not x.size:
         return None
-    p50, p90, p99 = quantiles(x)
-    return float(x.mean()), float(p50), float(p90), float(p99)
+    return float(x.mean()), dict(zip(qs, quantiles(x, qs).tolist(), strict=True))
+
+
+def _percentiles(x: np.ndarray, keep: np.ndarray | None = None) -> tuple[float, ...] | None:
+    """(mean, p50, p90, p99) of the non-NaN values (of the rows in `keep`), or None when there are none."""
+    stats = _stats(x, keep, (0.5, 0.9, 0.99))
+    return None if stats is None else (stats[0], *stats[1].values())
 
 
 def pooled_itl(gaps: np.ndarray, lengths: np.ndarray, ok: np.ndarray | None) -> dict[str, float]:
@@ -415,8 +399,9 @@ def _token_sum(x: np.ndarray, keep: np.ndarray | None) -> tuple[float, int]:
     return float(np.add.reduce(x, where=valid)), int(np.count_nonzero(valid))
 
 
-def request_summary(df: pd.DataFrame) -> dict[str, float]:
-    """Canonical summary from the per-request table (successful requests only)."""
+def request_summary(df: pd.DataFrame, kept: dict[str, dict[float, float]] | None = None) -> dict[str, float]:
+    """Canonical summary from the per-request table (successful requests only); ``kept`` receives the quantiles
+    (STATS_QS) of each latency column whose values are all finite (those the signals would select again)."""
     n = len(df)
     ok = df["ok"].to_numpy(dtype=bool) if "ok" in df else np.ones(n, dtype=bool)
     completed = int(ok.sum())
@@ -426,15 +411,19 @@ def request_summary(df: pd.DataFrame) -> dict[str, float]:
 
     def work(col: str) -> Any:
         x = df[col].to_numpy()
-        return _token_sum(x, keep) if col in token_cols else _percentiles(x, keep)
+        return _token_sum(x, keep) if col in token_cols else _stats(x, keep, TTFT_QS if col == "ttft_s" else STATS_QS)
 
     results = dict(zip([c for c, _ in stats] + token_cols,
                        parallel_map(work, [c for c, _ in stats] + token_cols, n), strict=True))
     out: dict[str, float] = {"completed": float(completed), "failed": float(n - completed)}
     for col, key in stats:
         if results[col] is not None:
-            for stat, value in zip(("mean", "p50", "p90", "p99"), results[col], strict=True):
-                out[f"{key}_{stat}_s"] = value
+            mean, qs = results[col]
+            out[f"{key}_mean_s"] = mean
+            for stat, q in (("p50", 0.5), ("p90", 0.9), ("p99", 0.99)):
+                out[f"{key}_{stat}_s"] = qs[q]
+            if kept is not None and math.isfinite(mean):  # a finite mean: no infinite value among them
+                kept[col] = qs
     tokens: dict[str, float] = {}
     for col in token_cols:
         total, valid = results[col]
@@ -478,6 +467,7 @@ def build_run(
     """Validate the per-request table, recompute TPOT, merge request and tool summaries into one Run."""
     defs = dict(definitions or {})
     summary = clean_summary(tool or {}, ctx, key)
+    kept: dict[str, dict[float, float]] = {}
     if requests is not None:
         names = names or {}
         check_requests(requests, ctx, names, rows, key)
@@ -485,13 +475,14 @@ def build_run(
         if "tpot_s" not in requests.columns and add_tpot(requests):  # a parser's own tpot_s is kept (defs say how)
             defs["tpot"] = TPOT_RECOMPUTED
         requests = requests[[c for c in REQUEST_COLUMNS if c in requests.columns]]
-        merged = {**summary, **request_summary(requests)}
+        merged = {**summary, **request_summary(requests, kept)}
         merged.update({k: summary[k] for k in TOOL_WINS if k in summary})
         summary = merged
     for k, v in (overrides or {}).items():
         if v is not None and math.isfinite(v):
             summary[k] = float(v)
-    return Run(label=label, requests=requests, summary=summary, definitions=defs, meta=short_meta(meta))
+    return Run(label=label, requests=requests, summary=summary, definitions=defs, meta=short_meta(meta),
+               quantiles=kept)
 
 
 def frame(columns: Mapping[str, np.ndarray]) -> pd.DataFrame:

@@ -160,15 +160,38 @@ def _string_to_float(col: pa.ChunkedArray, src: str, ctx: Ctx, row_offset: int) 
     return pc.cast(cleaned, pa.float64())
 
 
+def _pool_floats(n: int) -> np.ndarray:
+    """A writable float64 array in Arrow's memory pool: it reuses the pages the CSV parser freed (a numpy
+    allocation would add to the peak while the pool keeps them)."""
+    return np.frombuffer(pa.allocate_buffer(n * 8), dtype=np.float64) if n else np.empty(0)
+
+
 def _to_numpy(arr: pa.ChunkedArray | pa.Array, factor: float) -> np.ndarray:
-    """float64 built in Arrow's pool (it reuses the parser's freed pages), then a zero-copy, read-only numpy view."""
-    if factor != 1.0:
-        arr = pc.multiply(arr, pa.scalar(factor, pa.float64()))
-    if arr.null_count:
-        arr = pc.fill_null(arr, pa.scalar(np.nan, pa.float64()))
-    if isinstance(arr, pa.ChunkedArray):
-        arr = arr.combine_chunks()
-    return arr.to_numpy(zero_copy_only=False)
+    """float64 values × factor, NaN for nulls, in one pass: each chunk is read in place (a numpy view of Arrow's
+    buffer when it has no null) and written, scaled and cast, straight into the result. Integers are rounded to
+    the nearest float64 as numpy does (epoch nanoseconds are beyond 2**53; an Arrow safe cast refused them)."""
+    chunks = arr.chunks if isinstance(arr, pa.ChunkedArray) else [arr]
+    out = _pool_floats(len(arr))
+    if arr.null_count == 0 and (pa.types.is_floating(arr.type) or pa.types.is_integer(arr.type)) and chunks:
+        np.concatenate([chunk.to_numpy(zero_copy_only=True) for chunk in chunks], out=out, casting="same_kind")
+        if factor != 1.0:
+            np.multiply(out, factor, out=out)
+        return out
+    at = 0
+    for chunk in chunks:
+        n = len(chunk)
+        if not n:
+            continue
+        if chunk.null_count == 0 and (pa.types.is_floating(chunk.type) or pa.types.is_integer(chunk.type)):
+            values = chunk.to_numpy(zero_copy_only=True)
+        else:  # nulls, booleans, decimals: Arrow's float64 with NaN for the nulls first
+            values = pc.fill_null(pc.cast(chunk, pa.float64()), np.nan).to_numpy(zero_copy_only=False)
+        if factor != 1.0:
+            np.multiply(values, factor, out=out[at:at + n])
+        else:
+            out[at:at + n] = values
+        at += n
+    return out
 
 
 def to_float(col: pa.ChunkedArray, src: str, ctx: Ctx, row_offset: int, factor: float = 1.0) -> np.ndarray:
@@ -177,7 +200,7 @@ def to_float(col: pa.ChunkedArray, src: str, ctx: Ctx, row_offset: int, factor: 
     if pa.types.is_null(t):
         return np.full(len(col), np.nan)
     if pa.types.is_integer(t) or pa.types.is_floating(t) or pa.types.is_decimal(t) or pa.types.is_boolean(t):
-        return _to_numpy(pc.cast(col, pa.float64()), factor)
+        return _to_numpy(col, factor)
     if pa.types.is_string(t) or pa.types.is_large_string(t):
         return _to_numpy(_string_to_float(col, src, ctx, row_offset), factor)
     raise ctx.fail(f"column {src} holds {t} values, expected numbers")
@@ -187,7 +210,7 @@ def _epoch_factor(x: np.ndarray, factor: float, src: str, ctx: Ctx) -> float:
     """Unit-less epoch timestamps in ms or ns are recognised by size (with a note)."""
     if factor != 1.0 or not np.isfinite(x).any():
         return factor
-    big = float(np.nanmax(np.abs(x)))
+    big = float(max(np.fmax.reduce(x), -np.fmin.reduce(x)))  # the largest |value|, NaN left out, no copy
     if big > 1e14:
         ctx.notes.append(f"column {src} read as epoch nanoseconds")
         return 1e-9
@@ -217,9 +240,11 @@ def to_start(col: pa.ChunkedArray, src: str, factor: float, ctx: Ctx, row_offset
         x[parsed.isna().to_numpy()] = np.nan
     else:
         x = to_float(col, src, ctx, row_offset)
-        x = x * _epoch_factor(x, factor, src, ctx)
+        scale = _epoch_factor(x, factor, src, ctx)
+        if scale != 1.0:
+            x *= scale  # x is this function's own array: scaled and shifted in place
     if np.isfinite(x).any():
-        x = x - np.nanmin(x)
+        x -= np.nanmin(x)
     return x
 
 
@@ -270,19 +295,20 @@ def table_to_frame(table: pa.Table, ctx: Ctx, row_offset: int) -> tuple[pd.DataF
     names = [str(n) for n in table.column_names]
     mapping = map_columns(names, ctx)
     numeric = [(canon, src, factor) for canon, (src, factor) in mapping.items() if canon not in ("ok", "error")]
+    # the success flags are one more job, the last: a bad number is still reported before a bad flag
+    flags = [("ok", "", 1.0)] if "ok" in mapping or "error" in mapping else []
 
-    def convert(item: tuple[str, str, float]) -> np.ndarray:
+    def convert(item: tuple[str, str, float]) -> np.ndarray | None:
         canon, src, factor = item
+        if canon == "ok":
+            return _ok_column(table, names, mapping, ctx, row_offset)
         col = table.column(names.index(src))
         if canon == "start_s":
             return to_start(col, src, factor, ctx, row_offset)
         return to_float(col, src, ctx, row_offset, factor)
 
-    arrays = parallel_map(convert, numeric, table.num_rows)
-    cols = {canon: x for (canon, _, _), x in zip(numeric, arrays, strict=True)}
-    ok = _ok_column(table, names, mapping, ctx, row_offset)
-    if ok is not None:
-        cols["ok"] = ok
+    arrays = parallel_map(convert, numeric + flags, table.num_rows)
+    cols = {canon: x for (canon, _, _), x in zip(numeric + flags, arrays, strict=True) if x is not None}
     _unit_hint(cols, mapping, ctx)
     return frame(cols), {canon: src for canon, src, _ in numeric}
 

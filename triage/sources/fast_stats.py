@@ -64,7 +64,9 @@ def _order_stats(x: np.ndarray, ranks: list[int]) -> dict[int, float] | None:
         lo = sample[lo_i] if lo_i > 0 else -np.inf
         hi = sample[hi_i] if hi_i < SAMPLE - 1 else np.inf
         below = int(np.count_nonzero(x < lo))
-        inside = x[(x >= lo) & (x <= hi)]  # the values of ranks below … below + inside.size - 1, in some order
+        # the values of ranks below … below + inside.size - 1, in some order (a few percent of x: gathered by index,
+        # which is several times faster than a boolean index over a million values)
+        inside = x.take(np.flatnonzero((x >= lo) & (x <= hi)))
         here = [r for r in ranks if r not in out and below <= r < below + inside.size]
         if k not in here:
             return None
@@ -96,6 +98,6 @@ def positions(points: np.ndarray, values: np.ndarray, side: Literal["left", "rig
     start = np.cumsum(per) - per  # points in the cells before each cell: the position of a value in an empty cell
     start[per > 0] = -1
     out = start[cell(values)]
-    exact = out < 0
-    out[exact] = np.searchsorted(points, values[exact], side=side)
+    exact = np.flatnonzero(out < 0)  # a few percent of the values: gathered by index, not a boolean mask
+    out[exact] = np.searchsorted(points, values.take(exact), side=side)
     return out
