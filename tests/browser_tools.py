@@ -1,4 +1,9 @@
-"""Real-browser plumbing: a fresh Streamlit server per test and Debian Chromium through Playwright."""
+"""Real-browser plumbing: Streamlit servers on free ports and Debian Chromium through Playwright.
+
+One Chromium per test process (each xdist worker), and each test gets a fresh browser context (its own cookies,
+storage and HTTP cache, so its own Streamlit session). Tests that need nothing of the server's own share one
+server per process (the ``app_url`` fixture); a test that needs a fresh server, other settings or environment
+starts its own with ``streamlit_server``."""
 
 from __future__ import annotations
 
@@ -11,6 +16,8 @@ import urllib.request
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+
+import pytest
 
 from tests.prom_harness import free_port, stop_process
 
@@ -63,17 +70,58 @@ def streamlit_server(env: dict[str, str] | None = None, cwd: Path | None = None)
         log.close()
 
 
+_SHARED: dict[str, object] = {}
+
+
+def shared_browser():
+    """This process's Chromium, launched at first use (about 5 s) and again if it has gone away."""
+    browser = _SHARED.get("browser")
+    if browser is None or not browser.is_connected():  # type: ignore[attr-defined]
+        from playwright.sync_api import sync_playwright
+
+        if "playwright" not in _SHARED:
+            _SHARED["playwright"] = sync_playwright().start()
+        browser = _SHARED["playwright"].chromium.launch(  # type: ignore[attr-defined]
+            executable_path=CHROMIUM, args=ARGS, headless=True)
+        _SHARED["browser"] = browser
+    return browser
+
+
+def close_shared_browser() -> None:
+    """Close this process's Chromium and Playwright driver, if a test started them (tests/conftest.py)."""
+    browser, playwright = _SHARED.pop("browser", None), _SHARED.pop("playwright", None)
+    try:
+        if browser is not None:
+            browser.close()  # type: ignore[attr-defined]
+    finally:
+        if playwright is not None:
+            playwright.stop()  # type: ignore[attr-defined]
+
+
 @contextmanager
 def chromium_page() -> Iterator[object]:
-    from playwright.sync_api import sync_playwright
+    """A page in a fresh context of the shared Chromium: nothing carried over from another test or page."""
+    context = shared_browser().new_context(viewport={"width": 1440, "height": 1000})
+    try:
+        yield context.new_page()
+    finally:
+        context.close()
 
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=ARGS, headless=True)
-        page = browser.new_page(viewport={"width": 1440, "height": 1000})
-        try:
-            yield page
-        finally:
-            browser.close()
+
+@pytest.fixture(scope="session")
+def app_url(tmp_path_factory) -> Iterator[str]:
+    """One ``streamlit run app.py`` for the process's tests that change nothing of the server's own (each has its
+    own browser context, so its own session); its experiment log is a file of this run."""
+    log = tmp_path_factory.mktemp("shared-app") / "log.sqlite3"
+    with streamlit_server({"TRIAGE_LOG_DB": str(log)}) as url:
+        yield url
+
+
+def script_finished(page, timeout_ms: int = 60000) -> None:
+    """Wait until no script run (a page's, a rerun's or a fragment's timed one) is in progress: Streamlit's
+    run-state attribute on the app reads 'notRunning'."""
+    page.wait_for_function("() => document.querySelector('[data-test-script-state]')"
+                           "?.getAttribute('data-test-script-state') === 'notRunning'", timeout=timeout_ms)
 
 
 def click_tree_node(page, node_id: str, key: str = "tree") -> None:
@@ -119,8 +167,7 @@ def after_rerun(page, act, timeout_ms: int = 60000) -> None:
     so the next step does not race a rerun that replaces the element it acts on. It first waits for the run in
     progress to end (the element acted on may be drawn before the page's own run finishes): a rerun requested
     mid-run restarts that run without the attribute leaving 'running', so the watch would miss it."""
-    page.wait_for_function("() => document.querySelector('[data-test-script-state]')"
-                           "?.getAttribute('data-test-script-state') === 'notRunning'", timeout=timeout_ms)
+    script_finished(page, timeout_ms)
     page.evaluate(_WATCH_RUN_JS)
     act()
     page.wait_for_function("window.__triageRanAgain === true", timeout=timeout_ms)

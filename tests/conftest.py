@@ -17,6 +17,7 @@ os.environ.setdefault("TRIAGE_DEBUG", "1")
 # Records of checked trees (triage/knowledge/checked.py) go to a folder of this run, never the user's ~/.cache.
 os.environ["TRIAGE_CACHE_DIR"] = tempfile.mkdtemp(prefix="triage-test-cache-")
 
+from tests.browser_tools import app_url, close_shared_browser  # noqa: E402,F401  (app_url: the shared server)
 from tests.fleet_history import fleet_history  # noqa: E402,F401  (session fixture: the simulated fleet)
 from triage.knowledge.loader import DEFAULT_TREE_DIR, load_knowledge  # noqa: E402
 
@@ -85,6 +86,11 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.xdist_group("browser"))
         elif FLEET_FIXTURES.intersection(names):
             item.add_marker(pytest.mark.xdist_group("fleet"))
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """Close the Chromium that browser tests of this process shared (tests/browser_tools.py), if one ran."""
+    close_shared_browser()
 
 
 @pytest.fixture(scope="session")

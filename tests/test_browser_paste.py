@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser_tools import ARTIFACTS, CHROMIUM, after_rerun, chromium_page, streamlit_server
+from tests.browser_tools import ARTIFACTS, CHROMIUM, after_rerun, chromium_page
 
 pytestmark = [pytest.mark.browser,
               pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian chromium is not installed")]
@@ -23,12 +23,12 @@ CHARTS_JS = """() => Array.from(document.querySelectorAll('.js-plotly-plot')).ma
 }))"""
 
 
-def test_pasting_a_vllm_log_lights_its_branch_and_draws_its_time_series():
+def test_pasting_a_vllm_log_lights_its_branch_and_draws_its_time_series(app_url):
     from playwright.sync_api import expect
 
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    with streamlit_server() as url, chromium_page() as page:
-        page.goto(f"{url}/benchmark")
+    with chromium_page() as page:
+        page.goto(f"{app_url}/benchmark")
         expect(page.get_by_text("Showing the bundled sample")).to_be_visible(timeout=30000)
         page.get_by_text("Or paste text").click()
         area = page.locator(".st-key-bench_paste textarea")
@@ -54,11 +54,11 @@ def test_pasting_a_vllm_log_lights_its_branch_and_draws_its_time_series():
 METRICS = Path(__file__).resolve().parent / "fixtures" / "metrics" / "vllm.txt"
 
 
-def test_a_scrape_pasted_on_live_is_diagnosed_and_kept_with_its_source_across_a_page_switch():
+def test_a_scrape_pasted_on_live_is_diagnosed_and_kept_with_its_source_across_a_page_switch(app_url):
     from playwright.sync_api import expect
 
-    with streamlit_server() as url, chromium_page() as page:
-        page.goto(f"{url}/live?source=snapshots")
+    with chromium_page() as page:
+        page.goto(f"{app_url}/live?source=snapshots")
         page.get_by_text("Or paste text").click()
         area = page.locator(".st-key-live_paste textarea")
         expect(area).to_be_visible(timeout=30000)

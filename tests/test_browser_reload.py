@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser_tools import CHROMIUM, after_rerun, chromium_page, streamlit_server
+from tests.browser_tools import CHROMIUM, after_rerun, chromium_page
 
 pytestmark = [pytest.mark.browser,
               pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian chromium is not installed")]
@@ -16,12 +16,12 @@ FIXTURE = Path(__file__).parent / "fixtures" / "real" / "vllm" / "queueing" / "v
 NOTE = "p99 doubled at 14:02 after the deploy"
 
 
-def test_reload_of_retro_keeps_the_data_and_the_notes() -> None:
+def test_reload_of_retro_keeps_the_data_and_the_notes(app_url) -> None:
     """Before, a reload swapped the data for the bundled sample (High TTFT 22.3 s) and the notes were gone."""
     from playwright.sync_api import expect
 
-    with streamlit_server() as url, chromium_page() as page:
-        page.goto(f"{url}/benchmark")
+    with chromium_page() as page:
+        page.goto(f"{app_url}/benchmark")
         uploader = page.locator("[data-testid=stFileUploaderDropzoneInput]")
         uploader.wait_for(state="attached", timeout=60000)
         uploader.set_input_files(str(FIXTURE))

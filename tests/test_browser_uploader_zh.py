@@ -8,7 +8,7 @@ import os
 
 import pytest
 
-from tests.browser_tools import CHROMIUM, chromium_page, streamlit_server
+from tests.browser_tools import CHROMIUM, chromium_page
 
 pytestmark = [pytest.mark.browser,
               pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian chromium is not installed")]
@@ -17,11 +17,11 @@ AFTER = """zone => [...zone.querySelectorAll('*')]
   .map(el => getComputedStyle(el, '::after').content).filter(c => c && c !== 'none' && c !== 'normal')"""
 
 
-def test_the_uploader_speaks_chinese():
+def test_the_uploader_speaks_chinese(app_url):
     from playwright.sync_api import expect
 
-    with streamlit_server() as url, chromium_page() as page:
-        page.goto(f"{url}/benchmark?lang=zh")
+    with chromium_page() as page:
+        page.goto(f"{app_url}/benchmark?lang=zh")
         zone = page.locator(".st-key-bench_upload [data-testid=stFileUploaderDropzone]")
         expect(zone).to_be_visible(timeout=120000)
         shown = zone.inner_text()
