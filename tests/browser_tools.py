@@ -117,11 +117,15 @@ def app_url(tmp_path_factory) -> Iterator[str]:
         yield url
 
 
+_SCRIPT_FINISHED_JS = """() => document.querySelector('[data-test-script-state]')
+  ?.getAttribute('data-test-script-state') === 'notRunning' && !document.querySelector('[data-stale="true"]')"""
+
+
 def script_finished(page, timeout_ms: int = 60000) -> None:
     """Wait until no script run (a page's, a rerun's or a fragment's timed one) is in progress: Streamlit's
-    run-state attribute on the app reads 'notRunning'."""
-    page.wait_for_function("() => document.querySelector('[data-test-script-state]')"
-                           "?.getAttribute('data-test-script-state') === 'notRunning'", timeout=timeout_ms)
+    run-state attribute on the app reads 'notRunning' and no element of an earlier run stands stale (a run
+    stopped for a rerun reads 'notRunning' for a moment, but leaves its stale elements until the next run ends)."""
+    page.wait_for_function(_SCRIPT_FINISHED_JS, timeout=timeout_ms)
 
 
 def click_tree_node(page, node_id: str, key: str = "tree") -> None:

@@ -8,7 +8,15 @@ import re
 
 import pytest
 
-from tests.browser_tools import ARTIFACTS, CHROMIUM, after_rerun, chromium_page, click_tree_node, streamlit_server
+from tests.browser_tools import (
+    ARTIFACTS,
+    CHROMIUM,
+    after_rerun,
+    chromium_page,
+    click_tree_node,
+    script_finished,
+    streamlit_server,
+)
 
 pytestmark = [pytest.mark.browser,
               pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian chromium is not installed")]
@@ -25,7 +33,8 @@ def test_first_request_deep_link_to_technique_page():
     expect = _expect()
     with streamlit_server() as url, chromium_page() as page:
         page.goto(f"{url}/technique?id=chunked_prefill")
-        expect(page.get_by_role("heading", name="Chunked prefill").first).to_be_visible(timeout=30000)
+        expect(page.get_by_role("heading", name="Chunked prefill").first).to_be_visible(timeout=60000)
+        script_finished(page)  # the whole page is drawn: what follows reads it, and its absences are final
         expect(page.get_by_text("Minimal-change-first checklist")).to_be_visible()
         # app.py framed the page: its navigation titles, not the legacy file list, are in the sidebar
         expect(page.get_by_role("link", name="Diagnose")).to_be_visible()
@@ -37,7 +46,8 @@ def test_first_request_deep_link_to_node():
     expect = _expect()
     with streamlit_server() as url, chromium_page() as page:
         page.goto(f"{url}/?node=ttft.queueing")
-        expect(page.get_by_text("Requests queue too long").first).to_be_visible(timeout=30000)
+        expect(page.get_by_text("Requests queue too long").first).to_be_visible(timeout=60000)
+        script_finished(page)
         expect(page.get_by_text("vllm:request_queue_time_seconds").first).to_be_visible()
         expect(page.get_by_role("link", name="Benchmark")).to_be_visible()
         assert page.get_by_text("Page not found").count() == 0
@@ -77,7 +87,7 @@ def test_verify_page_upload_two_files_and_see_the_verdict(tmp_path):
         page.screenshot(path=str(ARTIFACTS / "verify.png"), full_page=True)
         # both uploads' bytes were released after the parse: a later run compares from the server's cache
         page.locator(".st-key-verify_who input").fill("oncall")
-        page.locator(".st-key-verify_who input").press("Enter")
+        after_rerun(page, lambda: page.locator(".st-key-verify_who input").press("Enter"))
         page.locator(".st-key-verify_save button").click()
         expect(page.get_by_text("Saved as experiment #1")).to_be_visible(timeout=30000)
         expect(page.get_by_text("Overall: gain confirmed")).to_be_visible()
@@ -117,8 +127,6 @@ def test_live_demo_refreshes_by_itself_keeps_the_open_tab_and_stays_usable(app_u
     tab opens first; another tab draws its own panels, and stays open across the timed refresh."""
     import re
 
-    from tests.browser_tools import script_finished
-
     expect = _expect()
     with chromium_page() as page:
         page.goto(f"{app_url}/live")
@@ -146,6 +154,7 @@ def test_memory_page_70b_fp8_on_4_h100_names_no_shortage_branch(app_url):
     with chromium_page() as page:
         page.goto(f"{app_url}/memory?model=llama-3.1-70b&gpu=h100&weights=fp8&tp=4")
         expect(page.get_by_text("It fits").first).to_be_visible(timeout=60000)
+        script_finished(page)
         expect(page.get_by_text("headroom").first).to_be_visible()
         body = page.inner_text("body")
         assert "Branch" not in body and "memory.weights" not in body and "memory.kv_cache" not in body
@@ -170,6 +179,7 @@ def test_every_page_in_chinese_shows_no_english_ui_sentence(app_url):
             sep = "&" if "?" in path else "?"
             page.goto(f"{app_url}{path}{sep}lang=zh")
             page.wait_for_selector(ready, state="visible", timeout=180000)
+            script_finished(page)  # the page drawn in full, no element of an earlier run left
             page.wait_for_function("() => document.querySelectorAll('[data-stale=\"true\"]').length === 0",
                                    timeout=60000)
             body = page.inner_text("body")
@@ -188,6 +198,7 @@ def test_refused_upload_shows_no_sample_findings(app_url):
             files=[{"name": "broken.json", "mimeType": "application/json", "buffer": b'{"date": "2025", "model_id": '}],
             timeout=120000)  # the uploader's code loads lazily; slow on a busy machine
         expect(page.get_by_text("Could not read broken.json").first).to_be_visible(timeout=30000)
+        script_finished(page)  # the sample's findings of the run before the upload are gone only once it ends
         expect(page.get_by_text("bundled sample is hidden")).to_be_visible()
         body = page.inner_text("body")
         assert "Requests queue too long" not in body and "Parsed" not in body
@@ -207,6 +218,7 @@ def test_upload_survives_a_round_trip_through_diagnose(app_url, tmp_path):
         expect(page.get_by_text("Decision tree")).to_be_visible(timeout=30000)
         page.get_by_role("link", name="Benchmark").click()
         expect(page.get_by_text("Detected format: vLLM").first).to_be_visible(timeout=30000)
+        script_finished(page)
         expect(page.locator(".st-key-bench_choice").get_by_role("combobox")).to_have_value("vllm_detailed.json")
         assert page.get_by_text("Showing the bundled sample").count() == 0
 
@@ -238,6 +250,7 @@ def test_evidence_tables_fit_their_half_width_column_at_1024_px(app_url):
         page.goto(f"{app_url}/live")
         tables = page.locator(".triage-table-wrap")
         expect(tables.first).to_be_visible(timeout=60000)
+        script_finished(page)  # every table drawn before they are measured
         widths = tables.evaluate_all("ws => ws.map(w => [w.scrollWidth, w.clientWidth])")
         assert widths and all(scroll <= client + 1 for scroll, client in widths), widths
         heads = page.locator(".triage-table th[scope=row]").evaluate_all(

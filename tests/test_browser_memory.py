@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from tests.browser_tools import CHROMIUM, chromium_page
+from tests.browser_tools import CHROMIUM, chromium_page, script_finished
 
 pytestmark = [pytest.mark.browser,
               pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian chromium is not installed")]
@@ -40,6 +40,7 @@ def test_memory_page_is_whole_at_1024_px(app_url):
         # the KPI cards may arrive after the tables (the page streams its elements): wait for them, then measure
         page.wait_for_function("() => document.querySelectorAll('[data-testid=stMetricValue]').length >= 4",
                                timeout=60000)
+        script_finished(page)  # the page drawn in full before it is measured
         assert page.locator("[data-testid=stMetricValue]").count() == 4
         assert page.evaluate(CUT_JS) == []
         assert page.evaluate(SPLIT_JS) == []

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser_tools import CHROMIUM, after_rerun, chromium_page
+from tests.browser_tools import CHROMIUM, after_rerun, chromium_page, script_finished
 
 pytestmark = [pytest.mark.browser,
               pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian chromium is not installed")]
@@ -34,5 +34,6 @@ def test_reload_of_retro_keeps_the_data_and_the_notes(app_url) -> None:
         page.wait_for_function("location.search.includes('walk=')", timeout=30000)
         page.reload()
         expect(page.get_by_role("textbox", name="Note")).to_have_value(NOTE, timeout=60000)
+        script_finished(page)
         expect(page.get_by_text("Data for this walk: vllm_bench.json").first).to_be_visible()
         assert page.get_by_text("Bundled sample").count() == 0

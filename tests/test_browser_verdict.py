@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from tests.browser_tools import CHROMIUM, POINT_XY_JS, chromium_page, click_tree_node
+from tests.browser_tools import CHROMIUM, POINT_XY_JS, chromium_page, click_tree_node, script_finished
 from triage.knowledge.loader import load_knowledge
 
 pytestmark = [pytest.mark.browser,
@@ -41,6 +41,7 @@ def test_verdict_and_first_action_above_600_px_at_1024(app_url, lang: str, sente
             page.goto(f"{app_url}/{path}{'&' if '?' in path else '?'}lang={lang}")
             block = page.locator(VERDICT)
             expect(block.get_by_text(command).first).to_be_visible(timeout=60000)
+            script_finished(page)  # every element above the verdict drawn before its place is measured
             expect(block.get_by_text(sentence).first).to_be_visible()
             assert page.evaluate("window.scrollY") == 0
             assert _bottom_of_text(page, sentence) <= FOLD_PX, (path, lang)
