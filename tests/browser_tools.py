@@ -128,8 +128,16 @@ def script_finished(page, timeout_ms: int = 60000) -> None:
     page.wait_for_function(_SCRIPT_FINISHED_JS, timeout=timeout_ms)
 
 
+_PLOT_SETTLED_JS = """(key) => { const gd = document.querySelector(`.st-key-${key} .js-plotly-plot`);
+  return !!gd && !!gd._fullLayout && Math.abs(gd._fullLayout.width - gd.getBoundingClientRect().width) < 2; }"""
+
+
 def click_tree_node(page, node_id: str, key: str = "tree") -> None:
-    page.wait_for_selector(f".st-key-{key} .js-plotly-plot .scatterlayer path.point", timeout=30000)
+    """Click a node of the plotly tree at its drawn place, once the page's run is over and the plot has taken its
+    final width (a click computed from an earlier layout lands beside the node)."""
+    page.wait_for_selector(f".st-key-{key} .js-plotly-plot .scatterlayer path.point", timeout=60000)
+    script_finished(page)
+    page.wait_for_function(_PLOT_SETTLED_JS, arg=key, timeout=60000)
     point = page.evaluate(POINT_XY_JS, [key, node_id])
     assert point is not None, f"node {node_id} is not drawn"
     page.mouse.click(point["x"], point["y"])

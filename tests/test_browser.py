@@ -59,13 +59,13 @@ def test_click_technique_node_then_open_its_page(app_url):
     with chromium_page() as page:
         page.goto(f"{app_url}/")
         click_tree_node(page, "prefix_caching")
-        expect(page).to_have_url(f"{app_url}/?node=prefix_caching", timeout=15000)
+        expect(page).to_have_url(f"{app_url}/?node=prefix_caching", timeout=60000)
         link = page.get_by_role("link", name="Open the Prefix caching page")
-        expect(link).to_be_visible(timeout=15000)
+        expect(link).to_be_visible(timeout=60000)
         page.screenshot(path=str(ARTIFACTS / "tree-selected.png"), full_page=True)
         link.click()
-        expect(page).to_have_url(f"{app_url}/technique?id=prefix_caching&lang=en", timeout=15000)
-        expect(page.get_by_role("heading", name="Prefix caching").first).to_be_visible(timeout=15000)
+        expect(page).to_have_url(f"{app_url}/technique?id=prefix_caching&lang=en", timeout=60000)
+        expect(page.get_by_role("heading", name="Prefix caching").first).to_be_visible(timeout=60000)
         page.screenshot(path=str(ARTIFACTS / "technique-page.png"), full_page=True)
 
 
@@ -117,7 +117,7 @@ def test_file_over_the_upload_limit_is_refused_and_the_page_keeps_its_data():
         expect(page.get_by_text("Showing the bundled sample")).to_be_visible(timeout=30000)
         page.locator(".st-key-bench_upload input[type=file]").set_input_files(
             files=[{"name": "huge.csv", "mimeType": "text/csv", "buffer": big}])
-        expect(page.get_by_text("File must be 1.0MB or smaller")).to_be_visible(timeout=15000)
+        expect(page.get_by_text("File must be 1.0MB or smaller")).to_be_visible(timeout=60000)
         expect(page.get_by_text("Showing the bundled sample")).to_be_visible()
         expect(page.get_by_text("Requests queue too long").first).to_be_visible()
 
@@ -146,7 +146,7 @@ def test_live_demo_refreshes_by_itself_keeps_the_open_tab_and_stays_usable(app_u
         expect(page.get_by_role("tab", name=re.compile("Load and KV cache"))).to_have_attribute("aria-selected", "true")
         expect(page.get_by_text("Requests queue too long").first).to_be_visible()
         page.get_by_role("link", name="Diagnose").click()  # the page still answers a click during refreshes
-        expect(page.get_by_text("Decision tree")).to_be_visible(timeout=15000)
+        expect(page.get_by_text("Decision tree")).to_be_visible(timeout=60000)
 
 
 def test_memory_page_70b_fp8_on_4_h100_names_no_shortage_branch(app_url):
