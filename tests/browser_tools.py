@@ -71,6 +71,7 @@ def streamlit_server(env: dict[str, str] | None = None, cwd: Path | None = None)
 
 
 _SHARED: dict[str, object] = {}
+_SOCKETS: dict[object, list] = {}  # page -> its websockets, newest last
 
 
 def shared_browser():
@@ -102,9 +103,14 @@ def close_shared_browser() -> None:
 def chromium_page() -> Iterator[object]:
     """A page in a fresh context of the shared Chromium: nothing carried over from another test or page."""
     context = shared_browser().new_context(viewport={"width": 1440, "height": 1000})
+    page = context.new_page()
+    sockets: list = []
+    page.on("websocket", lambda ws: sockets.append(ws))  # its connections to Streamlit, for after_rerun
+    _SOCKETS[page] = sockets
     try:
-        yield context.new_page()
+        yield page
     finally:
+        _SOCKETS.pop(page, None)
         context.close()
 
 
@@ -163,23 +169,28 @@ def english_ui_sentences(min_words: int = 3) -> set[str]:
     return out
 
 
-_WATCH_RUN_JS = """() => {
-  const app = document.querySelector('[data-test-script-state]');
-  window.__triageSawRun = false; window.__triageRanAgain = false;
-  new MutationObserver(() => {
-    const state = app.getAttribute('data-test-script-state');
-    if (state === 'running') window.__triageSawRun = true;
-    else if (window.__triageSawRun && state === 'notRunning') window.__triageRanAgain = true;
-  }).observe(app, {attributes: true, attributeFilter: ['data-test-script-state']});
-}"""
+def _run_finished(payload: str | bytes) -> bool:
+    """A frame from the server saying a script run (or a fragment's) ended, not one stopped for a rerun."""
+    from streamlit.proto.ForwardMsg_pb2 import ForwardMsg
+
+    if not isinstance(payload, bytes):
+        return False
+    msg = ForwardMsg()
+    msg.ParseFromString(payload)
+    return msg.WhichOneof("type") == "script_finished" and msg.script_finished in (
+        ForwardMsg.FINISHED_SUCCESSFULLY, ForwardMsg.FINISHED_FRAGMENT_RUN_SUCCESSFULLY)
 
 
 def after_rerun(page, act, timeout_ms: int = 60000) -> None:
-    """Do ``act`` and return once the script run it starts has finished (Streamlit's own run-state attribute),
-    so the next step does not race a rerun that replaces the element it acts on. It first waits for the run in
-    progress to end (the element acted on may be drawn before the page's own run finishes): a rerun requested
-    mid-run restarts that run without the attribute leaving 'running', so the watch would miss it."""
+    """Do ``act`` and return once the script run it starts has finished and the page shows its end, so the next
+    step does not race a rerun that replaces the element it acts on.
+
+    It first waits for the run in progress to end (the element acted on may be drawn before the page's own run
+    finishes). The end of the new run is the server's own message on the page's websocket: the run-state
+    attribute is no witness, since a busy browser can take a short run's start and end in one render and the
+    attribute never leaves 'notRunning'."""
     script_finished(page, timeout_ms)
-    page.evaluate(_WATCH_RUN_JS)
-    act()
-    page.wait_for_function("window.__triageRanAgain === true", timeout=timeout_ms)
+    socket = _SOCKETS[page][-1]  # the page's current connection (a reload or goto opens a new one)
+    with socket.expect_event("framereceived", predicate=_run_finished, timeout=timeout_ms):
+        act()
+    script_finished(page, timeout_ms)
