@@ -17,6 +17,7 @@ os.environ.setdefault("TRIAGE_DEBUG", "1")
 # Records of checked trees (triage/knowledge/checked.py) go to a folder of this run, never the user's ~/.cache.
 os.environ["TRIAGE_CACHE_DIR"] = tempfile.mkdtemp(prefix="triage-test-cache-")
 
+from tests.browser_tools import app_url, close_shared_browser  # noqa: E402,F401  (app_url: the shared server)
 from tests.fleet_history import fleet_history  # noqa: E402,F401  (session fixture: the simulated fleet)
 from triage.knowledge.loader import DEFAULT_TREE_DIR, load_knowledge  # noqa: E402
 
@@ -72,19 +73,31 @@ FLEET_FIXTURES = frozenset({"fleet_history", "fleet_blocks", "fleet_json", "reco
                             "stacks_server"})
 
 
+# The xdist groups of browser tests: one per worker of scripts/test.sh (-n 2).
+BROWSER_GROUPS = ("browser", "browser-2")
+
+
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the xdist_group marks (--dist loadgroup)
 def pytest_collection_modifyitems(config, items):
+    browser_tests = 0
     for item in items:
         names = getattr(item, "fixturenames", ())
         if SERVER_FIXTURES.intersection(names):
             item.add_marker(pytest.mark.prometheus)
         if POSTGRES_FIXTURES.intersection(names):
             item.add_marker(pytest.mark.postgres)
-        # one Chromium at a time (each drives its own Streamlit server): two on two cores starve each other
+        # Browser tests alternate between two groups, so each worker drives one Chromium (tests/browser_tools.py)
+        # and both share the lane; every server a test starts listens on its own free port.
         if item.get_closest_marker("browser"):
-            item.add_marker(pytest.mark.xdist_group("browser"))
+            item.add_marker(pytest.mark.xdist_group(BROWSER_GROUPS[browser_tests % len(BROWSER_GROUPS)]))
+            browser_tests += 1
         elif FLEET_FIXTURES.intersection(names):
             item.add_marker(pytest.mark.xdist_group("fleet"))
+
+
+def pytest_sessionfinish(session, exitstatus):
+    """Close the Chromium that browser tests of this process shared (tests/browser_tools.py), if one ran."""
+    close_shared_browser()
 
 
 @pytest.fixture(scope="session")

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser_tools import ROOT, after_rerun, chromium_page, streamlit_server
+from tests.browser_tools import ROOT, after_rerun, chromium_page, script_finished, streamlit_server
 from tests.prom_harness import free_port
 from tests.test_experiment_log import entry
 from triage.verify.experiment_log import ExperimentLog
@@ -112,6 +112,7 @@ def _verify(page, url: str, base: Path, cand: Path) -> None:
     after_rerun(page, lambda: page.locator(".st-key-verify_base input[type=file]").set_input_files(str(base)))
     page.locator(".st-key-verify_cand input[type=file]").set_input_files(str(cand))
     expect(page.get_by_text("Overall: gain confirmed")).to_be_visible(timeout=60000)
+    script_finished(page)  # the save button, or the note that the role may not save, follows the verdict
 
 
 def test_sign_in_as_viewer_and_editor_through_a_real_provider(tmp_path):

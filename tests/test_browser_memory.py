@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from tests.browser_tools import CHROMIUM, chromium_page, streamlit_server
+from tests.browser_tools import CHROMIUM, chromium_page, script_finished
 
 pytestmark = [pytest.mark.browser,
               pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian chromium is not installed")]
@@ -29,17 +29,18 @@ SPLIT_JS = """() => { const out = [];
   return out; }"""
 
 
-def test_memory_page_is_whole_at_1024_px():
+def test_memory_page_is_whole_at_1024_px(app_url):
     """KPIs read '459,568' and '22.7 ms' (not '459,…', '22.7…'), the GPU's name is not cut, and the step tables'
     headers and cells never break inside a word ('Chang|e', 'GP|Us', 'n|o', '--quantizatio|n')."""
-    with streamlit_server() as url, chromium_page() as page:
+    with chromium_page() as page:
         page.set_viewport_size({"width": 1024, "height": 768})
-        page.goto(f"{url}/memory?model=llama-3.1-8b&len=32768&conc=256&gpu=mi300x")
+        page.goto(f"{app_url}/memory?model=llama-3.1-8b&len=32768&conc=256&gpu=mi300x")
         page.wait_for_selector(".triage-table", timeout=60000)
         page.wait_for_function("() => document.querySelectorAll('.triage-table').length >= 2", timeout=60000)
         # the KPI cards may arrive after the tables (the page streams its elements): wait for them, then measure
         page.wait_for_function("() => document.querySelectorAll('[data-testid=stMetricValue]').length >= 4",
                                timeout=60000)
+        script_finished(page)  # the page drawn in full before it is measured
         assert page.locator("[data-testid=stMetricValue]").count() == 4
         assert page.evaluate(CUT_JS) == []
         assert page.evaluate(SPLIT_JS) == []

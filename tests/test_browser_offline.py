@@ -8,7 +8,7 @@ from urllib.parse import urlsplit
 
 import pytest
 
-from tests.browser_tools import CHROMIUM, chromium_page, streamlit_server
+from tests.browser_tools import CHROMIUM, chromium_page, script_finished, streamlit_server
 
 pytestmark = [pytest.mark.browser,
               pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian chromium is not installed")]
@@ -21,9 +21,9 @@ ICON_JS = """() => { const l = document.querySelector('link[rel="shortcut icon"]
 
 
 def _settled(page) -> None:
-    """The script run finished: Streamlit's status widget is gone, the main block drawn, the page icon set."""
+    """The script run finished (Streamlit's run state), the main block drawn, the page icon set."""
     page.wait_for_selector('[data-testid="stMain"]', timeout=60000)
-    page.wait_for_function("() => !document.querySelector('[data-testid=\"stStatusWidget\"]')", timeout=60000)
+    script_finished(page)  # the status widget shows only after a delay: its absence alone may come before the run
     page.wait_for_function(f"() => ({ICON_JS})() && !({ICON_JS})().endsWith('/favicon.png')", timeout=60000)
     page.wait_for_load_state("networkidle", timeout=60000)
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser_tools import ARTIFACTS, CHROMIUM, after_rerun, chromium_page, streamlit_server
+from tests.browser_tools import ARTIFACTS, CHROMIUM, after_rerun, chromium_page, script_finished
 
 pytestmark = [pytest.mark.browser,
               pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian chromium is not installed")]
@@ -23,22 +23,23 @@ CHARTS_JS = """() => Array.from(document.querySelectorAll('.js-plotly-plot')).ma
 }))"""
 
 
-def test_pasting_a_vllm_log_lights_its_branch_and_draws_its_time_series():
+def test_pasting_a_vllm_log_lights_its_branch_and_draws_its_time_series(app_url):
     from playwright.sync_api import expect
 
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    with streamlit_server() as url, chromium_page() as page:
-        page.goto(f"{url}/benchmark")
+    with chromium_page() as page:
+        page.goto(f"{app_url}/benchmark")
         expect(page.get_by_text("Showing the bundled sample")).to_be_visible(timeout=30000)
         page.get_by_text("Or paste text").click()
         area = page.locator(".st-key-bench_paste textarea")
-        expect(area).to_be_visible(timeout=15000)
+        expect(area).to_be_visible(timeout=60000)
         area.fill(LOG.read_text())
         after_rerun(page, lambda: area.press("Control+Enter"))
         expect(page.get_by_text("Recognised: vLLM V1 server log, 3 stats lines").first).to_be_visible(timeout=30000)
-        expect(page.get_by_text("The KV cache is too small").first).to_be_visible()
+        expect(page.get_by_text("The KV cache is too small").first).to_be_visible(timeout=30000)
         expect(page.get_by_text("Showing the bundled sample")).to_have_count(0)
         page.wait_for_function("document.querySelectorAll('.js-plotly-plot').length >= 4", timeout=30000)
+        script_finished(page)
         charts = page.evaluate(CHARTS_JS)
         titles = [c["title"] for c in charts]
         assert {"Requests", "KV cache usage", "Tokens/s"} <= set(titles), titles
@@ -54,11 +55,11 @@ def test_pasting_a_vllm_log_lights_its_branch_and_draws_its_time_series():
 METRICS = Path(__file__).resolve().parent / "fixtures" / "metrics" / "vllm.txt"
 
 
-def test_a_scrape_pasted_on_live_is_diagnosed_and_kept_with_its_source_across_a_page_switch():
+def test_a_scrape_pasted_on_live_is_diagnosed_and_kept_with_its_source_across_a_page_switch(app_url):
     from playwright.sync_api import expect
 
-    with streamlit_server() as url, chromium_page() as page:
-        page.goto(f"{url}/live?source=snapshots")
+    with chromium_page() as page:
+        page.goto(f"{app_url}/live?source=snapshots")
         page.get_by_text("Or paste text").click()
         area = page.locator(".st-key-live_paste textarea")
         expect(area).to_be_visible(timeout=30000)
@@ -73,6 +74,7 @@ def test_a_scrape_pasted_on_live_is_diagnosed_and_kept_with_its_source_across_a_
         # the navigation link carries no ?source=: the page reopens on the source chosen before (the session
         # keeps it, and writes it back to the URL), with the text pasted before the switch, diagnosed
         expect(page.get_by_text(recognised).first).to_be_visible(timeout=30000)
+        script_finished(page)  # the run that wrote the source back to the URL is over
         expect(page.get_by_role("radio", name="Two snapshots", exact=True)).to_be_checked()
         assert "source=snapshots" in page.url
         assert page.locator(".st-key-live_paste textarea").input_value() == text

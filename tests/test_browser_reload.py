@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.browser_tools import CHROMIUM, after_rerun, chromium_page, streamlit_server
+from tests.browser_tools import CHROMIUM, after_rerun, chromium_page, script_finished
 
 pytestmark = [pytest.mark.browser,
               pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian chromium is not installed")]
@@ -16,16 +16,19 @@ FIXTURE = Path(__file__).parent / "fixtures" / "real" / "vllm" / "queueing" / "v
 NOTE = "p99 doubled at 14:02 after the deploy"
 
 
-def test_reload_of_retro_keeps_the_data_and_the_notes() -> None:
+def test_reload_of_retro_keeps_the_data_and_the_notes(app_url) -> None:
     """Before, a reload swapped the data for the bundled sample (High TTFT 22.3 s) and the notes were gone."""
     from playwright.sync_api import expect
 
-    with streamlit_server() as url, chromium_page() as page:
-        page.goto(f"{url}/benchmark")
+    with chromium_page() as page:
+        page.goto(f"{app_url}/benchmark")
         uploader = page.locator("[data-testid=stFileUploaderDropzoneInput]")
         uploader.wait_for(state="attached", timeout=60000)
         uploader.set_input_files(str(FIXTURE))
         expect(page.get_by_text("Data: vllm_bench.json").first).to_be_visible(timeout=60000)
+        # the diagnosis becomes the session's below that line, later in the run: leaving before the run ends
+        # took the bundled sample to Retro
+        script_finished(page)
         page.get_by_role("link", name="Retro").click()
         note = page.get_by_role("textbox", name="Note")
         expect(note).to_be_visible(timeout=30000)
@@ -34,5 +37,6 @@ def test_reload_of_retro_keeps_the_data_and_the_notes() -> None:
         page.wait_for_function("location.search.includes('walk=')", timeout=30000)
         page.reload()
         expect(page.get_by_role("textbox", name="Note")).to_have_value(NOTE, timeout=60000)
+        script_finished(page)
         expect(page.get_by_text("Data for this walk: vllm_bench.json").first).to_be_visible()
         assert page.get_by_text("Bundled sample").count() == 0

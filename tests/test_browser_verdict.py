@@ -7,7 +7,7 @@ import os
 
 import pytest
 
-from tests.browser_tools import CHROMIUM, POINT_XY_JS, chromium_page, click_tree_node, streamlit_server
+from tests.browser_tools import CHROMIUM, POINT_XY_JS, chromium_page, click_tree_node, script_finished
 from triage.knowledge.loader import load_knowledge
 
 pytestmark = [pytest.mark.browser,
@@ -25,7 +25,7 @@ def _bottom_of_text(page, text: str) -> float:
 
 
 @pytest.mark.parametrize("lang,sentence", [("en", "is the most likely cause of"), ("zh", "最可能的原因")])
-def test_verdict_and_first_action_above_600_px_at_1024(lang: str, sentence: str) -> None:
+def test_verdict_and_first_action_above_600_px_at_1024(app_url, lang: str, sentence: str) -> None:
     """Live (demo, queueing, engine vLLM), Benchmark (the labelled sample) and Diagnose: the cause's sentence and
     its first action (the knob from tree.yaml, not a technique already on) are on the first screen. On the old
     code the cause's name started 2,047 px down on Live and no first action existed anywhere."""
@@ -35,12 +35,13 @@ def test_verdict_and_first_action_above_600_px_at_1024(lang: str, sentence: str)
     assert action is not None and action.relative is not None
     # the flag: its value is relative to the cap each source shows (32 on the queueing demo, 512 unmeasured)
     command = action.relative.flags["vllm"].split("{")[0].strip()
-    with streamlit_server() as url, chromium_page() as page:
+    with chromium_page() as page:
         page.set_viewport_size({"width": 1024, "height": 768})
         for path in ("live?scenario=queueing", "benchmark", ""):
-            page.goto(f"{url}/{path}{'&' if '?' in path else '?'}lang={lang}")
+            page.goto(f"{app_url}/{path}{'&' if '?' in path else '?'}lang={lang}")
             block = page.locator(VERDICT)
             expect(block.get_by_text(command).first).to_be_visible(timeout=60000)
+            script_finished(page)  # every element above the verdict drawn before its place is measured
             expect(block.get_by_text(sentence).first).to_be_visible()
             assert page.evaluate("window.scrollY") == 0
             assert _bottom_of_text(page, sentence) <= FOLD_PX, (path, lang)
@@ -57,7 +58,7 @@ def _click_node_on_screen(page, node_id: str) -> None:
     click_tree_node(page, node_id)
 
 
-def test_selecting_a_node_on_live_opens_its_panel() -> None:
+def test_selecting_a_node_on_live_opens_its_panel(app_url) -> None:
     """"Show … in the tree" and a click on a tree node open the node's panel (its question, metric and
     techniques) above the tree and bring it into view; before, either only drew a ring around the node."""
     from playwright.sync_api import expect
@@ -66,9 +67,9 @@ def test_selecting_a_node_on_live_opens_its_panel() -> None:
 
     kb = load_knowledge()
     queueing, kv = kb.causes["ttft.queueing"], kb.causes["memory.kv_cache"]
-    with streamlit_server() as url, chromium_page() as page:
+    with chromium_page() as page:
         page.set_viewport_size({"width": 1024, "height": 768})
-        page.goto(f"{url}/live?scenario=queueing")
+        page.goto(f"{app_url}/live?scenario=queueing")
         show = page.get_by_role("button", name=f"Show {queueing.short.en} in the tree")
         expect(show).to_be_visible(timeout=60000)
         assert page.locator(".st-key-node_details").count() == 0

@@ -6,13 +6,13 @@ import os
 
 import pytest
 
-from tests.browser_tools import CHROMIUM, after_rerun, chromium_page, streamlit_server
+from tests.browser_tools import CHROMIUM, after_rerun, chromium_page
 
 pytestmark = [pytest.mark.browser,
               pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian chromium is not installed")]
 
 
-def test_verify_table_shows_every_row_without_an_inner_scroll(tmp_path):
+def test_verify_table_shows_every_row_without_an_inner_scroll(app_url, tmp_path):
     from playwright.sync_api import expect
 
     from tests.synthetic import requests
@@ -21,9 +21,9 @@ def test_verify_table_shows_every_row_without_an_inner_scroll(tmp_path):
     base, cand = tmp_path / "baseline.csv", tmp_path / "candidate.csv"
     requests(n=1500, ttft_base=0.4, seed=1)[cols].to_csv(base, index=False)
     requests(n=1500, ttft_base=0.2, seed=2)[cols].to_csv(cand, index=False)
-    with streamlit_server({"TRIAGE_LOG_DB": str(tmp_path / "log.sqlite3")}) as url, chromium_page() as page:
+    with chromium_page() as page:
         page.set_viewport_size({"width": 1024, "height": 768})
-        page.goto(f"{url}/verify?lang=zh")
+        page.goto(f"{app_url}/verify?lang=zh")
         expect(page.locator(".st-key-verify_base input[type=file]")).to_be_attached(timeout=60000)
         after_rerun(page, lambda: page.locator(".st-key-verify_base input[type=file]").set_input_files(str(base)))
         page.locator(".st-key-verify_cand input[type=file]").set_input_files(str(cand))

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from tests.browser_tools import ARTIFACTS, CHROMIUM, chromium_page, streamlit_server
+from tests.browser_tools import ARTIFACTS, CHROMIUM, chromium_page, script_finished, streamlit_server
 from tests.prom_harness import PROMETHEUS, start_prometheus
 from tests.rules_harness import merge_openmetrics
 from triage.sources.metrics.simulator import write_openmetrics
@@ -49,8 +49,10 @@ def test_fleet_rows_filter_refresh_and_link_to_live(two_replicas):
         # no recording rules in this Prometheus: the page says it read the raw series, and how to make it faster
         expect(page.get_by_text(re.compile(r"Read from the raw series.*no recorded triage:running_mean:15m"))
                ).to_be_visible(timeout=30000)
+        script_finished(page)
         first = summary.inner_text()
         expect(summary).not_to_have_text(first, timeout=40000)  # refreshes on its timer (default 15 s), like Live
+        script_finished(page)  # the refresh's run is over: the filter typed next is not redrawn away by it
         page.get_by_label("Filter (replica or cause)").fill("queueing")
         page.keyboard.press("Enter")
         expect(page.get_by_text(re.compile(r"2 replicas, 1 with a finding; 1 shown"))).to_be_visible(timeout=30000)
