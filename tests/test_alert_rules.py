@@ -401,9 +401,10 @@ def test_victoria_faults(fleet_history, victoria, tmp_path):
     before = PrometheusWindow(victoria.url, stop - timedelta(hours=6), stop - timedelta(hours=5), timeout=10)
     readings = before.read(needs)
     assert all(readings.values[n] is None for n in needs) and "no samples between" in readings.errors[0]
-    nobody = PrometheusWindow(victoria.url, stop - timedelta(minutes=15), stop, match={"instance": "nobody"})
-    live = diagnose_window(kb_of(), nobody, resolve_slo(kb_of()))
-    assert live.diagnosis.empty and not live.diagnosis.findings
+    # a filter that selects nothing is refused by name, not diagnosed as an empty (healthy-looking) window
+    with pytest.raises(TriageError) as nobody:
+        PrometheusWindow(victoria.url, stop - timedelta(minutes=15), stop, match={"instance": "nobody"})
+    assert nobody.value.key == "match" and 'instance="nobody"' in nobody.value.reason
     locked = start_victoria(tmp_path, auth=("triage", "s3cret"))
     try:
         with pytest.raises(TriageError) as err:
