@@ -129,7 +129,7 @@ function go(n) {
   const tr = gd && gd._fullLayout && gd.data && gd.data[2];
   const i = tr ? Array.from(tr.customdata || []).indexOf(want) : -1;
   const ready = i >= 0 && Array.isArray(tr.marker.size) && tr.marker.size[i] > 12;
-  if (!ready) { if (n < 150) setTimeout(() => go(n + 1), 100); return; }
+  if (!ready) { if (n < 600) setTimeout(() => go(n + 1), 100); return; }
   const r = gd.getBoundingClientRect(), fl = gd._fullLayout;
   const y = r.top + fl._size.t + fl.yaxis.l2p(tr.y[i]);
   let el = gd.parentElement;
@@ -142,12 +142,12 @@ go(0);
 </script>"""
 
 # The same, for a tree whose selected node's panel is drawn above it (Live, Benchmark): once the panel names
-# the node, scroll the panel's top into view.
+# the node, scroll the panel's top into view. A busy browser can take long to draw the rerun: waits up to 60 s.
 _PANEL_JS = """<script>
 const want = %s, doc = window.parent.document;
 function go(n) {
   const panel = doc.querySelector('.st-key-%s');
-  if (!panel || !panel.innerText.includes(want)) { if (n < 150) setTimeout(() => go(n + 1), 100); return; }
+  if (!panel || !panel.innerText.includes(want)) { if (n < 600) setTimeout(() => go(n + 1), 100); return; }
   panel.scrollIntoView({block: "start", behavior: "instant"});
 }
 go(0);
