@@ -63,6 +63,7 @@ UNSIMULATED = frozenset({"admission_rejections_per_s", "prompt_cached_share",
                          # a colocated engine moves no KV; the residency histograms need --kv-cache-metrics
                          "prompt_transferred_share", "prompt_computed_over_transferred", "kv_transfer_share_of_ttft",
                          "kv_transfer_mean_s", "kv_transfer_failures_per_s", "kv_transfer_expired_per_s",
+                         "kv_bootstrap_failures_per_s",
                          "kv_reuse_gap_over_idle", "kv_idle_before_evict_mean_s", "kv_block_lifetime_mean_s",
                          "waiting_deferred_mean",
                          # SGLang's evictable prefix cache: the simulated engines are vLLM
