@@ -32,6 +32,8 @@ EXPECTED = {
     "long_requests": ("chat", "tail_latency.long_requests", True),
     "low_batch": ("batch", "throughput.low_batch_utilization", True),
     "spec_low_acceptance": ("chat", "tpot.one_token_per_step", True),
+    # the queue a decode instance reports includes the wait for the KV: the transfer explains it and comes first
+    "pd_slow_transfer": ("chat", "ttft.kv_transfer", True),
 }
 WINDOW_MIN = 10
 
