@@ -238,6 +238,7 @@ def test_the_fleet_has_a_cause_per_sick_scenario(fleet_history):
     assert "ttft.queueing" in fleet_history.causes["queueing"]
     assert "memory.kv_cache" in fleet_history.causes["kv_pressure"]
     assert "throughput.low_batch_utilization" in fleet_history.causes["low_batch"]
+    assert "ttft.kv_transfer" in fleet_history.causes["pd_slow_transfer"]
 
 
 @pytest.mark.prometheus

@@ -60,11 +60,10 @@ SERIES_ONLY = frozenset({"running_cap"})
 # read from vLLM >= 0.32 series the simulated engines do not export: their rules record no series, so the fleet
 # read has none for them (not measurable, as on a raw read)
 UNSIMULATED = frozenset({"admission_rejections_per_s", "prompt_cached_share",
-                         # a colocated engine moves no KV; the residency histograms need --kv-cache-metrics
-                         "prompt_transferred_share", "prompt_computed_over_transferred", "kv_transfer_share_of_ttft",
-                         "kv_transfer_mean_s", "kv_transfer_failures_per_s", "kv_transfer_expired_per_s",
+                         # the simulated PD decode instance (pd_slow_transfer) has no expiry (counted on a prefill
+                         # instance) and no SGLang bootstrap; the residency histograms need --kv-cache-metrics
+                         "kv_transfer_expired_per_s", "kv_bootstrap_failures_per_s",
                          "kv_reuse_gap_over_idle", "kv_idle_before_evict_mean_s", "kv_block_lifetime_mean_s",
-                         "waiting_deferred_mean",
                          # SGLang's evictable prefix cache: the simulated engines are vLLM
                          "kv_evictable_share",
                          # a router's in-flight gauge per worker: the simulated fleet has no router in front

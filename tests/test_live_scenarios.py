@@ -32,6 +32,8 @@ EXPECTED = {
     "long_requests": ("chat", "tail_latency.long_requests", True),
     "low_batch": ("batch", "throughput.low_batch_utilization", True),
     "spec_low_acceptance": ("chat", "tpot.one_token_per_step", True),
+    # the queue a decode instance reports includes the wait for the KV: the transfer explains it and comes first
+    "pd_slow_transfer": ("chat", "ttft.kv_transfer", True),
 }
 WINDOW_MIN = 10
 
@@ -87,6 +89,22 @@ def test_a_healthy_run_with_small_ttft_is_not_called_slow_prefill_or_blocked(kb)
     assert d.matched_ids == []
     for cause in ("ttft.prefill_compute", "ttft.prefill_blocks_decode", "tail_latency.long_requests"):
         assert cause not in noted, noted
+
+
+def test_a_slow_kv_transfer_is_named_before_the_queue_it_makes(kb):
+    """The PD demo: a decode instance whose NIXL transfers take ~1.2 s. The transfer is most of TTFT and some transfers
+    fail; the requests waiting for their KV are vLLM's deferred waiting, so the queue the engine reports is the
+    transfer: ttft.kv_transfer comes first and explains the queueing finding, with the numbers as evidence."""
+    d = diagnose_window(kb, SnapshotWindow(snapshots("pd_slow_transfer")), resolve_slo(kb, "chat")).diagnosis
+    top = d.findings[0]
+    assert top.cause == "ttft.kv_transfer" and top.explains == ["ttft.queueing"]
+    held = {e.signal: e.value for e in top.evidence if e.holds and not e.context}
+    assert held["kv_transfer_share_of_ttft"] >= 0.8 and held["kv_transfer_failures_per_s"] > 0, held
+    context = {e.signal: e.value for e in top.evidence if e.context}
+    assert 1.0 <= context["kv_transfer_mean_s"] <= 1.5, context
+    # every waiting request waits for its KV: the deferred mean is the whole waiting mean, capacity never binds
+    assert context["waiting_deferred_mean"] == pytest.approx(d.signals.get("waiting_mean").value)
+    assert "memory.kv_cache" not in d.matched_ids
 
 
 @pytest.mark.parametrize("scenario", EXPECTED)

@@ -91,7 +91,14 @@ def test_a_rust_routers_workers_light_routing_skew(kb, prefix, engine):
     assert skew is not None and skew.techniques == ["prefix_aware_routing"]
     held = {e.signal: e for e in skew.evidence if e.holds}
     assert set(held) == {"req_rate_max_over_median", "inflight_max_over_median"}
-    assert f"worker={HOT} (10) ÷ the median" in message_text(held["req_rate_max_over_median"].source, "en")
+    # the router's per-worker counter counts a request when its policy picks the worker (record_processed_request in
+    # the policies), not when it finishes: the evidence says routed, in both languages
+    routed = held["req_rate_max_over_median"].source
+    assert (f"req_per_s of worker={HOT} (10, rate of requests routed to it, counted when the router picks the worker "
+            "(not when they finish)) ÷ the median of 4 replicas (1)") == message_text(routed, "en")
+    assert "路由到它的请求的速率，在路由器选中该 worker 时计数" in message_text(routed, "zh")
+    assert "finished" not in message_text(routed, "en")
+    assert hot.get("req_per_s").source.id == "server.routed_rate"
     assert "inflight_max_over_median = 10" in evidence_line(held["inflight_max_over_median"], "en")
     assert message_text(held["inflight_max_over_median"].source, "zh") != message_text(
         held["inflight_max_over_median"].source, "en")
@@ -114,7 +121,7 @@ def test_the_sglang_model_gateway_has_no_requests_per_worker(kb):
     bodies = [rust_router("smg_", m, running="worker_requests_active", processed=False) for m in range(4)]
     rows, diag = fleet(kb, bodies, "worker")
     assert {r.live.engine for r in rows} == {"sglang_router"}
-    why = next(w for need, w in rows[0].live.readings.missing.items() if need.key == "request_success")
+    why = next(w for need, w in rows[0].live.readings.missing.items() if need.key == "request_routed")
     assert "sgl_router_processed_requests_total" in why
     sig = diag.signals.values
     assert "req_rate_max_over_median" not in sig and sig["inflight_max_over_median"].value == pytest.approx(10.0)
@@ -160,7 +167,11 @@ def test_a_newer_production_stack_router_counts_finished_requests_per_server(kb)
     rows, diag = fleet(kb, [body(m) for m in range(4)], "server")
     hot = rows[0].diagnosis.signals.get("req_per_s")
     assert hot.value == pytest.approx(10.0) and hot.source.id == "server.finished_rate"
-    assert diag.signals.values["req_rate_max_over_median"].value == pytest.approx(10.0)
+    skew = diag.signals.values["req_rate_max_over_median"]
+    assert skew.value == pytest.approx(10.0)
+    # its latency histogram is observed when a request ends: the evidence names finished requests per server
+    assert f"req_per_s of server={HOT} (10, rate of finished requests) ÷ the median" in message_text(skew.source, "en")
+    assert f"server={HOT} 的 req_per_s（10，完成请求的速率）" in message_text(skew.source, "zh")
 
 
 def test_a_new_router_is_one_yaml(tmp_path):

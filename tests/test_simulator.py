@@ -24,7 +24,7 @@ START = 1_700_000_000.0
 WINDOW_S = 120.0
 SCRAPE_S = 10.0
 IDS = ["healthy", "queueing", "prefill_bound", "kv_pressure", "preemption_storm", "long_requests", "low_batch",
-       "spec_low_acceptance", "decode_bound"]
+       "spec_low_acceptance", "decode_bound", "pd_slow_transfer"]
 ENGINE_LABELS = {"model_name": "meta-llama/Llama-3.1-8B-Instruct", "engine": "0"}
 GAUGES = ["vllm:num_requests_running", "vllm:num_requests_waiting", "vllm:kv_cache_usage_perc",
           "vllm:cache_config_info"]
@@ -117,6 +117,10 @@ def signature(scenario: str) -> dict[str, float]:
         m[f"{key}_mean"], m[f"{key}_max"] = sum(values) / len(values), max(values)
     for key in ("ttft", "e2e", "prompt"):
         m[f"{key}_tail"] = m[f"{key}99"] / m[f"{key}50"]
+    if ("vllm:nixl_xfer_time_seconds_count", "") in b.values:  # a PD decode instance
+        m["xfer_mean"] = hist_mean(a, b, "vllm:nixl_xfer_time_seconds")
+        m["xfer_share"] = m["xfer_mean"] / ttft
+        m["xfer_failed_per_s"] = rate(a, b, "vllm:nixl_num_failed_transfers_total")
     info = b.labels["vllm:cache_config_info"]
     m["prefix_caching"] = float(info["enable_prefix_caching"] == "True")
     m["max_concurrency"] = float(info["kv_cache_max_concurrency"])
@@ -142,6 +146,9 @@ SIGNATURES: dict[str, list[tuple[str, str, float]]] = {
                   ("max_concurrency", ">=", 64), ("ttft99", "<", 1.0), ("itl99", "<", 0.1)],
     "spec_low_acceptance": [("acceptance", ">=", 0.25), ("acceptance", "<=", 0.35), ("running_mean", "<=", 6),
                             ("itl99", ">", 0.25), ("kv_max", "<=", 0.5), ("waiting_max", "==", 0)],
+    "pd_slow_transfer": [("xfer_mean", ">=", 1.0), ("xfer_mean", "<=", 1.5), ("xfer_share", ">=", 0.8),
+                         ("xfer_failed_per_s", ">", 0), ("ttft99", ">", 2.0), ("kv_max", "<=", 0.5),
+                         ("preempt_per_s", "==", 0), ("waiting_mean", ">=", 2)],
     "decode_bound": [("running_mean", ">=", 64), ("itl50", ">=", 0.05), ("kv_max", "<=", 0.85),
                      ("preempt_per_s", "==", 0), ("waiting_max", "==", 0), ("ttft99", "<", 1.0)],
 }
@@ -173,6 +180,44 @@ def test_exposition_is_valid_vllm(scenario: str):
     assert info["block_size"] == "16" and info["engine"] == "0" and int(info["num_gpu_blocks"]) > 0
     assert info["enable_prefix_caching"] in ("True", "False") and float(info["kv_cache_max_concurrency"]) > 0
     assert 0.0 <= last.get("vllm:kv_cache_usage_perc") <= 1.0
+
+
+PD_SERIES = ("vllm:nixl_xfer_time_seconds", "vllm:nixl_num_failed_transfers", "vllm:prompt_tokens_by_source",
+             "vllm:num_requests_waiting_by_reason")
+
+
+def by_label(text: str, family: str, label: str) -> dict[str, float]:
+    fam = next(f for f in text_string_to_metric_families(text) if f.name == family)
+    return {s.labels[label]: s.value for s in fam.samples if s.name.endswith(("_total", "_by_reason"))}
+
+
+@pytest.mark.parametrize("scenario", IDS)
+def test_only_the_pd_scenario_exports_the_nixl_connectors_series(scenario: str):
+    last = scrapes(scenario)[-1]
+    pd = SCENARIOS[scenario].params.kv_transfer_s > 0
+    assert pd == (scenario == "pd_slow_transfer")
+    assert all((name in last.types) == pd for name in PD_SERIES), scenario
+    if pd:
+        assert last.types["vllm:nixl_xfer_time_seconds"] == "histogram"
+        assert last.types["vllm:nixl_num_failed_transfers"] == "counter"
+        assert last.labels["vllm:nixl_num_failed_transfers_total"] == ENGINE_LABELS
+
+
+def test_the_pd_decode_instance_counts_its_waiting_and_prompt_tokens_by_source():
+    """Requests waiting for their KV are vLLM's deferred waiting (the waiting gauge counts both reasons); prompt tokens
+    split into the local prefix-cache hit, the KV received over NIXL, and what a failed transfer left to prefill."""
+    sim = Simulator("pd_slow_transfer", seed=1, start=START)
+    sim.advance(120)
+    text = sim.render()
+    waiting = by_label(text, "vllm:num_requests_waiting_by_reason", "reason")
+    assert set(waiting) == {"capacity", "deferred"} and waiting["deferred"] >= 1
+    assert Scrape(text).get("vllm:num_requests_waiting") == waiting["capacity"] + waiting["deferred"]
+    sources = by_label(text, "vllm:prompt_tokens_by_source", "source")
+    assert set(sources) == {"local_compute", "local_cache_hit", "external_kv_transfer"}
+    assert sources["external_kv_transfer"] > sources["local_cache_hit"] > 0
+    # mostly the last partial block, plus the prompts of the few failed transfers
+    assert 0 < sources["local_compute"] < 0.1 * sources["external_kv_transfer"]
+    assert Scrape(text).get("vllm:nixl_num_failed_transfers_total") >= 1
 
 
 @pytest.mark.parametrize("scenario", IDS)

@@ -93,7 +93,12 @@ def _max_over_median(replicas: Sequence[Replica], name: str) -> tuple[float, Msg
         return float("nan"), None
     r, top = max(vals, key=lambda rv: rv[1])
     mid = median(v for _, v in vals)
-    return top / mid, Msg("fleet.max_over_median", s=name, who=who(r.labels), v=_num(top), n=len(vals), m=_num(mid))
+    # how the busiest replica measured it: a router's requests per worker are routed (vLLM / SGLang router) or
+    # finished (production-stack) requests, and the evidence says which
+    sig = r.signals.get(name)
+    how: Msg | str = sig.source if sig is not None else ""
+    return top / mid, Msg("fleet.max_over_median", s=name, who=who(r.labels), v=_num(top), how=how, n=len(vals),
+                          m=_num(mid))
 
 
 def holds_any(conds: Sequence[Condition], r: Replica) -> bool | None:

@@ -37,6 +37,11 @@ class Params(Strict):
     spec_tokens: int = Field(ge=0)
     spec_acceptance: float = Field(ge=0, le=1)
     spec_overhead: float = Field(ge=0)
+    # PD disaggregation: this engine is a decode instance reading each prompt's KV from a prefill instance over NIXL
+    # (0 s: a colocated engine, no connector series)
+    kv_transfer_s: float = Field(ge=0)
+    kv_transfer_sigma: float = Field(ge=0)
+    kv_transfer_fail_frac: float = Field(ge=0, le=1)
 
     @model_validator(mode="after")
     def _fits(self) -> Params:

@@ -91,6 +91,9 @@ class Engine:
         self._stop = threading.Event()
         self.waiting: deque[Request] = deque()
         self.running: list[Request] = []
+        # the exposition shared with the simulator reads these: this engine prefills its own prompts (no PD)
+        self.transferring: list[Any] = []
+        self.pd_decode = False
         self.used_blocks = 0
         self._created = time.time()
         self.counters = dict.fromkeys(("preemptions", "prefix_queries", "prefix_hits", "prompt_tokens",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import heapq
 import http.server
 import math
 import threading
@@ -36,6 +37,10 @@ ITL_BUCKETS = (0.01, 0.025, 0.05, 0.075, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.75, 1.
                40.0, 80.0)
 LATENCY_BUCKETS = (0.3, 0.5, 0.8, 1.0, 1.5, 2.0, 2.5, 5.0, 10.0, 15.0, 20.0, 30.0, 40.0, 50.0, 60.0, 120.0,
                    240.0, 480.0, 960.0, 1920.0, 7680.0)
+# vllm:nixl_xfer_time_seconds (NixlPromMetrics: buckets[1:] of 0.001 … 5.0; vllm-project/vllm
+# vllm/distributed/kv_transfer/kv_connector/v1/nixl_connector.py, the version tree/engines/vllm.yaml records)
+NIXL_XFER_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.2, 0.3, 0.5, 0.75, 1.0, 5.0)
+PROMPT_SOURCES = ("local_compute", "local_cache_hit", "external_kv_transfer")
 
 
 def load_scenarios(tree_dir: Path | None = None) -> dict[str, Scenario]:
@@ -158,7 +163,8 @@ class Finished:
 
 class Simulator:
     """A deterministic discrete-time model of one vLLM V1 engine (continuous batching, chunked prefill,
-    paged KV cache with recompute preemption, optional speculative decoding) and its /metrics."""
+    paged KV cache with recompute preemption, optional speculative decoding, optionally a PD decode instance that
+    reads each prompt's KV over NIXL first) and its /metrics."""
 
     def __init__(self, scenario: str, seed: int = 0, start: float | None = None,
                  overrides: dict[str, Any] | None = None) -> None:
@@ -174,12 +180,17 @@ class Simulator:
         self._k = 0
         self.tab = _Table()
         self.waiting: deque[int] = deque()
+        # PD decode instance: requests whose KV is still arriving, as (ready time, request, failed) in a heap;
+        # vLLM keeps them in its waiting queue (WAITING_FOR_REMOTE_KVS), counted with reason="deferred"
+        self.transferring: list[tuple[float, int, bool]] = []
         self.running: list[int] = []
         self.used_blocks = 0
         self._carry = 0.0  # prefill tokens already done in a step that spans ticks
+        self._took: dict[int, float] = {}  # PD: each transferring request's transfer time
+        self._failed: set[int] = set()     # PD: requests whose transfer failed (prefilled here)
         self.counters = dict.fromkeys(("preemptions", "prefix_queries", "prefix_hits", "prompt_tokens",
                                        "generation_tokens", "spec_drafts", "spec_draft_tokens",
-                                       "spec_accepted_tokens"), 0.0)
+                                       "spec_accepted_tokens", "xfer_failed", *PROMPT_SOURCES), 0.0)
         self.success = np.zeros(len(REASONS))
         self.hists = self._new_hists()
         self.listeners: list[Callable[[Finished], None]] = []  # a simulated router's view of finished requests
@@ -215,7 +226,12 @@ class Simulator:
         hists = {"ttft": TTFT_BUCKETS, "itl": ITL_BUCKETS, "tpot": ITL_BUCKETS, "e2e": LATENCY_BUCKETS,
                  "queue": LATENCY_BUCKETS, "inference": LATENCY_BUCKETS, "prefill": LATENCY_BUCKETS,
                  "decode": LATENCY_BUCKETS, "prompt_len": tokens, "output_len": tokens}
-        return {k: _Hist(v) for k, v in hists.items()}
+        return {**{k: _Hist(v) for k, v in hists.items()}, "xfer": _Hist(NIXL_XFER_BUCKETS)}
+
+    @property
+    def pd_decode(self) -> bool:
+        """Whether this engine is a PD decode instance reading its prompts' KV over NIXL."""
+        return self.p.kv_transfer_s > 0
 
     def _run_until(self, t: float) -> None:
         while self._origin + (self._k + 1) * TICK_S <= t + 1e-9:
@@ -234,7 +250,7 @@ class Simulator:
         prompts = self._draw_prompts(n)
         outs, reasons = self._draw_outputs(n, prompts)
         for i in range(n):
-            if len(self.waiting) + len(self.running) >= self.p.max_concurrency:
+            if len(self.waiting) + len(self.transferring) + len(self.running) >= self.p.max_concurrency:
                 break  # the load generator is at its concurrency cap: this request is not sent
             self._enqueue(float(times[i]), int(prompts[i]), int(outs[i]), int(reasons[i]))
 
@@ -245,7 +261,28 @@ class Simulator:
         tab.sched[rid] = tab.first_tok[rid] = np.nan
         tab.generated[rid] = tab.steps[rid] = tab.prefill_left[rid] = 0.0
         tab.blocks[rid] = 0
-        self.waiting.append(rid)
+        if not self.pd_decode:
+            self.waiting.append(rid)
+            return
+        # the decode instance pulls the prompt's KV first: the request waits for it in the queue (deferred)
+        p = self.p
+        took = float(self.rng.lognormal(math.log(p.kv_transfer_s), p.kv_transfer_sigma))
+        heapq.heappush(self.transferring, (t + took, rid, bool(self.rng.random() < p.kv_transfer_fail_frac)))
+        if took:
+            self._took[rid] = took
+
+    def _transfers_done(self, t: float) -> None:
+        """Requests whose KV transfer ended by ``t`` join the queue in that order: a transfer that worked is
+        observed in the NIXL histogram, a failed one is counted, and its prompt will be prefilled here."""
+        while self.transferring and self.transferring[0][0] <= t + 1e-9:
+            _, rid, failed = heapq.heappop(self.transferring)
+            took = self._took.pop(rid, 0.0)
+            if failed:
+                self.counters["xfer_failed"] += 1
+                self._failed.add(rid)
+            else:
+                self.hists["xfer"].observe(took)
+            self.waiting.append(rid)
 
     def _draw_prompts(self, n: int) -> np.ndarray:
         p = self.p
@@ -267,6 +304,7 @@ class Simulator:
     def _admit(self, t0: float) -> None:
         """FCFS admission while a batch slot and enough free KV blocks (above the reserve) exist."""
         p, tab = self.p, self.tab
+        self._transfers_done(t0)
         limit = p.num_gpu_blocks * (1.0 - p.admit_reserve)
         while self.waiting and len(self.running) < p.max_num_seqs:
             rid = self.waiting[0]
@@ -283,6 +321,8 @@ class Simulator:
             tab.sched[rid] = t
         tab.admitted[rid] = t
         cached = self._cached_tokens(tokens)
+        if self.pd_decode:
+            cached = self._by_source(rid, tokens, cached)
         tab.prefill_left[rid] = tokens - cached
         tab.blocks[rid] = blocks
         self.used_blocks += blocks
@@ -290,6 +330,22 @@ class Simulator:
 
     def _cached_tokens(self, tokens: int) -> int:
         return prefix_cache_hit(self.p, self.rng, self.counters, tokens)
+
+    def _by_source(self, rid: int, tokens: int, hit: int) -> int:
+        """PD decode instance: the local prefix-cache hit, then the KV received over NIXL (whole blocks, never the
+        last token, as vLLM's connector loads them), the rest prefilled here; a failed transfer received nothing.
+        Counted as vllm:prompt_tokens_by_source_total once per request (a preempted one is not counted again);
+        returns the tokens this request need not prefill."""
+        if rid in self._failed or not np.isnan(self.tab.first_tok[rid]):
+            got = 0  # a failed transfer, or a preempted request (its KV freed here) recomputed locally
+            self._failed.discard(rid)
+        else:
+            got = max((tokens - 1) // self.p.block_size * self.p.block_size - hit, 0)
+        if np.isnan(self.tab.first_tok[rid]):
+            self.counters["local_cache_hit"] += hit
+            self.counters["external_kv_transfer"] += got
+            self.counters["local_compute"] += tokens - hit - got
+        return hit + got
 
     def _step_time(self, ids: np.ndarray) -> float:
         p, tab = self.p, self.tab
@@ -473,11 +529,19 @@ def _cache_config_labels(p: Params) -> dict[str, str]:
 
 
 def _gauge_families(sim: Simulator, ts: float | None) -> list[Metric]:
-    values = (len(sim.running), len(sim.waiting), sim.used_blocks / sim.p.num_gpu_blocks)
+    # requests waiting for their KV are in vLLM's waiting queue too: num_requests_waiting is capacity + deferred
+    waiting = len(sim.waiting) + len(sim.transferring)
+    values = (len(sim.running), waiting, sim.used_blocks / sim.p.num_gpu_blocks)
     out: list[Metric] = []
     for (name, doc), value in zip(_GAUGES, values):
         fam = GaugeMetricFamily(name, doc, labels=ENGINE_LABELS)
         fam.add_metric([MODEL_NAME, ENGINE], float(value), timestamp=ts)
+        out.append(fam)
+    if sim.pd_decode:
+        fam = GaugeMetricFamily("vllm:num_requests_waiting_by_reason", "Number of requests waiting, by reason.",
+                                labels=[*ENGINE_LABELS, "reason"])
+        fam.add_metric([MODEL_NAME, ENGINE, "capacity"], float(len(sim.waiting)), timestamp=ts)
+        fam.add_metric([MODEL_NAME, ENGINE, "deferred"], float(len(sim.transferring)), timestamp=ts)
         out.append(fam)
     info = _cache_config_labels(sim.p)
     fam = GaugeMetricFamily("vllm:cache_config_info", "Information of the LLMEngine CacheConfig", labels=list(info))
@@ -496,12 +560,24 @@ def _counter_families(sim: Simulator, created: float | None, ts: float | None) -
                               labels=[*ENGINE_LABELS, "finished_reason"])
     for reason, value in zip(REASONS, sim.success):
         fam.add_metric([MODEL_NAME, ENGINE, reason], float(value), created=created, timestamp=ts)
-    return [*out, fam]
+    out.append(fam)
+    if sim.pd_decode:  # the NIXL connector's failures and the prompt tokens by where their KV came from
+        fam = CounterMetricFamily("vllm:nixl_num_failed_transfers", "Number of failed NIXL KV Cache transfers.",
+                                  labels=ENGINE_LABELS)
+        fam.add_metric([MODEL_NAME, ENGINE], sim.counters["xfer_failed"], created=created, timestamp=ts)
+        out.append(fam)
+        fam = CounterMetricFamily("vllm:prompt_tokens_by_source", "Number of prompt tokens by source.",
+                                  labels=[*ENGINE_LABELS, "source"])
+        for source in PROMPT_SOURCES:
+            fam.add_metric([MODEL_NAME, ENGINE, source], sim.counters[source], created=created, timestamp=ts)
+        out.append(fam)
+    return out
 
 
 def _hist_families(sim: Simulator, ts: float | None) -> list[Metric]:
+    xfer = (("vllm:nixl_xfer_time_seconds", "xfer", "Histogram of transfer duration for NIXL KV Cache transfers."),)
     out: list[Metric] = []
-    for name, key, doc in _HISTS:
+    for name, key, doc in _HISTS + (xfer if sim.pd_decode else ()):
         fam = HistogramMetricFamily(name, doc, labels=ENGINE_LABELS)
         fam.add_metric([MODEL_NAME, ENGINE], sim.hists[key].buckets(), sim.hists[key].sum, timestamp=ts)
         out.append(fam)

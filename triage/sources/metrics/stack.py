@@ -157,9 +157,11 @@ class Stack:
         """Per replica: (waiting, running, KV usage, requests without their first token yet)."""
         out = []
         for sim in self.replicas:
-            ids = np.asarray([*sim.waiting, *sim.running], dtype=np.int64)
+            # a PD decode replica's requests still receiving their KV wait too (vllm:num_requests_waiting counts them)
+            pending = [*sim.waiting, *(rid for _, rid, _ in sim.transferring)]
+            ids = np.asarray([*pending, *sim.running], dtype=np.int64)
             no_token = int(np.isnan(sim.tab.first_tok[ids]).sum()) if ids.size else 0
-            out.append((len(sim.waiting), len(sim.running), sim.used_blocks / sim.p.num_gpu_blocks, no_token))
+            out.append((len(pending), len(sim.running), sim.used_blocks / sim.p.num_gpu_blocks, no_token))
         return out
 
     # ---- NVIDIA Dynamo ----------------------------------------------------------------------------
