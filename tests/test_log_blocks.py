@@ -174,3 +174,24 @@ def test_numbers_of_every_width_are_parsed_as_float_parses_them(seed: int, monke
     fast = vllm.parse_chunks([data])
     assert careful == []
     _same(fast, vllm.parse(iter_lines([data])))
+
+
+def test_blocks_are_read_on_worker_threads_and_taken_in_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A log of many blocks is read by numpy on the worker threads, and the parser takes their reads in the log's
+    order: the samples, their times and the counts are those of the careful path."""
+    import threading
+
+    rng = random.Random(3)
+    data = _log(rng, 1500, odd=0.0, plain=True)
+    monkeypatch.setattr(vllm, "BLOCK", 3000)
+    threads = []
+    read_bulk = vllm.read_bulk
+
+    def recorded(buf: bytes, start: int, end: int):  # type: ignore[no-untyped-def]
+        threads.append(threading.current_thread().name)
+        return read_bulk(buf, start, end)
+
+    monkeypatch.setattr(vllm, "read_bulk", recorded)
+    fast = vllm.parse_chunks([data[i:i + 4096] for i in range(0, len(data), 4096)])
+    _same(fast, vllm.parse(iter_lines([data])))
+    assert len(threads) > 20 and all(name.startswith("vllm-log") for name in threads)
