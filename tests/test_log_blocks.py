@@ -195,3 +195,22 @@ def test_blocks_are_read_on_worker_threads_and_taken_in_order(monkeypatch: pytes
     fast = vllm.parse_chunks([data[i:i + 4096] for i in range(0, len(data), 4096)])
     _same(fast, vllm.parse(iter_lines([data])))
     assert len(threads) > 20 and all(name.startswith("vllm-log") for name in threads)
+
+
+def test_lines_holding_only_the_pairs_numpy_looks_for_stay_on_the_block_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """"Av", "U:" and "P " are what numpy counts or looks for before a substring search: lines holding them but no
+    keyword (an "Avatar" URL, "GPU: 0", "P " in a message) keep the block on the numpy path, read as feed reads it."""
+    rng = random.Random(11)
+    lines = [_stats(rng, 10 * i, plain=True) if i % 3 else ACCESS.format(n=i) for i in range(300)]
+    lines[40] = '(APIServer pid=1) INFO:     10.0.0.1:4000 - "GET /v1/Avatar HTTP/1.1" 200 OK'
+    lines[80] = "(APIServer pid=1) INFO 09-07 06:35:31 [gpu.py:1] GPU: 0 ready, memory P 3"
+    data = ("\n".join(lines) + "\n").encode()
+    careful = []
+    feed_block = vllm.VllmLogParser.feed_block
+    monkeypatch.setattr(vllm.VllmLogParser, "feed_block", lambda self, block: careful.append(feed_block(self, block)))
+    counted = []
+    count = vllm._count
+    monkeypatch.setattr(vllm, "_count", lambda pairs, two: counted.append(count(pairs, two)) or counted[-1])
+    fast = vllm.parse_chunks([data])
+    assert careful == [] and counted
+    _same(fast, vllm.parse(iter_lines([data])))

@@ -52,12 +52,14 @@ class Block:
 class Form:
     """Where the careful path (``VllmLogParser.feed``) reads the numbers of one stats line: the spans of the
     prompt, generation, running, waiting, preemptions ((-1, -1): not printed), KV and prefix-hit texts, the offset
-    of the stamp's month digits, the engine label and the span of the engine's digits (compared as text)."""
+    of the stamp's month digits, the engine label and the span of the engine's digits (compared as text); ``marks``:
+    how often the line holds the caller's mark (a short text the caller counts in the whole block)."""
 
     spans: tuple[tuple[int, int], ...]
     stamp: int
     engine: str
     engine_digits: tuple[int, int] | None
+    marks: int = 0
 
 
 @dataclass
@@ -70,6 +72,7 @@ class Rows:
     mm: np.ndarray
     ss: np.ndarray
     engine: list[str]        # one label per form (see ``form``)
+    marks: list[int]         # per form, Form.marks
     form: np.ndarray         # per line, the index of its form in ``engine``
     numbers: dict[str, np.ndarray]
 
@@ -136,6 +139,7 @@ def stats_rows(blk: Block, start: int, newlines: np.ndarray,
         h = (h * MIX) ^ word
     form_of_row = np.full(n, -1)
     engines: list[str] = []
+    marks: list[int] = []
     layouts: list[list[int]] = []
     limit, read = max(MIN_FORMS, n // FORM_LINES), 0
     todo = np.flatnonzero(ok)
@@ -164,6 +168,7 @@ def stats_rows(blk: Block, start: int, newlines: np.ndarray,
             if form is not None and layout is not None:  # else these lines are read some other way
                 taken[i] = len(layouts)
                 engines.append(form.engine)
+                marks.append(form.marks)
                 layouts.append(layout)
         first_of = firsts[group]
         same = (((words[todo] ^ words[first_of]) & masks[group]) == 0).all(axis=1)
@@ -193,5 +198,5 @@ def stats_rows(blk: Block, start: int, newlines: np.ndarray,
            for i in (0, 3, 6, 9, 12)]
     keep = np.flatnonzero(ok)
     month, day, hh, mm, ss = (t[keep] for t in two)
-    return Rows(month, day, hh, mm, ss, engines, form_of_row[keep],
+    return Rows(month, day, hh, mm, ss, engines, marks, form_of_row[keep],
                 {name: col[keep] for name, col in numbers.items()})

@@ -20,7 +20,8 @@ from collections import deque
 from collections.abc import Iterable, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import ExitStack
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from functools import lru_cache
 
 import numpy as np
 
@@ -64,6 +65,8 @@ ENGINE_AT = re.compile(rb"(?:Engine (\d+): |(\d+) Engines Aggregated: )$")
 # only when the byte occurs is the keyword itself searched for.
 RARE_BY_BYTE = ((b"D", (b"SpecDecoding metrics", b"Speculative metrics")), (b"M", (b"preempted by",)),
                 (b"_", (b"max_num_seqs",)))
+MARK = b"Av"  # what read_bulk counts, in the block and in each line read, for the stats keyword
+ZERO_DIGITS = bytes.maketrans(b"123456789", b"000000000")
 STATS_WORD = b"Avg prompt throughput"  # without the colon: also what feed counts to split records on one line
 # Bytes of whole lines per block of parse_chunks, blocks read ahead of the parser and threads reading them: 1 MB
 # blocks two ahead keep test_log_memory's bound (2 MB three ahead held 15 MB at once) at no measured cost.
@@ -306,20 +309,33 @@ class VllmLogParser:
         return s
 
 
-def _unusual(buf: bytes) -> bool:
-    """Whether a block may hold a record other than a stats line or a line without keyword (V0's prefix line,
-    speculation, preemption, max_num_seqs) or a Kubernetes partial line: then it is read line by line."""
-    if b"Prefix cache hit rate: GPU: " in buf:  # what V0_PREFIX needs (a longer needle is found faster)
-        return True
+def _unusual(buf: bytes, start: int, end: int, pairs: tuple[np.ndarray, np.ndarray]) -> bool:
+    """Whether the block ``buf[start:end]`` may hold a record other than a stats line or a line without keyword
+    (V0's prefix line, speculation, preemption, max_num_seqs) or a Kubernetes partial line: then it is read line by
+    line. ``pairs``: the block's 2-byte words at both alignments (``_pairs``)."""
     if any(byte in buf and any(k in buf for k in keys) for byte, keys in RARE_BY_BYTE):
         return True
-    # " stdout P " / " stderr P " hold "P ": looked for as 2-byte words at both alignments (two numpy passes
-    # are cheaper than the two substring searches, which run only when a "P " occurs)
-    pairs = np.frombuffer(buf, "<u2", count=len(buf) // 2)
-    odd = np.frombuffer(buf, "<u2", offset=1, count=(len(buf) - 1) // 2)
-    if (pairs == 0x2050).any() or (odd == 0x2050).any():
-        return b" stdout P " in buf or b" stderr P " in buf
-    return False
+    # V0's prefix line holds "U:" ("GPU: "), a Kubernetes partial line "P " (" stdout P "): 2-byte words found by
+    # numpy (the GIL released), the substrings searched only in a block that holds the word
+    if _holds(pairs, b"U:") and b"Prefix cache hit rate: GPU: " in buf[start:end]:
+        return True
+    return _holds(pairs, b"P ") and (b" stdout P " in buf[start:end] or b" stderr P " in buf[start:end])
+
+
+def _pairs(buf: bytes, start: int, end: int) -> tuple[np.ndarray, np.ndarray]:
+    """The 2-byte words of ``buf[start:end]`` at even and at odd offsets: between them, every pair of bytes."""
+    return (np.frombuffer(buf, "<u2", count=(end - start) // 2, offset=start),
+            np.frombuffer(buf, "<u2", count=(end - start - 1) // 2, offset=start + 1))
+
+
+def _holds(pairs: tuple[np.ndarray, np.ndarray], two: bytes) -> bool:
+    word = int.from_bytes(two, "little")
+    return bool((pairs[0] == word).any() or (pairs[1] == word).any())
+
+
+def _count(pairs: tuple[np.ndarray, np.ndarray], two: bytes) -> int:
+    word = int.from_bytes(two, "little")
+    return int(np.count_nonzero(pairs[0] == word)) + int(np.count_nonzero(pairs[1] == word))
 
 
 @dataclass(frozen=True)
@@ -334,12 +350,18 @@ def read_bulk(buf: bytes, start: int, end: int) -> Bulk | None:
     """The block's stats lines read by numpy (v1block), or None when a line of it must be read line by line (a rare
     record, a Kubernetes partial line, a stats line of another form). Depends on the block alone, so blocks are read
     on worker threads while the parser, in order, takes what they read."""
-    if _unusual(buf):
+    pairs = _pairs(buf, start, end)
+    if _unusual(buf, start, end, pairs):
         return None
     blk = Block(buf)
     newlines = np.flatnonzero(blk.bytes[start:end] == 10) + start
     rows = stats_rows(blk, start, newlines, _form)
-    if rows is None or len(rows) != buf.count(STATS_WORD, start, end):
+    if rows is None:
+        return None
+    # Every stats keyword is in a line read: when the block holds no "Av" (of "Avg prompt throughput") beyond those
+    # of the lines read, a numpy count, else by counting the keyword itself
+    if _count(pairs, MARK) != int(np.array(rows.marks, dtype=np.int64)[rows.form].sum()) and \
+            len(rows) != buf.count(STATS_WORD, start, end):
         return None
     return Bulk(rows, len(newlines))
 
@@ -347,7 +369,17 @@ def read_bulk(buf: bytes, start: int, end: int) -> Bulk | None:
 def _form(line: bytes) -> Form | None:
     """Where ``feed`` reads a V1 stats line's values (v1block.Form), by the same steps (``_line``, ``_stats``,
     ``Clock.stamp``), or None when it would read it any other way (held, field by field, untimed, several
-    records)."""
+    records). Every pattern of those steps matches digits as ``\\d``: the reading depends on where a line's digits
+    are, not on which, so it is kept per line with its digits zeroed (one read per form of the log, not per block)
+    and only the engine's label is taken from the line's own digits."""
+    form = _zeroed_form(line.translate(ZERO_DIGITS))
+    if form is None or form.engine_digits is None:
+        return form
+    return replace(form, engine=line[form.engine_digits[0]:form.engine_digits[1]].decode())
+
+
+@lru_cache(maxsize=1024)
+def _zeroed_form(line: bytes) -> Form | None:
     key_at = line.find(STATS_KEY)
     if key_at < 0 or line.count(STATS_WORD) != 1:
         return None
@@ -362,7 +394,7 @@ def _form(line: bytes) -> Form | None:
         return None
     engine = m.group(1).decode() if m.group(1) else ("aggregated" if m.group(2) else "000")
     return Form(tuple(fast.span(i) for i in range(1, 8)), stamp.start(1), engine,
-                m.span(1) if m.group(1) else None)
+                m.span(1) if m.group(1) else None, line.count(MARK))
 
 
 def _stats_match(line: bytes, key_at: int) -> re.Match[bytes] | None:
