@@ -87,6 +87,7 @@ MIN_FORMS = 16
 FIELDS = (("prompt_tps", True), ("gen_tps", True), ("running", False), ("waiting", False), ("preemptions", False),
           ("kv", True), ("prefix_hit", True))  # Form.spans' order; True: "%.1f", False: "%d"
 MIX = U64(0x9E3779B97F4A7C15)
+STAMP_DIGITS = np.array([0, 1, 3, 4, 6, 7, 9, 10, 12, 13])  # the digits of "MM-DD hh:mm:ss" from the month's
 # Per line length, the bits of a packed row that fall inside the line (rows are right-aligned).
 IN_LINE = np.packbits(np.arange(WIDTH) >= WIDTH - np.arange(WIDTH + 1)[:, None], axis=1)
 
@@ -171,8 +172,11 @@ def stats_rows(blk: Block, start: int, newlines: np.ndarray,
                 marks.append(form.marks)
                 layouts.append(layout)
         first_of = firsts[group]
-        same = (((words[todo] ^ words[first_of]) & masks[group]) == 0).all(axis=1)
-        same &= (packed_words[todo] == packed_words[first_of]).all(axis=1)
+        differ = np.bitwise_xor(words[:n] if len(todo) == n else words[todo], words[first_of])
+        differ &= masks[group]  # in place: each temporary of a block's rows costs as much as the operation
+        same = ~differ.any(axis=1)
+        for mine, first in zip(packed_words[todo].T, packed_words[first_of].T, strict=True):
+            same &= mine == first  # the digit bits, a column of words at a time (a few columns)
         form_of_row[todo[same]] = taken[group[same]]
         todo = todo[~same]  # lines that differ from their pattern's first line: read in the next round
     ok &= form_of_row >= 0
@@ -192,11 +196,9 @@ def stats_rows(blk: Block, start: int, newlines: np.ndarray,
     numbers = {name: value[:, i] for i, (name, _) in enumerate(FIELDS)}
     numbers["kv"] = numbers["kv"] / 100
     numbers["prefix_hit"] = numbers["prefix_hit"] / 100
-    at = base + table[:, 3 * k]
-    cells = rows.reshape(-1)
-    two = [(cells[at + i] - np.uint8(48)).astype(np.int64) * 10 + (cells[at + i + 1] - np.uint8(48))
-           for i in (0, 3, 6, 9, 12)]
     keep = np.flatnonzero(ok)
-    month, day, hh, mm, ss = (t[keep] for t in two)
+    at = (base + table[:, 3 * k])[keep]
+    digits_at = (rows.reshape(-1)[at[:, None] + STAMP_DIGITS] - np.uint8(48)).astype(np.int64)
+    month, day, hh, mm, ss = (digits_at[:, 0::2] * 10 + digits_at[:, 1::2]).T  # "MM-DD hh:mm:ss"
     return Rows(month, day, hh, mm, ss, engines, marks, form_of_row[keep],
                 {name: col[keep] for name, col in numbers.items()})
