@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -87,6 +88,7 @@ MIN_FORMS = 16
 FIELDS = (("prompt_tps", True), ("gen_tps", True), ("running", False), ("waiting", False), ("preemptions", False),
           ("kv", True), ("prefix_hit", True))  # Form.spans' order; True: "%.1f", False: "%d"
 MIX = U64(0x9E3779B97F4A7C15)
+ZERO_DIGITS = bytes.maketrans(b"123456789", b"000000000")
 STAMP_DIGITS = np.array([0, 1, 3, 4, 6, 7, 9, 10, 12, 13])  # the digits of "MM-DD hh:mm:ss" from the month's
 # Per line length, the bits of a packed row that fall inside the line (rows are right-aligned).
 IN_LINE = np.packbits(np.arange(WIDTH) >= WIDTH - np.arange(WIDTH + 1)[:, None], axis=1)
@@ -106,6 +108,23 @@ def _layout(form: Form, line: bytes, offset: int) -> list[int] | None:
         widths.append(len(text))
         dots.append(dot)
     return [*ends, *widths, *dots, offset + form.stamp]
+
+
+@lru_cache(maxsize=1024)
+def _first_line(zeroed: bytes, width: int, form: Form | None) -> tuple[np.ndarray, tuple[int, ...] | None]:
+    """For the first line of a digit pattern (its digits zeroed: where they are is all that matters here), right-
+    aligned in rows ``width`` wide: the mask of the bytes compared in the lines of its pattern (its own bytes but
+    digits, and the engine's digits, which name the engine) and its numbers' layout (``_layout``; None: its lines
+    are read some other way). Kept per pattern: a log repeats a few in every block."""
+    offset = width - len(zeroed)  # the column of the line's first byte
+    compared = np.zeros(width, bool)
+    compared[offset:] = np.frombuffer(zeroed, np.uint8) != ord("0")
+    if form is not None and form.engine_digits is not None:
+        compared[offset + form.engine_digits[0]:offset + form.engine_digits[1]] = True
+    mask = np.where(compared, np.uint8(255), np.uint8(0)).view("<u8")
+    mask.flags.writeable = False  # shared by every block that meets the pattern
+    layout = _layout(form, zeroed, offset) if form is not None else None
+    return mask, tuple(layout) if layout is not None else None
 
 
 def stats_rows(blk: Block, start: int, newlines: np.ndarray,
@@ -141,7 +160,7 @@ def stats_rows(blk: Block, start: int, newlines: np.ndarray,
     form_of_row = np.full(n, -1)
     engines: list[str] = []
     marks: list[int] = []
-    layouts: list[list[int]] = []
+    layouts: list[tuple[int, ...]] = []
     limit, read = max(MIN_FORMS, n // FORM_LINES), 0
     todo = np.flatnonzero(ok)
     while len(todo):  # a round: the first line of each digit pattern read, the others compared with it at once
@@ -159,13 +178,7 @@ def stats_rows(blk: Block, start: int, newlines: np.ndarray,
         for i, first in enumerate(firsts.tolist()):
             line = blk.buf[int(line_start[first]):int(line_end[first])]
             form = form_of(line)
-            offset = width - len(line)  # the column of the line's first byte
-            layout = _layout(form, line, offset) if form is not None else None
-            compared = ~digit[first]
-            compared[:offset] = False
-            if form is not None and form.engine_digits is not None:
-                compared[offset + form.engine_digits[0]:offset + form.engine_digits[1]] = True
-            masks[i] = np.where(compared, np.uint8(255), np.uint8(0)).view("<u8")
+            masks[i], layout = _first_line(line.translate(ZERO_DIGITS), width, form)
             if form is not None and layout is not None:  # else these lines are read some other way
                 taken[i] = len(layouts)
                 engines.append(form.engine)
@@ -180,7 +193,7 @@ def stats_rows(blk: Block, start: int, newlines: np.ndarray,
         form_of_row[todo[same]] = taken[group[same]]
         todo = todo[~same]  # lines that differ from their pattern's first line: read in the next round
     ok &= form_of_row >= 0
-    table = np.array(layouts or [[0] * (3 * len(FIELDS) + 1)])[np.maximum(form_of_row, 0)]
+    table = np.array(layouts or [(0,) * (3 * len(FIELDS) + 1)])[np.maximum(form_of_row, 0)]
     flat = Block(rows)  # the rows one after another
     base = np.arange(n) * width
     k = len(FIELDS)

@@ -28,7 +28,7 @@ import numpy as np
 from triage.sources.logs.lines import K8S_PARTIAL, VLLM_STAMP, Clock, iter_lines
 from triage.sources.logs.registry import LogFormat, register
 from triage.sources.logs.series import Columns, LogSeries, Sample, SampleColumns, SpecSample, Timeline, columns
-from triage.sources.logs.v1block import FRONT, PAD, Block, Form, Rows, stats_rows
+from triage.sources.logs.v1block import FRONT, PAD, ZERO_DIGITS, Block, Form, Rows, stats_rows
 
 STATS = re.compile(rb"(?:Engine (\d+): |(\d+) Engines Aggregated: )?Avg prompt throughput: ")
 FIELD = re.compile(rb"(Avg prompt throughput|Avg generation throughput|Running|Waiting|Pending|Swapped|Deferred|"
@@ -66,7 +66,6 @@ ENGINE_AT = re.compile(rb"(?:Engine (\d+): |(\d+) Engines Aggregated: )$")
 RARE_BY_BYTE = ((b"D", (b"SpecDecoding metrics", b"Speculative metrics")), (b"M", (b"preempted by",)),
                 (b"_", (b"max_num_seqs",)))
 MARK = b"Av"  # what read_bulk counts, in the block and in each line read, for the stats keyword
-ZERO_DIGITS = bytes.maketrans(b"123456789", b"000000000")
 STATS_WORD = b"Avg prompt throughput"  # without the colon: also what feed counts to split records on one line
 # Bytes of whole lines per block of parse_chunks, blocks read ahead of the parser and threads reading them: 1 MB
 # blocks two ahead keep test_log_memory's bound (2 MB three ahead held 15 MB at once) at no measured cost.
