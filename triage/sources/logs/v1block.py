@@ -139,8 +139,12 @@ def stats_rows(blk: Block, start: int, newlines: np.ndarray,
     the values differ. The values are then parsed from their positions."""
     a = blk.bytes
     last = a[newlines - 1]
-    crlf = (last == 13) & (a[newlines - 2] == 37)  # "\r\n": the careful path strips the "\r"
-    idx = np.flatnonzero((last == 37) | crlf)  # lines ending "%"
+    ends_pct = last == 37
+    crlf = last == 13
+    if crlf.any():  # "\r\n": the careful path strips the "\r" (a log without any skips this)
+        crlf &= a[newlines - 2] == 37
+        ends_pct |= crlf
+    idx = np.flatnonzero(ends_pct)  # lines ending "%"
     line_end = newlines[idx] - crlf[idx]
     line_start = np.where(idx > 0, newlines[np.maximum(idx - 1, 0)] + 1, start)
     length = line_end - line_start

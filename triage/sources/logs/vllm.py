@@ -353,7 +353,8 @@ def read_bulk(buf: bytes, start: int, end: int) -> Bulk | None:
     if _unusual(buf, start, end, pairs):
         return None
     blk = Block(buf)
-    newlines = np.flatnonzero(blk.bytes[start:end] == 10) + start
+    newlines = np.flatnonzero(blk.bytes[start:end] == 10)
+    newlines += start
     rows = stats_rows(blk, start, newlines, _form)
     if rows is None:
         return None
