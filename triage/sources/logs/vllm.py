@@ -27,7 +27,16 @@ import numpy as np
 
 from triage.sources.logs.lines import K8S_PARTIAL, VLLM_STAMP, Clock, iter_lines
 from triage.sources.logs.registry import LogFormat, register
-from triage.sources.logs.series import Columns, LogSeries, Sample, SampleColumns, SpecSample, Timeline, columns
+from triage.sources.logs.series import (
+    Columns,
+    GrowingColumns,
+    LogSeries,
+    Sample,
+    SampleColumns,
+    SpecSample,
+    Timeline,
+    columns,
+)
 from triage.sources.logs.v1block import FRONT, PAD, ZERO_DIGITS, Block, Form, Rows, stats_rows
 
 STATS = re.compile(rb"(?:Engine (\d+): |(\d+) Engines Aggregated: )?Avg prompt throughput: ")
@@ -94,7 +103,7 @@ class VllmLogParser:
         self.v0 = self.v1 = False
         self.times = Timeline(self.series)
         self.held: bytes | None = None  # a stats line that ends early: the paste may have wrapped it
-        self._parts: dict[str, list[Columns]] = {}  # per engine, the runs of samples read as columns, in order
+        self._parts: dict[str, GrowingColumns] = {}  # per engine, the samples read as columns, in order
 
     def feed(self, line: bytes) -> None:
         """One line; a stats line cut short is joined with the next line when that one starts no new record
@@ -194,7 +203,7 @@ class VllmLogParser:
     def _add_columns(self, key: str, cols: Columns) -> None:
         """A run of one engine's samples as columns, after any samples the careful path appended before it."""
         group = self.series.group(key)
-        parts = self._parts.setdefault(key, [])
+        parts = self._parts.setdefault(key, GrowingColumns())
         if group:
             parts.append(columns(group))
             self.series.engines[key] = []  # the same key: the engines' order stays that of their first line
@@ -295,8 +304,9 @@ class VllmLogParser:
         s = self.series
         for key, parts in self._parts.items():
             rest = s.engines[key]
-            runs = [*parts, columns(rest)] if rest else parts
-            s.engines[key] = SampleColumns({name: np.concatenate([r[name] for r in runs]) for name in Sample._fields})
+            if rest:
+                parts.append(columns(rest))
+            s.engines[key] = SampleColumns(parts.columns())
         self._parts = {}
         if self.v1:
             s.title, s.fmt = "vLLM V1 server log", "vllm_v1_log"
