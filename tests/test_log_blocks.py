@@ -95,6 +95,8 @@ def test_block_path_reads_what_feed_reads_on_mixed_logs(seed: int, monkeypatch: 
     plain = seed % 2 == 0  # even seeds: only lines the numpy path reads (it must then read every block)
     data = _log(rng, rng.choice([50, 400, 1500]), odd=0.0 if plain else rng.choice([0.0, 0.01, 0.1]), plain=plain)
     monkeypatch.setattr(vllm, "BLOCK", rng.choice([1, 700, 5000, 1 << 20]))  # blocks cut the log anywhere
+    threads = rng.choice([0, 2])  # read on worker threads or inline: the same either way
+    monkeypatch.setattr(vllm, "_threads", lambda: threads)
     careful = []
     feed_block = vllm.VllmLogParser.feed_block
     monkeypatch.setattr(vllm.VllmLogParser, "feed_block", lambda self, block: careful.append(feed_block(self, block)))
@@ -192,6 +194,7 @@ def test_blocks_are_read_on_worker_threads_and_taken_in_order(monkeypatch: pytes
         return read_bulk(buf, start, end)
 
     monkeypatch.setattr(vllm, "read_bulk", recorded)
+    monkeypatch.setattr(vllm, "_threads", lambda: 2)  # as on a machine with a core to spare
     fast = vllm.parse_chunks([data[i:i + 4096] for i in range(0, len(data), 4096)])
     _same(fast, vllm.parse(iter_lines([data])))
     assert len(threads) > 20 and all(name.startswith("vllm-log") for name in threads)
@@ -230,3 +233,14 @@ def test_growing_columns_hold_the_runs_joined_in_order() -> None:
     got = grown.columns()
     for name in Sample._fields:
         assert np.array_equal(got[name], np.concatenate([run[name] for run in runs]))
+
+
+def test_threads_only_with_a_core_to_spare(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(vllm.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    monkeypatch.setattr(vllm.os, "getloadavg", lambda: (0.4, 0.0, 0.0))
+    assert vllm._threads() == vllm.WORKERS
+    monkeypatch.setattr(vllm.os, "getloadavg", lambda: (1.6, 0.0, 0.0))  # both cores of two busy
+    assert vllm._threads() == 0
+    monkeypatch.setattr(vllm.os, "sched_getaffinity", lambda pid: {0}, raising=False)
+    monkeypatch.setattr(vllm.os, "getloadavg", lambda: (0.0, 0.0, 0.0))
+    assert vllm._threads() == 0
