@@ -465,7 +465,7 @@ def _threads() -> int:
     try:
         cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
         load = os.getloadavg()[0]
-    except OSError:
+    except (OSError, AttributeError):  # no load average (Windows): one thread
         return 0
     return WORKERS if cores >= 2 and load <= cores - 1 else 0
 
