@@ -219,18 +219,18 @@ def test_lines_holding_only_the_pairs_numpy_looks_for_stay_on_the_block_path(mon
     _same(fast, vllm.parse(iter_lines([data])))
 
 
-def test_growing_columns_hold_the_runs_joined_in_order() -> None:
-    """Runs of every size (none, one, more than the columns hold) appended in turn read as their join."""
+def test_column_runs_hold_the_runs_joined_in_order() -> None:
+    """Runs of every size (none, one, many) appended in turn read as their join."""
     import numpy as np
 
-    from triage.sources.logs.series import GrowingColumns, Sample
+    from triage.sources.logs.series import ColumnRuns, Sample
 
     rng = np.random.default_rng(5)
     runs = [{name: rng.random(size) for name in Sample._fields} for size in (0, 1, 700, 1500, 3, 0, 5000)]
-    grown = GrowingColumns()
+    joined = ColumnRuns()
     for run in runs:
-        grown.append(run)
-    got = grown.columns()
+        joined.append(run)
+    got = joined.columns()
     for name in Sample._fields:
         assert np.array_equal(got[name], np.concatenate([run[name] for run in runs]))
 

@@ -29,8 +29,8 @@ import numpy as np
 from triage.sources.logs.lines import K8S_PARTIAL, VLLM_STAMP, Clock, iter_lines
 from triage.sources.logs.registry import LogFormat, register
 from triage.sources.logs.series import (
+    ColumnRuns,
     Columns,
-    GrowingColumns,
     LogSeries,
     Sample,
     SampleColumns,
@@ -105,7 +105,7 @@ class VllmLogParser:
         self.v0 = self.v1 = False
         self.times = Timeline(self.series)
         self.held: bytes | None = None  # a stats line that ends early: the paste may have wrapped it
-        self._parts: dict[str, GrowingColumns] = {}  # per engine, the samples read as columns, in order
+        self._parts: dict[str, ColumnRuns] = {}  # per engine, the samples read as columns, in order
 
     def feed(self, line: bytes) -> None:
         """One line; a stats line cut short is joined with the next line when that one starts no new record
@@ -205,7 +205,7 @@ class VllmLogParser:
     def _add_columns(self, key: str, cols: Columns) -> None:
         """A run of one engine's samples as columns, after any samples the careful path appended before it."""
         group = self.series.group(key)
-        parts = self._parts.setdefault(key, GrowingColumns())
+        parts = self._parts.setdefault(key, ColumnRuns())
         if group:
             parts.append(columns(group))
             self.series.engines[key] = []  # the same key: the engines' order stays that of their first line
