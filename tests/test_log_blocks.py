@@ -95,6 +95,8 @@ def test_block_path_reads_what_feed_reads_on_mixed_logs(seed: int, monkeypatch: 
     plain = seed % 2 == 0  # even seeds: only lines the numpy path reads (it must then read every block)
     data = _log(rng, rng.choice([50, 400, 1500]), odd=0.0 if plain else rng.choice([0.0, 0.01, 0.1]), plain=plain)
     monkeypatch.setattr(vllm, "BLOCK", rng.choice([1, 700, 5000, 1 << 20]))  # blocks cut the log anywhere
+    threads = rng.choice([0, 2])  # read on worker threads or inline: the same either way
+    monkeypatch.setattr(vllm, "_threads", lambda: threads)
     careful = []
     feed_block = vllm.VllmLogParser.feed_block
     monkeypatch.setattr(vllm.VllmLogParser, "feed_block", lambda self, block: careful.append(feed_block(self, block)))
@@ -174,3 +176,71 @@ def test_numbers_of_every_width_are_parsed_as_float_parses_them(seed: int, monke
     fast = vllm.parse_chunks([data])
     assert careful == []
     _same(fast, vllm.parse(iter_lines([data])))
+
+
+def test_blocks_are_read_on_worker_threads_and_taken_in_order(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A log of many blocks is read by numpy on the worker threads, and the parser takes their reads in the log's
+    order: the samples, their times and the counts are those of the careful path."""
+    import threading
+
+    rng = random.Random(3)
+    data = _log(rng, 1500, odd=0.0, plain=True)
+    monkeypatch.setattr(vllm, "BLOCK", 3000)
+    threads = []
+    read_bulk = vllm.read_bulk
+
+    def recorded(buf: bytes, start: int, end: int):  # type: ignore[no-untyped-def]
+        threads.append(threading.current_thread().name)
+        return read_bulk(buf, start, end)
+
+    monkeypatch.setattr(vllm, "read_bulk", recorded)
+    monkeypatch.setattr(vllm, "_threads", lambda: 2)  # as on a machine with a core to spare
+    fast = vllm.parse_chunks([data[i:i + 4096] for i in range(0, len(data), 4096)])
+    _same(fast, vllm.parse(iter_lines([data])))
+    assert len(threads) > 20 and all(name.startswith("vllm-log") for name in threads)
+
+
+def test_lines_holding_only_the_pairs_numpy_looks_for_stay_on_the_block_path(monkeypatch: pytest.MonkeyPatch) -> None:
+    """"Av", "U:" and "P " are what numpy counts or looks for before a substring search: lines holding them but no
+    keyword (an "Avatar" URL, "GPU: 0", "P " in a message) keep the block on the numpy path, read as feed reads it."""
+    rng = random.Random(11)
+    lines = [_stats(rng, 10 * i, plain=True) if i % 3 else ACCESS.format(n=i) for i in range(300)]
+    lines[40] = '(APIServer pid=1) INFO:     10.0.0.1:4000 - "GET /v1/Avatar HTTP/1.1" 200 OK'
+    lines[80] = "(APIServer pid=1) INFO 09-07 06:35:31 [gpu.py:1] GPU: 0 ready, memory P 3"
+    data = ("\n".join(lines) + "\n").encode()
+    careful = []
+    feed_block = vllm.VllmLogParser.feed_block
+    monkeypatch.setattr(vllm.VllmLogParser, "feed_block", lambda self, block: careful.append(feed_block(self, block)))
+    counted = []
+    count = vllm._count
+    monkeypatch.setattr(vllm, "_count", lambda pairs, two: counted.append(count(pairs, two)) or counted[-1])
+    fast = vllm.parse_chunks([data])
+    assert careful == [] and counted
+    _same(fast, vllm.parse(iter_lines([data])))
+
+
+def test_column_runs_hold_the_runs_joined_in_order() -> None:
+    """Runs of every size (none, one, many) appended in turn read as their join."""
+    import numpy as np
+
+    from triage.sources.logs.series import ColumnRuns, Sample
+
+    rng = np.random.default_rng(5)
+    runs = [{name: rng.random(size) for name in Sample._fields} for size in (0, 1, 700, 1500, 3, 0, 5000)]
+    joined = ColumnRuns()
+    for run in runs:
+        joined.append(run)
+    got = joined.columns()
+    for name in Sample._fields:
+        assert np.array_equal(got[name], np.concatenate([run[name] for run in runs]))
+
+
+def test_threads_only_with_a_core_to_spare(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(vllm.os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    monkeypatch.setattr(vllm.os, "getloadavg", lambda: (0.4, 0.0, 0.0))
+    assert vllm._threads() == vllm.WORKERS
+    monkeypatch.setattr(vllm.os, "getloadavg", lambda: (1.6, 0.0, 0.0))  # both cores of two busy
+    assert vllm._threads() == 0
+    monkeypatch.setattr(vllm.os, "sched_getaffinity", lambda pid: {0}, raising=False)
+    monkeypatch.setattr(vllm.os, "getloadavg", lambda: (0.0, 0.0, 0.0))
+    assert vllm._threads() == 0

@@ -5,7 +5,10 @@ from __future__ import annotations
 import tracemalloc
 from pathlib import Path
 
+import pytest
+
 from triage.cli.text_input import read_source
+from triage.sources.logs import vllm
 
 STATS = ("(APIServer pid=1) INFO 09-01 {h:02d}:{m:02d}:{s:02d} [loggers.py:123] Engine 000: Avg prompt throughput: "
          "{p:.1f} tokens/s, Avg generation throughput: 900.0 tokens/s, Running: 64 reqs, Waiting: {w} reqs, "
@@ -23,7 +26,8 @@ def _write(path: Path, lines: int, every: int) -> None:
                 out.write(ACCESS.format(n=i % 250, port=40000 + i % 20000))
 
 
-def test_reading_a_large_log_holds_a_bounded_amount_of_memory(tmp_path):
+@pytest.mark.parametrize("threads", [0, 2])  # blocks read inline, or on worker threads ahead of the parser
+def test_reading_a_large_log_holds_a_bounded_amount_of_memory(tmp_path, monkeypatch, threads):
     """200,000 lines (18 MB): the parse's peak allocation stays under 8 MB, where reading the file whole (as one
     bytes object, or as its lines) would need more than the file's size. The stats lines are sparse (one in
     100) so that what the parse keeps, one sample per stats line, is small beside what it reads."""
@@ -31,6 +35,7 @@ def test_reading_a_large_log_holds_a_bounded_amount_of_memory(tmp_path):
     _write(path, 200_000, 100)
     size = path.stat().st_size
     assert size > 18_000_000
+    monkeypatch.setattr(vllm, "_threads", lambda: threads)
     tracemalloc.start()
     try:
         log = read_source(path)

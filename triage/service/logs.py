@@ -38,4 +38,4 @@ def diagnose_log(kb: KnowledgeBase, log: LogSeries, slo: Slo) -> LogDiagnosis:
     # per engine, from the stats lines themselves (the window's series average neighbours down to a few hundred points)
     samples = [running_waiting(columns(g)) for g in log.groups]
     live = diagnose_window(kb, window, slo, configured_cap=configured, cap_samples=samples)
-    return LogDiagnosis(log, window, live, log_readings(log))
+    return LogDiagnosis(log, window, live, log_readings(log, samples))

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from triage.sources.logs.series import Columns, LogSeries, Sample, columns, fmean, running_sum
+from triage.sources.logs.series import Columns, LogSeries, Sample, columns, fmean, printed, running_sum
 from triage.sources.running_plateau import AT_PEAK, plateau
 
 CAP_KV_BELOW = 0.9     # ... while KV usage stays below this: the KV cache is not what holds the batch
@@ -72,12 +72,13 @@ def running_waiting(cols: Columns) -> np.ndarray:
     return np.column_stack((cols["running"][both], cols["waiting"][both]))
 
 
-def concurrency_cap(log: LogSeries) -> list[LogReading]:
+def concurrency_cap(log: LogSeries, samples: Sequence[np.ndarray] | None = None) -> list[LogReading]:
     """Requests wait while the running count stays pinned at one value (the plateau the verdict's running cap
-    reads) and the KV cache has room: the batch is held by a cap on concurrency, not by memory."""
-    for group in log.groups:
+    reads) and the KV cache has room: the batch is held by a cap on concurrency, not by memory. ``samples``: each
+    group's ``running_waiting``, when the caller has them already."""
+    for i, group in enumerate(log.groups):
         cols = columns(group)
-        found = plateau(running_waiting(cols))
+        found = plateau(samples[i] if samples is not None else running_waiting(cols))
         if found is None:
             continue
         queued = _given(cols["waiting"]) & _given(cols["running"])
@@ -130,8 +131,7 @@ def prefill_stalls(log: LogSeries) -> list[LogReading]:
 
 
 def _printed(samples: Sequence[Sample], name: str) -> np.ndarray:
-    col = columns(samples)[name]
-    return col[~np.isnan(col)]
+    return printed(columns(samples)[name])
 
 
 def kv_full_share(log: LogSeries) -> list[LogReading]:
@@ -166,7 +166,7 @@ def retractions(log: LogSeries) -> list[LogReading]:
     return out
 
 
-def log_readings(log: LogSeries) -> list[LogReading]:
-    """Every reading the log allows, in the order a person reads them."""
-    return [*kv_full_share(log), *swapped(log), *retractions(log), *concurrency_cap(log), *decode_speed(log),
-            *prefill_stalls(log)]
+def log_readings(log: LogSeries, cap_samples: Sequence[np.ndarray] | None = None) -> list[LogReading]:
+    """Every reading the log allows, in the order a person reads them (``cap_samples``: see ``concurrency_cap``)."""
+    return [*kv_full_share(log), *swapped(log), *retractions(log), *concurrency_cap(log, cap_samples),
+            *decode_speed(log), *prefill_stalls(log)]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -52,12 +53,14 @@ class Block:
 class Form:
     """Where the careful path (``VllmLogParser.feed``) reads the numbers of one stats line: the spans of the
     prompt, generation, running, waiting, preemptions ((-1, -1): not printed), KV and prefix-hit texts, the offset
-    of the stamp's month digits, the engine label and the span of the engine's digits (compared as text)."""
+    of the stamp's month digits, the engine label and the span of the engine's digits (compared as text); ``marks``:
+    how often the line holds the caller's mark (a short text the caller counts in the whole block)."""
 
     spans: tuple[tuple[int, int], ...]
     stamp: int
     engine: str
     engine_digits: tuple[int, int] | None
+    marks: int = 0
 
 
 @dataclass
@@ -70,6 +73,7 @@ class Rows:
     mm: np.ndarray
     ss: np.ndarray
     engine: list[str]        # one label per form (see ``form``)
+    marks: list[int]         # per form, Form.marks
     form: np.ndarray         # per line, the index of its form in ``engine``
     numbers: dict[str, np.ndarray]
 
@@ -84,6 +88,8 @@ MIN_FORMS = 16
 FIELDS = (("prompt_tps", True), ("gen_tps", True), ("running", False), ("waiting", False), ("preemptions", False),
           ("kv", True), ("prefix_hit", True))  # Form.spans' order; True: "%.1f", False: "%d"
 MIX = U64(0x9E3779B97F4A7C15)
+ZERO_DIGITS = bytes.maketrans(b"123456789", b"000000000")
+STAMP_DIGITS = np.array([0, 1, 3, 4, 6, 7, 9, 10, 12, 13])  # the digits of "MM-DD hh:mm:ss" from the month's
 # Per line length, the bits of a packed row that fall inside the line (rows are right-aligned).
 IN_LINE = np.packbits(np.arange(WIDTH) >= WIDTH - np.arange(WIDTH + 1)[:, None], axis=1)
 
@@ -104,6 +110,23 @@ def _layout(form: Form, line: bytes, offset: int) -> list[int] | None:
     return [*ends, *widths, *dots, offset + form.stamp]
 
 
+@lru_cache(maxsize=1024)
+def _first_line(zeroed: bytes, width: int, form: Form | None) -> tuple[np.ndarray, tuple[int, ...] | None]:
+    """For the first line of a digit pattern (its digits zeroed: where they are is all that matters here), right-
+    aligned in rows ``width`` wide: the mask of the bytes compared in the lines of its pattern (its own bytes but
+    digits, and the engine's digits, which name the engine) and its numbers' layout (``_layout``; None: its lines
+    are read some other way). Kept per pattern: a log repeats a few in every block."""
+    offset = width - len(zeroed)  # the column of the line's first byte
+    compared = np.zeros(width, bool)
+    compared[offset:] = np.frombuffer(zeroed, np.uint8) != ord("0")
+    if form is not None and form.engine_digits is not None:
+        compared[offset + form.engine_digits[0]:offset + form.engine_digits[1]] = True
+    mask = np.where(compared, np.uint8(255), np.uint8(0)).view("<u8")
+    mask.flags.writeable = False  # shared by every block that meets the pattern
+    layout = _layout(form, zeroed, offset) if form is not None else None
+    return mask, tuple(layout) if layout is not None else None
+
+
 def stats_rows(blk: Block, start: int, newlines: np.ndarray,
                form_of: Callable[[bytes], Form | None]) -> Rows | None:
     """The lines of a block (from ``start``; ``newlines``: the offsets of its lines' ends) that read as stats
@@ -116,8 +139,12 @@ def stats_rows(blk: Block, start: int, newlines: np.ndarray,
     the values differ. The values are then parsed from their positions."""
     a = blk.bytes
     last = a[newlines - 1]
-    crlf = (last == 13) & (a[newlines - 2] == 37)  # "\r\n": the careful path strips the "\r"
-    idx = np.flatnonzero((last == 37) | crlf)  # lines ending "%"
+    ends_pct = last == 37
+    crlf = last == 13
+    if crlf.any():  # "\r\n": the careful path strips the "\r" (a log without any skips this)
+        crlf &= a[newlines - 2] == 37
+        ends_pct |= crlf
+    idx = np.flatnonzero(ends_pct)  # lines ending "%"
     line_end = newlines[idx] - crlf[idx]
     line_start = np.where(idx > 0, newlines[np.maximum(idx - 1, 0)] + 1, start)
     length = line_end - line_start
@@ -136,7 +163,8 @@ def stats_rows(blk: Block, start: int, newlines: np.ndarray,
         h = (h * MIX) ^ word
     form_of_row = np.full(n, -1)
     engines: list[str] = []
-    layouts: list[list[int]] = []
+    marks: list[int] = []
+    layouts: list[tuple[int, ...]] = []
     limit, read = max(MIN_FORMS, n // FORM_LINES), 0
     todo = np.flatnonzero(ok)
     while len(todo):  # a round: the first line of each digit pattern read, the others compared with it at once
@@ -154,24 +182,22 @@ def stats_rows(blk: Block, start: int, newlines: np.ndarray,
         for i, first in enumerate(firsts.tolist()):
             line = blk.buf[int(line_start[first]):int(line_end[first])]
             form = form_of(line)
-            offset = width - len(line)  # the column of the line's first byte
-            layout = _layout(form, line, offset) if form is not None else None
-            compared = ~digit[first]
-            compared[:offset] = False
-            if form is not None and form.engine_digits is not None:
-                compared[offset + form.engine_digits[0]:offset + form.engine_digits[1]] = True
-            masks[i] = np.where(compared, np.uint8(255), np.uint8(0)).view("<u8")
+            masks[i], layout = _first_line(line.translate(ZERO_DIGITS), width, form)
             if form is not None and layout is not None:  # else these lines are read some other way
                 taken[i] = len(layouts)
                 engines.append(form.engine)
+                marks.append(form.marks)
                 layouts.append(layout)
         first_of = firsts[group]
-        same = (((words[todo] ^ words[first_of]) & masks[group]) == 0).all(axis=1)
-        same &= (packed_words[todo] == packed_words[first_of]).all(axis=1)
+        differ = np.bitwise_xor(words[:n] if len(todo) == n else words[todo], words[first_of])
+        differ &= masks[group]  # in place: each temporary of a block's rows costs as much as the operation
+        same = ~differ.any(axis=1)
+        for mine, first in zip(packed_words[todo].T, packed_words[first_of].T, strict=True):
+            same &= mine == first  # the digit bits, a column of words at a time (a few columns)
         form_of_row[todo[same]] = taken[group[same]]
         todo = todo[~same]  # lines that differ from their pattern's first line: read in the next round
     ok &= form_of_row >= 0
-    table = np.array(layouts or [[0] * (3 * len(FIELDS) + 1)])[np.maximum(form_of_row, 0)]
+    table = np.array(layouts or [(0,) * (3 * len(FIELDS) + 1)])[np.maximum(form_of_row, 0)]
     flat = Block(rows)  # the rows one after another
     base = np.arange(n) * width
     k = len(FIELDS)
@@ -187,11 +213,9 @@ def stats_rows(blk: Block, start: int, newlines: np.ndarray,
     numbers = {name: value[:, i] for i, (name, _) in enumerate(FIELDS)}
     numbers["kv"] = numbers["kv"] / 100
     numbers["prefix_hit"] = numbers["prefix_hit"] / 100
-    at = base + table[:, 3 * k]
-    cells = rows.reshape(-1)
-    two = [(cells[at + i] - np.uint8(48)).astype(np.int64) * 10 + (cells[at + i + 1] - np.uint8(48))
-           for i in (0, 3, 6, 9, 12)]
     keep = np.flatnonzero(ok)
-    month, day, hh, mm, ss = (t[keep] for t in two)
-    return Rows(month, day, hh, mm, ss, engines, form_of_row[keep],
+    at = (base + table[:, 3 * k])[keep]
+    digits_at = (rows.reshape(-1)[at[:, None] + STAMP_DIGITS] - np.uint8(48)).astype(np.int64)
+    month, day, hh, mm, ss = (digits_at[:, 0::2] * 10 + digits_at[:, 1::2]).T  # "MM-DD hh:mm:ss"
+    return Rows(month, day, hh, mm, ss, engines, marks, form_of_row[keep],
                 {name: col[keep] for name, col in numbers.items()})

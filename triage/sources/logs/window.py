@@ -8,7 +8,7 @@ import numpy as np
 
 from triage.knowledge.engines import EngineSpec, load_engines
 from triage.knowledge.needs import Need, SeriesPoint
-from triage.sources.logs.series import LogSeries, columns, fmean, per_second, running_sum
+from triage.sources.logs.series import LogSeries, columns, fmean, per_second, printed, running_sum
 from triage.sources.readings import Readings
 
 NOT_IN_LOG = "not measurable from a log: the {title} has no {what}"
@@ -36,11 +36,6 @@ RATES: dict[str, Pick] = {"prompt_tokens": "prompt_tps", "generation_tokens": "g
 MAX_KEYS = frozenset({"kv_usage", "prefix_hit_rate"})  # ratios: the fullest engine, never a sum
 
 
-def _printed(col: np.ndarray) -> np.ndarray:
-    """The values a column holds (NaN is a field the line did not print)."""
-    return col[~np.isnan(col)]
-
-
 class LogWindow:
     """MetricWindow over a LogSeries: gauges are the stats lines' values (summed across engines for counts, the
     fullest engine for ratios), token rates the lines' own per-interval averages, preemptions counted lines."""
@@ -56,8 +51,8 @@ class LogWindow:
     def _per_engine(self, pick: Pick) -> list[np.ndarray]:
         """Per engine, the values of one field that the log printed (a version without the field has none)."""
         if pick not in self._seen:
-            printed = (_printed(columns(g)[pick]) for g in self.log.groups)
-            self._seen[pick] = [v for v in printed if len(v)]
+            values = (printed(columns(g)[pick]) for g in self.log.groups)
+            self._seen[pick] = [v for v in values if len(v)]
         return self._seen[pick]
 
     def _engine_means(self, pick: Pick) -> list[float]:
