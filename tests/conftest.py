@@ -95,6 +95,33 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(pytest.mark.xdist_group("fleet"))
 
 
+class LoadGroupIds:
+    """The xdist group of each test in its node id, as ``--dist loadgroup`` needs it (``…::test[x]@browser``).
+
+    pytest-xdist 3.8 sets ``item._nodeid``, but pytest 9.2 derives ``item.nodeid`` from a structured id: the
+    suffix was lost and every test was scheduled on its own (pytest-xdist issue 1386), so each worker built the
+    simulated fleet again. Runs after xdist's own hook and does nothing once xdist's suffix takes."""
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, config, items):
+        if not getattr(config.option, "loadgroup", False):  # set on xdist workers under --dist loadgroup
+            return
+        try:
+            from _pytest.nodeid import NodeId
+        except ImportError:  # an older pytest: xdist's ``_nodeid`` is the node id
+            return
+        for item in items:
+            names = {str(m.args[0] if m.args else m.kwargs.get("name", "default"))
+                     for m in item.iter_markers("xdist_group")}
+            suffix = "@" + "_".join(sorted(names))
+            if names and not item.nodeid.endswith(suffix):
+                item._id = NodeId.parse(item.nodeid + suffix)
+
+
+def pytest_configure(config):
+    config.pluginmanager.register(LoadGroupIds(), "triage-loadgroup-ids")
+
+
 def pytest_sessionfinish(session, exitstatus):
     """Close the Chromium that browser tests of this process shared (tests/browser_tools.py), if one ran."""
     close_shared_browser()
