@@ -4,8 +4,9 @@
 #   bash scripts/test.sh --fast [pytest args]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# Both lanes run on two xdist workers; every server a test starts listens on its own free port. Browser tests form
-# two groups (one Chromium per worker) and the simulated-fleet tests one (tests/conftest.py, --dist loadgroup).
+# Both lanes run on two xdist workers; every server a test starts listens on its own free port. The simulated-fleet
+# tests form one group, so one worker builds the fleet (tests/conftest.py, --dist loadgroup); each worker shares one
+# Chromium among the browser tests it takes.
 lane=(-n 2 --dist loadgroup)
 if [ "${1:-}" = "--fast" ]; then
   shift
