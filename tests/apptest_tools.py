@@ -18,13 +18,15 @@ def new_app(**query: str) -> AppTest:
 
 
 def open_page(path: str, **query: str) -> AppTest:
-    """The app run once, then switched to ``path`` with ``query`` in the URL; the page must not raise."""
-    at = new_app(**query).run()
+    """``path`` opened as a link to it opens it: the app's first run is that page, with ``query`` in the URL (the
+    app script, which every page runs under, runs first as always); the page must not raise, and must be the
+    page that ran (before a first run AppTest finds a page by its file name, as app.py registers every page)."""
+    at = new_app(**query)
     at.switch_page(path)
-    for key, value in query.items():
-        at.query_params[key] = value
     at.run()
     assert not at.exception, at.exception
+    ran = at._registered_pages.get(at._finished_page_script_hash, {}).get("script_path")
+    assert ran and Path(str(ran)).resolve() == (Path(APP).parent / path).resolve(), f"{path} asked, {ran} ran"
     return at
 
 

@@ -73,26 +73,46 @@ FLEET_FIXTURES = frozenset({"fleet_history", "fleet_blocks", "fleet_json", "reco
                             "stacks_server"})
 
 
-# The xdist groups of browser tests: one per worker of scripts/test.sh (-n 2).
-BROWSER_GROUPS = ("browser", "browser-2")
-
-
 @pytest.hookimpl(tryfirst=True)  # before xdist's own hook reads the xdist_group marks (--dist loadgroup)
 def pytest_collection_modifyitems(config, items):
-    browser_tests = 0
     for item in items:
         names = getattr(item, "fixturenames", ())
         if SERVER_FIXTURES.intersection(names):
             item.add_marker(pytest.mark.prometheus)
         if POSTGRES_FIXTURES.intersection(names):
             item.add_marker(pytest.mark.postgres)
-        # Browser tests alternate between two groups, so each worker drives one Chromium (tests/browser_tools.py)
-        # and both share the lane; every server a test starts listens on its own free port.
-        if item.get_closest_marker("browser"):
-            item.add_marker(pytest.mark.xdist_group(BROWSER_GROUPS[browser_tests % len(BROWSER_GROUPS)]))
-            browser_tests += 1
-        elif FLEET_FIXTURES.intersection(names):
+        # Browser tests are in no group of their own: each worker shares one Chromium and one app server among the
+        # browser tests it runs (tests/browser_tools.py), so both workers take them as they come. (A group goes to
+        # one worker: two browser groups both went to the worker not building the fleet, one after the other.)
+        if FLEET_FIXTURES.intersection(names):
             item.add_marker(pytest.mark.xdist_group("fleet"))
+
+
+class LoadGroupIds:
+    """The xdist group of each test in its node id, as ``--dist loadgroup`` needs it (``…::test[x]@browser``).
+
+    pytest-xdist 3.8 sets ``item._nodeid``, but pytest 9.2 derives ``item.nodeid`` from a structured id: the
+    suffix was lost and every test was scheduled on its own (pytest-xdist issue 1386), so each worker built the
+    simulated fleet again. Runs after xdist's own hook and does nothing once xdist's suffix takes."""
+
+    @pytest.hookimpl(trylast=True)
+    def pytest_collection_modifyitems(self, config, items):
+        if not getattr(config.option, "loadgroup", False):  # set on xdist workers under --dist loadgroup
+            return
+        try:
+            from _pytest.nodeid import NodeId
+        except ImportError:  # an older pytest: xdist's ``_nodeid`` is the node id
+            return
+        for item in items:
+            names = {str(m.args[0] if m.args else m.kwargs.get("name", "default"))
+                     for m in item.iter_markers("xdist_group")}
+            suffix = "@" + "_".join(sorted(names))
+            if names and not item.nodeid.endswith(suffix):
+                item._id = NodeId.parse(item.nodeid + suffix)
+
+
+def pytest_configure(config):
+    config.pluginmanager.register(LoadGroupIds(), "triage-loadgroup-ids")
 
 
 def pytest_sessionfinish(session, exitstatus):

@@ -8,7 +8,6 @@ import json
 import re
 import shutil
 import subprocess
-import sys
 from contextlib import contextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -18,6 +17,7 @@ import pytest
 import requests
 import yaml
 
+from tests.cli_tools import run_triage
 from tests.conftest import edit_yaml
 from tests.fleet_history import STEP, slo_of
 from tests.prom_harness import PROMTOOL, backfill
@@ -217,8 +217,7 @@ def test_a_signal_added_only_in_yaml_is_computed_from_a_window_and_compiled_to_p
 def _rule_file(folder: Path, slo: str, *extra: str) -> Path:
     path = folder / f"rules-{slo}{''.join(extra)}.yml"
     if not path.exists():
-        done = subprocess.run([sys.executable, "-m", "triage", "rules", "--slo", slo, *extra], cwd=ROOT,
-                              capture_output=True, text=True, timeout=60)
+        done = run_triage("rules", "--slo", slo, *extra)
         assert done.returncode == 0, done.stderr
         path.write_text(done.stdout)
     return path
@@ -244,10 +243,9 @@ def test_the_fleet_has_a_cause_per_sick_scenario(fleet_history):
 @pytest.mark.prometheus
 @pytest.mark.parametrize("scenario", list(SCENARIOS))
 def test_dry_run_matches_python_diagnosis(fleet_history, scenario):
-    done = subprocess.run([sys.executable, "-m", "triage", "rules", "--evaluate", "--prometheus",
-                           fleet_history.server.url, "--end", fleet_history.stop.isoformat(), "--slo",
-                           slo_of(scenario), "--match", f'instance="{scenario}"', "--json"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=60)
+    done = run_triage("rules", "--evaluate", "--prometheus", fleet_history.server.url, "--end",
+                      fleet_history.stop.isoformat(), "--slo", slo_of(scenario), "--match", f'instance="{scenario}"',
+                      "--json")
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
     assert sorted(a["cause"] for a in data["alerts"]) == fleet_history.causes[scenario]
@@ -259,9 +257,8 @@ def test_dry_run_matches_python_diagnosis(fleet_history, scenario):
 @pytest.mark.prometheus
 def test_dry_run_over_the_whole_fleet_fires_per_replica(fleet_history):
     """Without --match every replica is evaluated separately, in one query per alert."""
-    done = subprocess.run([sys.executable, "-m", "triage", "rules", "--evaluate", "--prometheus",
-                           fleet_history.server.url, "--end", fleet_history.stop.isoformat()],
-                          cwd=ROOT, capture_output=True, text=True, timeout=60)
+    done = run_triage("rules", "--evaluate", "--prometheus", fleet_history.server.url, "--end",
+                      fleet_history.stop.isoformat())
     assert done.returncode == 0, done.stderr
     for scenario, causes in fleet_history.causes.items():
         if slo_of(scenario) != "chat":
@@ -290,8 +287,7 @@ def test_prometheus_renders_the_runbook_link(fleet_history, tmp_path):
     """promtool test rules: each firing alert of a sick replica carries a runbook_url naming its replica's labels,
     the window, the evaluation time (query "time()") and its node."""
     scenario, base = "queueing", "https://triage.example/"
-    done = subprocess.run([sys.executable, "-m", "triage", "rules", "--slo", slo_of(scenario), "--dashboard-url", base],
-                          cwd=ROOT, capture_output=True, text=True, timeout=60)
+    done = run_triage("rules", "--slo", slo_of(scenario), "--dashboard-url", base)
     assert done.returncode == 0, done.stderr
     doc = yaml.safe_load(done.stdout)
     order: list[str] = []

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import streamlit as st
 
 from tests.apptest_tools import open_page, static_tables, texts
+from tests.cli_tools import run_triage
 from triage.knowledge.messages import message_text
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -79,8 +78,8 @@ def test_multi_run_file_offers_a_run_picker_and_sweep():
 def test_page_and_cli_agree_on_findings():
     sample = ROOT / "tree" / "sample" / "benchmark.csv"
     at = upload(bench_page(), "mine.csv", sample.read_bytes())
-    out = subprocess.run([sys.executable, "-m", "triage", "diagnose", str(sample), "--json"], cwd=ROOT,
-                         capture_output=True, text=True, check=True)
+    out = run_triage("diagnose", str(sample), "--json")
+    assert out.returncode == 0, out.stderr
     cli = [f["cause"] for f in json.loads(out.stdout)["findings"]]
     assert cli and at.session_state["findings"] == cli
 

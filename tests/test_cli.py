@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
+from tests.cli_tools import python_m_triage, run_triage
 from tests.conftest import edit_yaml
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -14,8 +14,9 @@ SAMPLE = ROOT / "tree" / "sample" / "benchmark.csv"
 
 
 def triage(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "triage", *args], cwd=ROOT, capture_output=True, text=True,
-                          timeout=120)
+    """The CLI in this process (tests/cli_tools.py); the JSON contract and the unreadable file launch the real
+    `python -m triage`, for the interpreter's exit codes 0 and 2."""
+    return run_triage(*args)
 
 
 def test_tree_json_dumps_the_knowledge_base():
@@ -39,7 +40,7 @@ def test_broken_tree_fails_with_one_line(tiny_tree):
 
 
 def test_diagnose_json_contract():
-    out = triage("diagnose", str(SAMPLE), "--json")
+    out = python_m_triage("diagnose", str(SAMPLE), "--json")
     assert out.returncode == 0
     data = json.loads(out.stdout)
     assert {"source", "format", "runs", "signals", "findings"} <= set(data)
@@ -53,7 +54,7 @@ def test_diagnose_json_contract():
 def test_diagnose_unreadable_file_is_one_line_exit_2(tmp_path):
     bad = tmp_path / "empty.json"
     bad.write_bytes(b"")
-    out = triage("diagnose", str(bad))
+    out = python_m_triage("diagnose", str(bad))
     assert out.returncode == 2 and out.stderr.count("\n") == 1 and "empty.json" in out.stderr
     missing = triage("diagnose", str(tmp_path / "nope.csv"))
     assert missing.returncode == 2 and "nope.csv" in missing.stderr

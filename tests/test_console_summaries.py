@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.cli_tools import python_m_triage, run_triage
 from triage.sources.files import load_benchmark
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -20,8 +20,8 @@ def load(text: str, name: str = "pasted.txt"):
 
 
 def triage(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "triage", *args], cwd=ROOT, capture_output=True, text=True,
-                          input=stdin, timeout=120)
+    """The CLI in this process (tests/cli_tools.py); reading standard input launches the real `python -m triage`."""
+    return run_triage(*args, stdin=stdin)
 
 
 def test_rows_become_the_canonical_summary() -> None:
@@ -98,7 +98,7 @@ def test_every_console_sample_has_provenance() -> None:
 
 
 def test_a_pasted_console_summary_on_standard_input() -> None:
-    out = triage("diagnose", "-", stdin=(REAL / "sglang_bench_serving_rate_330.txt").read_text())
+    out = python_m_triage("diagnose", "-", stdin=(REAL / "sglang_bench_serving_rate_330.txt").read_text())
     assert out.returncode == 0 and "ttft.queueing" in out.stdout
 
 

@@ -3,12 +3,11 @@ as summary runs, a table cut short keeps what it has, and they diagnose / verify
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.cli_tools import run_triage
 from triage.service.uploads import open_benchmark
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -77,13 +76,11 @@ def test_guidellm_throughput_only_table_and_a_cut_latency_table() -> None:
 
 
 def test_diagnose_names_what_the_table_gives_and_what_it_cannot() -> None:
-    out = subprocess.run([sys.executable, "-m", "triage", "diagnose", str(CONSOLE / "aiperf_readme_llm.txt")],
-                         cwd=ROOT, capture_output=True, text=True, timeout=120)
+    out = run_triage("diagnose", str(CONSOLE / "aiperf_readme_llm.txt"))
     assert out.returncode == 0, out.stderr
     assert "AIPerf console summary" in out.stdout and "ttft_p99_s = 68.8 ms" in out.stdout
     sweep = str(CONSOLE / "guidellm_llmd_precise_prefix.txt")
-    out = subprocess.run([sys.executable, "-m", "triage", "diagnose", sweep], cwd=ROOT, capture_output=True, text=True,
-                         timeout=120)
+    out = run_triage("diagnose", sweep)
     assert "No symptom is measurable from this source: this is not a sign of health." in out.stdout  # p95 only
 
 

@@ -7,13 +7,13 @@ import json
 import re
 import shutil
 import subprocess
-import sys
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 import yaml
 
+from tests.cli_tools import run_triage
 from tests.conftest import edit_yaml
 from tests.prom_harness import PROMETHEUS, PROMTOOL, data_end, generate_openmetrics, start_prometheus
 from triage.diagnosis.rules import resolve_slo
@@ -66,8 +66,7 @@ def acme_engine() -> dict:
 
 def run(tree: Path | None, *source: str) -> subprocess.CompletedProcess:
     extra = ["--tree-dir", str(tree)] if tree else []
-    return subprocess.run([sys.executable, "-m", "triage", "diagnose", *source, "--json", *extra], cwd=ROOT,
-                          capture_output=True, text=True, timeout=180)
+    return run_triage("diagnose", *source, "--json", *extra)  # in this process (tests/cli_tools.py)
 
 
 def diagnose(tree: Path | None, before: Path, after: Path) -> subprocess.CompletedProcess:

@@ -6,14 +6,13 @@ skew."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 import requests
 
+from tests.cli_tools import run_triage
 from tests.prom_harness import PROMETHEUS, PROMTOOL, start_prometheus
 from triage.alerting.promql import Compiler
 from triage.diagnosis.fleet import diagnose_fleet
@@ -143,9 +142,8 @@ def test_a_router_only_prometheus_by_worker_lights_routing_skew(router_prometheu
 @pytest.mark.prometheus
 def test_cli_diagnose_by_worker_on_the_router(router_prometheus):
     stop = datetime.fromtimestamp(router_prometheus.end, UTC)
-    done = subprocess.run([sys.executable, "-m", "triage", "diagnose", "--prometheus", router_prometheus.url,
-                           "--end", stop.isoformat(), "--window", "15m", "--by", "worker", "--slo", "chat", "--json"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    done = run_triage("diagnose", "--prometheus", router_prometheus.url, "--end", stop.isoformat(), "--window", "15m",
+                      "--by", "worker", "--slo", "chat", "--json")
     assert done.returncode == 0, done.stderr
     fleet = json.loads(done.stdout)["fleet"]
     lit = [f["cause"] for f in fleet["findings"] + fleet["notes"]]

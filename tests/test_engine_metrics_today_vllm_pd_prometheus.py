@@ -6,14 +6,13 @@ rate."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 import yaml
 
+from tests.cli_tools import run_triage
 from tests.prom_harness import PROMETHEUS, PROMTOOL, start_prometheus
 from tests.rules_harness import promtool_test_file, run_promtool_test
 from triage.alerting.export import alert_name
@@ -120,8 +119,7 @@ def test_promtool_fires_the_kv_transfer_alert_where_python_finds_it(prometheus, 
     live = diagnose_window(kb, prometheus_window(kb, prometheus), resolve_slo(kb, "chat"))
     causes = [f.cause for f in live.diagnosis.findings]
     assert sorted(causes) == ["memory.kv_cache", "ttft.kv_transfer", "ttft.queueing"], causes
-    done = subprocess.run([sys.executable, "-m", "triage", "rules", "--slo", "chat"], cwd=ROOT,
-                          capture_output=True, text=True, timeout=120)
+    done = run_triage("rules", "--slo", "chat")
     assert done.returncode == 0, done.stderr
     rules = tmp_path / "rules.yml"
     rules.write_text(done.stdout)

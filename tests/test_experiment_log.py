@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli_tools import run_triage
 from tests.legacy_log import MIGRATIONS, legacy_sqlite_log
 from triage.errors import TriageError
 from triage.verify.experiment_log import (
@@ -255,7 +256,6 @@ def test_two_concurrent_writers_both_land(tmp_path):
 def test_cli_show_names_who_recorded_it(tmp_path):
     path = tmp_path / "log.sqlite3"
     ExperimentLog(path).save(entry(who="ana"))
-    out = subprocess.run([sys.executable, "-m", "triage", "log", "--db", str(path), "show", "1"], cwd=ROOT,
-                         capture_output=True, text=True, timeout=60)
+    out = run_triage("log", "--db", str(path), "show", "1")
     assert out.returncode == 0, out.stderr
     assert "recorded by local" in out.stdout and "by ana" in out.stdout

@@ -157,6 +157,11 @@ def _scrapes(scenario: str, overrides: dict, seed: int) -> list:
     return snaps
 
 
+# The tests reading the simulated fleets share one xdist worker (--dist loadgroup), so the module fixture simulates
+# the eleven replicas once per run, not once on each worker.
+ON_ONE_WORKER = pytest.mark.xdist_group("simulated-fleets")
+
+
 @pytest.fixture(scope="module")
 def fleets(kb):
     out = {}
@@ -168,6 +173,7 @@ def fleets(kb):
     return out
 
 
+@ON_ONE_WORKER
 @pytest.mark.parametrize("name", list(FLEETS))
 def test_each_simulated_fleet_lights_its_own_node(fleets, name):
     rows, diag = fleets[name]
@@ -180,6 +186,7 @@ def test_each_simulated_fleet_lights_its_own_node(fleets, name):
     assert not diag.empty and finding.techniques
 
 
+@ON_ONE_WORKER
 def test_the_straggler_is_named_with_its_peers(fleets):
     _, diag = fleets["straggler"]
     ev = {e.signal: e for e in diag.findings[0].evidence}
@@ -188,6 +195,7 @@ def test_the_straggler_is_named_with_its_peers(fleets):
     assert diag.findings[0].techniques == ["scale_out"]
 
 
+@ON_ONE_WORKER
 def test_skew_is_not_a_straggler_and_capacity_is_not_skew(fleets):
     _, skew = fleets["skew"]
     sig = skew.signals.values
@@ -198,6 +206,7 @@ def test_skew_is_not_a_straggler_and_capacity_is_not_skew(fleets):
     assert full.signals.values["queue_spread"].value < 4
 
 
+@ON_ONE_WORKER
 def test_replica_diagnoses_are_unchanged_by_the_fleet(fleets, kb):
     """Each row keeps its own diagnosis (no fleet symptom in it): the hot replica of the skewed fleet queues."""
     rows, _ = fleets["skew"]
@@ -205,6 +214,7 @@ def test_replica_diagnoses_are_unchanged_by_the_fleet(fleets, kb):
     assert all(c.symptom != "fleet" for r in rows for c in r.diagnosis.symptoms)
 
 
+@ON_ONE_WORKER
 def test_every_fleet_provenance_reads_in_chinese(fleets):
     """How each fleet signal was measured is a message with a template in both languages (the views show it in
     中文)."""

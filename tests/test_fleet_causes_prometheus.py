@@ -8,14 +8,13 @@ traffic than its peers."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
+from tests.cli_tools import run_triage
 from tests.prom_harness import PROMETHEUS, PROMTOOL, start_prometheus
 from tests.rules_harness import merge_openmetrics, with_label
 from tests.test_fleet_causes import FLEETS, LIT
@@ -62,23 +61,22 @@ def test_diagnose_by_instance_lights_each_fleet_node(kb, fleets_server, name):
 
 def test_cli_prints_the_fleet_diagnosis(fleets_server):
     server, stop = fleets_server
-    args = [sys.executable, "-m", "triage", "diagnose", "--prometheus", server.url, "--end", stop.isoformat(),
+    args = ["diagnose", "--prometheus", server.url, "--end", stop.isoformat(),
             "--window", f"{WINDOW_MIN}m", "--by", "instance", "--match", 'job="skew"']
-    done = subprocess.run([*args, "--json"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    done = run_triage(*args, "--json")
     assert done.returncode == 0, done.stderr
     fleet = json.loads(done.stdout)["fleet"]
     assert [f["cause"] for f in fleet["findings"]] == ["fleet.routing_skew"]
     assert 0 <= fleet["signals"]["saturated_share"]["value"] <= 1
-    text = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    text = run_triage(*args)
     assert "fleet: symptoms fleet; causes fleet.routing_skew" in text.stdout
     assert "req_rate_max_over_median" in text.stdout and "instance=skew-0" in text.stdout
 
 
 def test_fleet_alerts_fire_where_the_fleet_series_decide(fleets_server):
     server, stop = fleets_server
-    done = subprocess.run([sys.executable, "-m", "triage", "rules", "--evaluate", "--prometheus", server.url,
-                           "--end", stop.isoformat(), "--window", f"{WINDOW_MIN}m", "--json"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    done = run_triage("rules", "--evaluate", "--prometheus", server.url, "--end", stop.isoformat(), "--window",
+                      f"{WINDOW_MIN}m", "--json")
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
     fleet = sorted((a["labels"].get("job"), a["cause"]) for a in data["alerts"] if a["symptom"] == "fleet")
@@ -91,9 +89,8 @@ def test_the_straggler_alert_fires_on_the_straggler_fleet_only(fleets_server):
     """Under the SLO the straggler fleet misses (interactive), the straggler alert fires on that fleet and on no other:
     the skewed fleet's hot replica is as slow, but it gets more traffic than its peers (routing, not its node)."""
     server, stop = fleets_server
-    done = subprocess.run([sys.executable, "-m", "triage", "rules", "--evaluate", "--prometheus", server.url,
-                           "--end", stop.isoformat(), "--window", f"{WINDOW_MIN}m", "--slo", FLEETS["straggler"][0],
-                           "--json"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    done = run_triage("rules", "--evaluate", "--prometheus", server.url, "--end", stop.isoformat(), "--window",
+                      f"{WINDOW_MIN}m", "--slo", FLEETS["straggler"][0], "--json")
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
     stragglers = [a for a in data["alerts"] if a["cause"] == "fleet.straggler"]
@@ -120,12 +117,12 @@ def test_fleet_page_shows_the_causes_across_replicas(kb, fleets_server, monkeypa
 def test_one_replica_is_no_fleet(fleets_server):
     """Grouped down to one replica, the fleet causes are not measurable (said so), never 'no finding'."""
     server, stop = fleets_server
-    args = [sys.executable, "-m", "triage", "diagnose", "--prometheus", server.url, "--end", stop.isoformat(),
+    args = ["diagnose", "--prometheus", server.url, "--end", stop.isoformat(),
             "--window", f"{WINDOW_MIN}m", "--by", "job", "--match", 'instance="skew-0"']
-    text = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    text = run_triage(*args)
     assert text.returncode == 0, text.stderr
     assert "fleet: not measurable (1 replica(s) with traffic in the window" in text.stdout
-    data = json.loads(subprocess.run([*args, "--json"], cwd=ROOT, capture_output=True, text=True, timeout=120).stdout)
+    data = json.loads(run_triage(*args, "--json").stdout)
     assert data["fleet"]["empty"] and data["fleet"]["signals"] == {} and data["fleet"]["findings"] == []
     assert [s["present"] for s in data["fleet"]["symptoms"]] == [None]
 
@@ -149,8 +146,7 @@ def test_promtool_fires_the_fleet_alerts_through_the_recording_rules(tmp_path, s
     from triage.alerting.export import alert_name
     from triage.sources.metrics.simulator import MODEL_NAME
 
-    done = subprocess.run([sys.executable, "-m", "triage", "rules", "--window", f"{WINDOW_MIN}m", "--for", "1m",
-                           "--slo", slo], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    done = run_triage("rules", "--window", f"{WINDOW_MIN}m", "--for", "1m", "--slo", slo)
     assert done.returncode == 0, done.stderr
     doc = yaml.safe_load(done.stdout)
     group = doc["groups"][0]

@@ -7,14 +7,13 @@ why."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from datetime import datetime, timedelta
 from pathlib import Path
 
 import pytest
 import yaml
 
+from tests.cli_tools import run_triage
 from tests.fleet_history import WINDOW_MIN, slo_of
 from tests.prom_harness import backfill
 from tests.rules_harness import merge_openmetrics, recording_passes, serve_with_recorded
@@ -36,8 +35,7 @@ def recorded(fleet_history, tmp_path_factory):
     """A Prometheus holding the fleet and the recording rules (15m) evaluated every minute of its last 2 minutes;
     and the rule file's recorded signal names."""
     folder = tmp_path_factory.mktemp("recorded")
-    done = subprocess.run([sys.executable, "-m", "triage", "rules"], cwd=ROOT, capture_output=True, text=True,
-                          timeout=60)
+    done = run_triage("rules")
     assert done.returncode == 0, done.stderr
     rules = folder / "rules.yml"
     rules.write_text(done.stdout)
@@ -118,17 +116,17 @@ def test_recorded_fleet_diagnoses_like_the_raw_read_and_each_single_engine(kb, f
 
 def test_cli_says_which_read_it_used(fleet_history, recorded):
     server, _ = recorded
-    args = [sys.executable, "-m", "triage", "diagnose", "--prometheus", server.url, "--end",
+    args = ["diagnose", "--prometheus", server.url, "--end",
             fleet_history.stop.isoformat(), "--by", "instance"]
-    done = subprocess.run([*args, "--json"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    done = run_triage(*args, "--json")
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
     assert data["read"]["path"] == "recorded" and data["read"]["rules"] == "triage:*:15m"
     assert len(data["groups"]) == len(SCENARIOS)
-    text = subprocess.run(args, cwd=ROOT, capture_output=True, text=True, timeout=120)
+    text = run_triage(*args)
     assert "read: read from the recording rules triage:*:15m" in text.stdout
     assert "instance=queueing: symptoms ttft; causes ttft.queueing" in text.stdout
-    raw = subprocess.run([*args, "--raw"], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    raw = run_triage(*args, "--raw")
     assert "read: read raw, every need grouped server-side (recorded signals not asked for (--raw))" in raw.stdout
 
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli_tools import run_triage
 from tests.synthetic import requests
 from triage.cli import main
 
@@ -139,7 +140,9 @@ def test_save_and_log_commands(files, capsys, tmp_path):
     assert rows[0]["note"] == "'=chunk 2048" and rows[0]["who"] == "ana" and rows[1]["overall"] == "regression"
 
 
-# ---------------------------------------------------------------- the real command, as CI would run it
+# ---------------------------------------------------------------- the command line as CI runs it: argv in, exit code
+# and one-line stderr out (in this process, tests/cli_tools.py); the JSON-and-log test launches the real
+# `python -m triage`, so the interpreter's exit code is checked too
 
 
 @pytest.mark.parametrize("a,b,extra,code", [
@@ -151,8 +154,7 @@ def test_save_and_log_commands(files, capsys, tmp_path):
     ("base", "good", ["--max-regression", "5%"], 2),
 ])
 def test_python_m_triage_gate_exit_codes(files, a, b, extra, code):
-    done = subprocess.run([sys.executable, "-m", "triage", "gate", str(files[a]), str(files[b]), *extra],
-                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    done = run_triage("gate", str(files[a]), str(files[b]), *extra)
     assert done.returncode == code, done.stderr
     if code == 2:
         assert done.stderr.startswith("error: ") and len(done.stderr.strip().splitlines()) == 1
@@ -163,6 +165,5 @@ def test_python_m_triage_gate_json_and_log(files, tmp_path):
     done = subprocess.run([sys.executable, "-m", "triage", "gate", str(files["base"]), str(files["bad"]), "--json",
                            "--save", "--db", db], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 1 and json.loads(done.stdout)["gate"]["failed"] == ["ttft_p99"]
-    listed = subprocess.run([sys.executable, "-m", "triage", "log", "--db", db, "list"], cwd=ROOT,
-                            capture_output=True, text=True, timeout=120)
+    listed = run_triage("log", "--db", db, "list")
     assert listed.returncode == 0 and "regression" in listed.stdout

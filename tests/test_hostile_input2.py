@@ -10,7 +10,6 @@ import os
 import re
 import shutil
 import subprocess
-import sys
 import threading
 import urllib.request
 from pathlib import Path
@@ -18,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.browser_tools import CHROMIUM, chromium_page, streamlit_server
+from tests.cli_tools import python_m_triage, run_triage
 from triage import safe_load
 from triage.errors import TriageError
 
@@ -31,9 +31,9 @@ DEEP = {"yaml flow": DEEP_YAML, "yaml block": "x:\n" + "- " * N + "a\n", "yaml m
 
 
 def run_cli(*argv: str, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
-    """The CLI as its own process: a C stack overflow shows as exit -11 / 139 instead of killing pytest."""
-    return subprocess.run([sys.executable, "-m", "triage", *argv], cwd=cwd, capture_output=True, text=True,
-                          timeout=120)
+    """The CLI as its own process: a C stack overflow shows as exit -11 instead of killing pytest. A forked child
+    of this one (tests/cli_tools.py), not a new interpreter that imports everything again."""
+    return run_triage(*argv, cwd=cwd, isolated=True)
 
 
 def one_line_refusal(proc: subprocess.CompletedProcess[str], *words: str) -> str:
@@ -319,8 +319,7 @@ def test_unknown_format_quotes_nothing_of_a_symlink_or_proc_file(tmp_path):
         err = one_line_refusal(run_cli("diagnose", str(system)))
         assert "root" not in err and "$" not in err, err
     env = {**os.environ, "TRIAGE_TEST_SECRET": "s3cret-in-environ"}
-    proc = subprocess.run([sys.executable, "-m", "triage", "diagnose", "/proc/self/environ"], cwd=ROOT,
-                          capture_output=True, text=True, timeout=120, env=env)
+    proc = python_m_triage("diagnose", "/proc/self/environ", env=env)  # a new process: its own environment
     err = one_line_refusal(proc)
     assert "s3c" not in err and "TRIAGE" not in err and "PATH" not in err, err
     proc = run_cli("gate", str(link), str(VLLM))

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
+from tests.cli_tools import run_triage
 from tests.prom_harness import PROMETHEUS, PROMTOOL, data_end, start_prometheus
 from triage.cli import main
 from triage.knowledge import DEFAULT_TREE_DIR
@@ -188,8 +187,7 @@ def test_unreadable_input_is_exit_2_with_one_line(tmp_path, capsys, command, con
 
 def test_a_directory_or_missing_file_is_exit_2(tmp_path):
     for target in (tmp_path, tmp_path / "absent.json"):
-        out = subprocess.run([sys.executable, "-m", "triage", "lint-dashboard", str(target)], cwd=ROOT,
-                             capture_output=True, text=True, timeout=120)
+        out = run_triage("lint-dashboard", str(target))
         assert out.returncode == 2 and out.stderr.count("\n") == 1 and str(target) in out.stderr
 
 
@@ -305,8 +303,7 @@ def test_inconsistent_history_fails_the_tree(tmp_path, history, message):
     data = yaml.safe_load(path.read_text(encoding="utf-8"))
     data.update(history)
     path.write_text(yaml.safe_dump(data, allow_unicode=True), encoding="utf-8")
-    out = subprocess.run([sys.executable, "-m", "triage", "tree", "--tree-dir", str(tree)], cwd=ROOT,
-                         capture_output=True, text=True, timeout=120)
+    out = run_triage("tree", "--tree-dir", str(tree))
     assert out.returncode == 2 and "tgi.yaml" in out.stderr and message in out.stderr
 
 

@@ -9,6 +9,7 @@ import pytest
 import streamlit as st
 
 from tests.apptest_tools import open_page, texts
+from tests.cli_tools import run_triage
 from tests.prom_harness import free_port
 from triage.sources.metrics.simulator import Simulator
 
@@ -162,8 +163,6 @@ def test_prometheus_faults_give_a_message_and_the_page_works(monkeypatch, behavi
 
 def test_page_and_cli_agree_on_two_snapshots(tmp_path: Path):
     import json
-    import subprocess
-    import sys
 
     sim = Simulator("kv_pressure", seed=7)
     a, b = tmp_path / "a.txt", tmp_path / "b.txt"
@@ -176,8 +175,7 @@ def test_page_and_cli_agree_on_two_snapshots(tmp_path: Path):
     at.file_uploader(key="snap_after").upload("b.txt", b.read_bytes(), "text/plain")
     at.number_input(key="snap_interval").set_value(90.0).run()
     root = Path(__file__).resolve().parent.parent
-    out = subprocess.run([sys.executable, "-m", "triage", "diagnose", "--scrape", str(a), str(b), "--interval", "90",
-                          "--json"], cwd=root, capture_output=True, text=True, timeout=60)
+    out = run_triage("diagnose", "--scrape", str(a), str(b), "--interval", "90", "--json", cwd=root)
     cli = [f["cause"] for f in json.loads(out.stdout)["findings"]]
     assert cli and at.session_state["findings"] == cli
 

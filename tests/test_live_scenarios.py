@@ -3,9 +3,8 @@
 
 from __future__ import annotations
 
+import functools
 import json
-import subprocess
-import sys
 import threading
 import time
 from datetime import UTC, datetime, timedelta
@@ -13,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.cli_tools import run_triage
 from tests.prom_harness import PROMETHEUS, PROMTOOL, free_port, start_prometheus
 from triage.diagnosis.rules import resolve_slo
 from triage.diagnosis.window import diagnose_window
@@ -49,12 +49,17 @@ def check(causes: list[str], scenario: str) -> None:
 
 
 def snapshots(scenario: str, minutes: int = WINDOW_MIN, step: float = 15.0):
+    return list(_simulated(scenario, minutes, step))
+
+
+@functools.cache  # the same seeded run each call; a window only reads its scrapes (three tests share two runs)
+def _simulated(scenario: str, minutes: int, step: float) -> tuple:
     sim = Simulator(scenario, seed=3)
     snaps = []
     for _ in range(int(minutes * 60 / step) + 1):
         snaps.append(parse_metrics_text(sim.render(), sim.now, scenario))
         sim.advance(step)
-    return snaps
+    return tuple(snaps)
 
 
 @pytest.mark.parametrize("scenario", EXPECTED)
@@ -115,9 +120,8 @@ def test_cli_two_snapshot_files(tmp_path, scenario):
     sim.advance(120)
     after = tmp_path / "b.txt"
     after.write_text(sim.render())
-    out = subprocess.run([sys.executable, "-m", "triage", "diagnose", "--scrape", str(before), str(after),
-                          "--interval", "120", "--slo", EXPECTED[scenario][0], "--json"],
-                         cwd=ROOT, capture_output=True, text=True, timeout=60)
+    out = run_triage("diagnose", "--scrape", str(before), str(after), "--interval", "120", "--slo",
+                     EXPECTED[scenario][0], "--json")
     assert out.returncode == 0, out.stderr
     check([f["cause"] for f in json.loads(out.stdout)["findings"]], scenario)
 
@@ -155,9 +159,8 @@ def test_prometheus_window_diagnoses_scenario(kb, prometheus_per_scenario, scena
 def test_cli_prometheus_agrees_with_library(kb, prometheus_per_scenario, scenario):
     servers, end = prometheus_per_scenario
     stop = datetime.fromtimestamp(end, UTC)
-    out = subprocess.run([sys.executable, "-m", "triage", "diagnose", "--prometheus", servers[scenario].url,
-                          "--window", f"{WINDOW_MIN}m", "--end", stop.isoformat(), "--json"],
-                         cwd=ROOT, capture_output=True, text=True, timeout=60)
+    out = run_triage("diagnose", "--prometheus", servers[scenario].url, "--window", f"{WINDOW_MIN}m", "--end",
+                     stop.isoformat(), "--json")
     assert out.returncode == 0, out.stderr
     cli = [f["cause"] for f in json.loads(out.stdout)["findings"]]
     window = PrometheusWindow(servers[scenario].url, stop - timedelta(minutes=WINDOW_MIN), stop, timeout=10)
@@ -171,9 +174,7 @@ def test_cli_endpoint_scrapes_a_served_simulator():
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     try:
-        out = subprocess.run([sys.executable, "-m", "triage", "diagnose", "--endpoint",
-                              f"http://127.0.0.1:{port}/metrics", "--interval", "2", "--json"],
-                             cwd=ROOT, capture_output=True, text=True, timeout=60)
+        out = run_triage("diagnose", "--endpoint", f"http://127.0.0.1:{port}/metrics", "--interval", "2", "--json")
     finally:
         server.shutdown()
     assert out.returncode == 0, out.stderr
@@ -184,8 +185,7 @@ def test_cli_endpoint_scrapes_a_served_simulator():
 
 def test_cli_unreachable_prometheus_is_one_line_and_exit_2():
     port = free_port()
-    out = subprocess.run([sys.executable, "-m", "triage", "diagnose", "--prometheus", f"http://127.0.0.1:{port}",
-                          "--timeout", "2"], cwd=ROOT, capture_output=True, text=True, timeout=60)
+    out = run_triage("diagnose", "--prometheus", f"http://127.0.0.1:{port}", "--timeout", "2")
     assert out.returncode == 2
     assert out.stderr.count("\n") == 1 and "unreachable" in out.stderr
 

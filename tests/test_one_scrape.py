@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.cli_tools import python_m_triage, run_triage
 from triage.knowledge.needs import Need
 from triage.sources.metrics.exposition import parse_metrics_text
 from triage.sources.metrics.since_start import SinceStartWindow, implausible_histograms, looks_like_metrics
@@ -26,8 +26,8 @@ def window(text: str) -> SinceStartWindow:
 
 
 def triage(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "triage", *args], cwd=ROOT, capture_output=True, text=True,
-                          input=stdin, timeout=120)
+    """The CLI in this process (tests/cli_tools.py); reading standard input launches the real `python -m triage`."""
+    return run_triage(*args, stdin=stdin)
 
 
 def test_detection_is_by_content() -> None:
@@ -93,6 +93,6 @@ def test_cli_labels_the_window_since_the_server_started(tmp_path: Path) -> None:
 
 
 def test_a_pasted_scrape_on_standard_input() -> None:
-    out = triage("diagnose", "-", stdin=VLLM)
+    out = python_m_triage("diagnose", "-", stdin=VLLM)
     assert out.returncode == 0, out.stderr
     assert "one /metrics scrape" in out.stdout and "rates not measurable" in out.stdout

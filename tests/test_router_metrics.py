@@ -8,12 +8,12 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
+from tests.cli_tools import run_triage
 from triage.diagnosis.fleet import FleetRow, fleet_diagnosis
 from triage.diagnosis.rules import resolve_slo
 from triage.diagnosis.window import diagnose_window
@@ -186,9 +186,8 @@ def test_a_new_router_is_one_yaml(tmp_path):
         scrapes.append(str(path))
 
     def diagnose() -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "triage", "diagnose", "--scrape", *scrapes, "--interval", "60",
-                               "--json", "--tree-dir", str(tree)], cwd=root, capture_output=True, text=True,
-                              timeout=180)
+        return run_triage("diagnose", "--scrape", *scrapes, "--interval", "60", "--json", "--tree-dir", str(tree),
+                          cwd=root)
 
     unknown = diagnose()
     assert unknown.returncode == 2 and "no vLLM, SGLang or TGI metrics" in unknown.stderr

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.cli_tools import python_m_triage, run_triage
 from triage.diagnosis.rules import resolve_slo
 from triage.knowledge.needs import Need
 from triage.service.logs import diagnose_log
@@ -39,8 +39,8 @@ def v1(seconds: int, r: int, w: int, kv: float, p: float = 0.0, g: float = 500.0
 
 
 def triage(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "triage", *args], cwd=ROOT, capture_output=True, text=True,
-                          input=stdin, timeout=120)
+    """The CLI in this process (tests/cli_tools.py); reading standard input launches the real `python -m triage`."""
+    return run_triage(*args, stdin=stdin)
 
 
 def test_v1_line_is_read_field_by_field() -> None:
@@ -245,10 +245,10 @@ def test_sglang_retractions_count_as_preemptions_once_per_rank_zero() -> None:
 
 def test_diagnose_reads_standard_input() -> None:
     text = (REAL / "vllm_v1_apiserver_kv_full.txt").read_text()
-    out = triage("diagnose", "-", stdin=text)
+    out = python_m_triage("diagnose", "-", stdin=text)
     assert out.returncode == 0, out.stderr
     assert "source: stdin (vLLM V1 server log, 5 stats lines over 40 s, 1 line skipped)" in out.stdout
-    report = triage("report", "-", stdin=text)
+    report = python_m_triage("report", "-", stdin=text)
     assert report.returncode == 0 and "memory.kv_cache" in report.stdout and "vLLM V1 server log" in report.stdout
 
 

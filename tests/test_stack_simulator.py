@@ -8,8 +8,6 @@ from __future__ import annotations
 import json
 import re
 import statistics
-import subprocess
-import sys
 import time
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -17,6 +15,7 @@ from pathlib import Path
 import pytest
 import requests
 
+from tests.cli_tools import run_triage
 from tests.prom_harness import PROMETHEUS, PROMTOOL, start_prometheus
 from tests.rules_harness import merge_openmetrics
 from tests.test_fleet_causes import FLEETS, LIT
@@ -124,16 +123,14 @@ def test_an_unknown_stack_is_refused():
 
 def test_cli_writes_a_stack_backfill_and_refuses_to_serve_one(tmp_path):
     path = tmp_path / "stack.om"
-    done = subprocess.run([sys.executable, "-m", "triage", "simulate", "--scenario", "queueing", "--stack", "dynamo",
-                           "--replicas", "3", "--openmetrics", str(path), "--minutes", "1"], cwd=ROOT,
-                          capture_output=True, text=True, timeout=120)
+    done = run_triage("simulate", "--scenario", "queueing", "--stack", "dynamo", "--replicas", "3", "--openmetrics",
+                      str(path), "--minutes", "1")
     assert done.returncode == 0, done.stderr
     assert "on 3 replica(s) behind NVIDIA Dynamo's frontend" in done.stdout
     text = path.read_text(encoding="utf-8")
     assert text.endswith("# EOF\n") and 'dynamo_frontend_requests_total{' in text
     assert {f'pod="dynamo-vllm-worker-{i}"' in text for i in range(3)} == {True}
-    served = subprocess.run([sys.executable, "-m", "triage", "simulate", "--scenario", "queueing", "--stack", "llm_d"],
-                            cwd=ROOT, capture_output=True, text=True, timeout=60)
+    served = run_triage("simulate", "--scenario", "queueing", "--stack", "llm_d")
     assert served.returncode == 2 and served.stderr.count("\n") == 1 and "--openmetrics FILE" in served.stderr
 
 
@@ -222,10 +219,9 @@ def test_fleet_behind_the_router_lights_its_node_by_pod(kb, stacks_server, kind,
 @pytest.mark.prometheus
 def test_cli_diagnose_by_pod_behind_the_endpoint_picker(stacks_server):
     servers, stop = stacks_server
-    done = subprocess.run([sys.executable, "-m", "triage", "diagnose", "--prometheus", servers["llm_d"].url,
-                           "--end", stop.isoformat(), "--window", f"{WINDOW_MIN}m", "--by", "pod", "--match",
-                           'job="fleet-straggler"', "--slo", FLEETS["straggler"][0], "--json"],
-                          cwd=ROOT, capture_output=True, text=True, timeout=120)
+    done = run_triage("diagnose", "--prometheus", servers["llm_d"].url, "--end", stop.isoformat(), "--window",
+                      f"{WINDOW_MIN}m", "--by", "pod", "--match", 'job="fleet-straggler"', "--slo",
+                      FLEETS["straggler"][0], "--json")
     assert done.returncode == 0, done.stderr
     fleet = json.loads(done.stdout)["fleet"]
     assert [f["cause"] for f in fleet["findings"]] == ["fleet.straggler"]
@@ -237,9 +233,8 @@ def test_the_exported_straggler_alert_fires_behind_the_endpoint_picker(stacks_se
     """The rule file's fleet alerts over the llm-d stack (replicas told apart by pod, fleets by job): the straggler
     fires on the straggler fleet only, routing skew and out of capacity on theirs; the router's pod is no replica."""
     servers, stop = stacks_server
-    done = subprocess.run([sys.executable, "-m", "triage", "rules", "--evaluate", "--prometheus", servers["llm_d"].url,
-                           "--end", stop.isoformat(), "--window", f"{WINDOW_MIN}m", "--slo", FLEETS["straggler"][0],
-                           "--json"], cwd=ROOT, capture_output=True, text=True, timeout=180)
+    done = run_triage("rules", "--evaluate", "--prometheus", servers["llm_d"].url, "--end", stop.isoformat(),
+                      "--window", f"{WINDOW_MIN}m", "--slo", FLEETS["straggler"][0], "--json")
     assert done.returncode == 0, done.stderr
     alerts = json.loads(done.stdout)["alerts"]
     fleet = sorted((a["labels"].get("job"), a["cause"]) for a in alerts if a["symptom"] == "fleet")

@@ -4,6 +4,7 @@ through the core and through the rendered pages."""
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from pathlib import Path
@@ -68,6 +69,7 @@ def test_the_texts_users_saw_are_gone():
 # ---------------------------------------------------------------- core: every signal and delta
 
 
+@functools.cache  # a seeded run is the same every call and a window only reads it: one healthy baseline for all
 def _window(scenario: str, seed: int, minutes: int = 5, step: float = 15.0) -> SnapshotWindow:
     sim = Simulator(scenario, seed=seed)
     snaps = []

@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+from tests.cli_tools import run_triage
 from triage.service.verify_sides import compare_log_sides, open_side
 from triage.verify.logs import LOG_SPECS, compare_logs
 
@@ -28,8 +28,7 @@ def constructed_log(lines: int, running: int, waiting: int, gen: float, kv: floa
 
 
 def gate(*args: str | Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "triage", "gate", *map(str, args)], cwd=ROOT, capture_output=True,
-                          text=True, timeout=120)
+    return run_triage("gate", *map(str, args))  # in this process (tests/cli_tools.py)
 
 
 def test_two_real_logs_are_compared_and_refused_as_too_short_with_what_a_log_cannot_say() -> None:
