@@ -148,3 +148,31 @@ def test_pd_slow_transfer_in_chinese(app_url) -> None:
         english = sorted(s for s in _english_of_cause() | english_ui_sentences() if s in body)
         assert not english, english
 
+
+
+# the lines a verdict's code is drawn on: the distinct tops of its text's boxes
+CODE_LINES_JS = """(sel) => Array.from(document.querySelectorAll(`${sel} code`)).map(code => {
+  const range = document.createRange(); range.selectNodeContents(code);
+  return [code.textContent, new Set(Array.from(range.getClientRects()).map(r => Math.round(r.top))).size]; })"""
+
+
+def test_a_short_flag_in_the_verdict_never_breaks(app_url) -> None:
+    """The wrapping a long command needs does not reach a short one: at every window width from 360 to 1200 px
+    each engine's flag on Benchmark's sample (engine not known: three commands on one line) is drawn on one line.
+    Plain wrapping (no inline block) broke TGI's `--max-batch-total-tokens 262144` at 360 px and on."""
+    from playwright.sync_api import expect
+
+    with chromium_page() as page:
+        page.set_viewport_size({"width": 1024, "height": 768})
+        page.goto(f"{app_url}/benchmark")
+        expect(page.locator(VERDICT).locator("code").filter(has_text="--max-running-requests")
+               ).to_be_visible(timeout=60000)
+        script_finished(page)
+        broken: dict[int, list[str]] = {}
+        for width in range(360, 1201, 8):  # a resize lays the page out again; no script run
+            page.set_viewport_size({"width": width, "height": 768})
+            lines = page.evaluate(CODE_LINES_JS, VERDICT)
+            assert len(lines) >= 3, (width, lines)
+            if cut := [text for text, n in lines if n != 1]:
+                broken[width] = cut
+        assert not broken, broken
