@@ -12,6 +12,7 @@ import pytest
 from tests.browser_tools import CHROMIUM, chromium_page, script_finished
 from triage.knowledge.i18n import tr
 from triage.knowledge.loader import load_knowledge
+from triage.service.windows import demo_scenarios
 
 pytestmark = [pytest.mark.browser,
               pytest.mark.skipif(not os.path.exists(CHROMIUM), reason="Debian chromium is not installed")]
@@ -128,6 +129,8 @@ def test_pd_slow_transfer_in_chinese(app_url) -> None:
         after_rerun(page, page.locator("[data-testid=stSidebar]").get_by_text("中文", exact=True).click)
         verdict = page.locator(VERDICT)
         expect(verdict.get_by_text(cause.title.zh)).to_be_visible(timeout=60000)
+        # the scenario box too: it kept its English label ("PD: slow KV transfer") until a reload
+        expect(page.locator(".st-key-live_scenario input")).to_have_value(demo_scenarios()["pd_slow_transfer"].title.zh)
         text = verdict.inner_text()
         assert "最可能的原因" in text and cause.first_action is not None and cause.first_action.do.zh in text, text
         assert re.search(rf"{re.escape(share)} \d+(\.\d+)? % ≥ 30 %", text), text
