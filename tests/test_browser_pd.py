@@ -96,7 +96,7 @@ def test_pd_slow_transfer_on_live_names_the_kv_transfer(app_url, width: int, hei
         after_rerun(page, shows.first.click)
         panel = page.locator(PANEL)
         expect(panel.get_by_text(cause.question.en)).to_be_visible(timeout=30000)
-        expect(panel).to_be_in_viewport()
+        expect(panel).to_be_in_viewport(timeout=30000)
         assert page.evaluate(OUTSIDE_JS, PANEL) == []
         _shot(page, f"pd_panel_en_{width}")
         link = panel.get_by_role("link", name=f"Open the {kb.techniques['kv_transfer'].short} page")
@@ -158,6 +158,9 @@ CODE_LINES_JS = """(sel) => Array.from(document.querySelectorAll(`${sel} code`))
   const range = document.createRange(); range.selectNodeContents(code);
   return [code.textContent, new Set(Array.from(range.getClientRects()).map(r => Math.round(r.top))).size]; })"""
 
+SAME_WIDTH_JS = """(sel) => { const w = document.querySelector(sel)?.getBoundingClientRect().width;
+  const same = w !== undefined && window.__verdictWidth === w; window.__verdictWidth = w; return same; }"""
+
 
 def test_a_short_flag_in_the_verdict_never_breaks(app_url) -> None:
     """The wrapping a long command needs does not reach a short one: at every window width from 360 to 1200 px
@@ -174,6 +177,8 @@ def test_a_short_flag_in_the_verdict_never_breaks(app_url) -> None:
         broken: dict[int, list[str]] = {}
         for width in range(360, 1201, 8):  # a resize lays the page out again; no script run
             page.set_viewport_size({"width": width, "height": 768})
+            # the sidebar slides shut below its breakpoint: measure once the box keeps its width for a frame
+            page.wait_for_function(SAME_WIDTH_JS, arg=VERDICT, polling="raf", timeout=30000)
             lines = page.evaluate(CODE_LINES_JS, VERDICT)
             assert len(lines) >= 3, (width, lines)
             if cut := [text for text, n in lines if n != 1]:
