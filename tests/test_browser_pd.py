@@ -174,6 +174,9 @@ def test_a_short_flag_in_the_verdict_never_breaks(app_url) -> None:
         expect(page.locator(VERDICT).locator("code").filter(has_text="--max-running-requests")
                ).to_be_visible(timeout=60000)
         script_finished(page)
+        # the verdict's own style (an st.html element) can land after its text: measure once it holds
+        page.wait_for_function("(sel) => getComputedStyle(document.querySelector(`${sel} code`)).display"
+                               " === 'inline-block'", arg=VERDICT, timeout=60000)
         broken: dict[int, list[str]] = {}
         for width in range(360, 1201, 8):  # a resize lays the page out again; no script run
             page.set_viewport_size({"width": width, "height": 768})
