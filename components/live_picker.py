@@ -13,7 +13,7 @@ import streamlit as st
 
 from components import live_source, session, upload_store
 from components.paste_view import paste_area
-from components.shell import labels_now, lang, t
+from components.shell import drawn_in_another_language, labels_now, lang, t
 from triage.service.display import md_escape, plain
 from triage.service.model import Slo, TriageError
 from triage.service.params import parse_live_link
@@ -122,6 +122,8 @@ def _demo(minutes: float, end: datetime | None) -> partial[Any]:
     # the scenario's description is its help: the verdict below must start on the first screen at 1024 x 768
     current = session.LIVE_SCENARIO.value()
     current = current if current in scenarios else ids[0]
+    if drawn_in_another_language(session.LIVE_SCENARIO):
+        session.LIVE_SCENARIO.seed(current)
     scenario = st.selectbox(t("live_scenario"), ids, key=session.LIVE_SCENARIO.name,
                             format_func=labels_now(ids, lambda s: scenarios[s].title.get(lang())),
                             help=scenarios[current].description.get(lang()) + " " + t("live_demo_now"))

@@ -62,6 +62,8 @@ class StateKey(Generic[T]):
 
 
 LANG: StateKey[str] = StateKey("lang", "components.shell", "the UI language (en, zh)", widget=True)
+LABELS_DRAWN_IN: StateKey[dict[str, str]] = StateKey(
+    "labels_drawn_in", "components.shell", "widget key -> the language its option labels were last drawn in")
 JUMP: StateKey[str] = StateKey("jump", "components.node_panel", "the node picked in the jump box", widget=True)
 TREE_SCROLL: StateKey[str] = StateKey(
     "tree_scroll_to", "components.tree_chart", "node id the next draw of the tree scrolls into view (one-shot)")
@@ -119,7 +121,7 @@ RETRO_IMPORTED: StateKey[str] = StateKey(
     "retro_imported", "components.retro_view", "upload id of the report imported last (imported once)")
 
 KEYS: tuple[StateKey[Any], ...] = (
-    LANG, JUMP, TREE_SCROLL, FINDINGS, DIAGNOSIS, DIAGNOSIS_ENGINE, BENCH_UPLOADS, SINGLE_UPLOADS,
+    LANG, LABELS_DRAWN_IN, JUMP, TREE_SCROLL, FINDINGS, DIAGNOSIS, DIAGNOSIS_ENGINE, BENCH_UPLOADS, SINGLE_UPLOADS,
     BENCH_CHOICE, LIVE_FEEDS,
     LIVE_LINK_APPLIED, LIVE_LINK_LABELS, LIVE_CHOICE, LIVE_SNAPSHOTS, REFRESH_KEPT, LIVE_BY_SOURCE, LIVE_CACHE_CONFIG,
     FLEET_LAST, VERIFY_VERDICT,

@@ -41,6 +41,17 @@ def _lang_to_url() -> None:
     st.query_params[LANG_KEY] = lang()
 
 
+def drawn_in_another_language(widget: session.Widget[Any]) -> bool:
+    """True when ``widget`` (a selectbox with translated option labels) was last drawn in another language.
+
+    Its key is its identity, so Streamlit sends the new labels, but the browser's box keeps showing the label
+    of the chosen option as first drawn (after a switch to 中文, Live's scenario still read "Queueing") until
+    the value is set again: the owner re-seeds it with its own value when this answers True."""
+    drawn = session.LABELS_DRAWN_IN.setdefault(dict)
+    before, drawn[widget.name] = drawn.get(widget.name), lang()
+    return before is not None and before != lang() and widget.present()
+
+
 def t(key: str, **fmt: object) -> str:
     """The UI string in the session's language; text filled into it is Markdown-escaped (a file name, a URL,
     an error sentence, an id from the URL can never become a link, an image or emphasis)."""

@@ -108,8 +108,11 @@ def verdict_block(diag: Diagnosis, engine: str | None, source: str = "", sample:
     """The block: the sentence with its confidence, the one or two deciding numbers, the first action for the
     engine (each engine's when it is not known), what is already on; ``source`` says whose data it is."""
     v = verdict_of(knowledge(), diag, engine)
-    # a flag is copied whole: it never breaks at its own hyphens ("--" / "max-running-requests")
-    st.html(f"<style>.st-key-{session.VERDICT.name} code {{ white-space: nowrap; }}</style>")
+    # a flag is copied whole: it never breaks at its own hyphens ("--" / "max-running-requests"); an inline block
+    # as wide as its text, it moves to the next line whole. Only a command longer than the box's width (a JSON
+    # --kv-transfer-config) wraps inside its block; held on one line, it ran past the box and off a 1024 px page.
+    st.html(f"<style>.st-key-{session.VERDICT.name} code {{ display: inline-block; max-width: 100%; "
+            "white-space: normal; overflow-wrap: anywhere; }</style>")
     with st.container(border=True, key=session.VERDICT.name):
         lines = [f"**{t('verdict_heading')}** · {_sentence(v)}"]
         if v.deciding:
