@@ -215,6 +215,17 @@ def wait_ready(server: PromServer, deadline: float = READY_DEADLINE) -> None:
     raise RuntimeError(f"prometheus not ready after {deadline} s: {server.log.read_text(errors='replace')[-2000:]}")
 
 
+def serve_openmetrics(tmp_path_factory, name: str, openmetrics, step: int):
+    """A real Prometheus holding ``openmetrics(end)`` for a module's tests, ``end`` now rounded down to ``step``;
+    the test is skipped where prometheus / promtool are not installed. Yields the server, stops it after."""
+    if not (Path(PROMETHEUS).exists() and Path(PROMTOOL).exists()):
+        pytest.skip("prometheus / promtool are not installed")
+    end = int(time.time()) // step * step
+    server = start_prometheus(tmp_path_factory.mktemp(name), openmetrics(end), end)
+    yield server
+    server.stop()
+
+
 def start_prometheus(folder: Path, openmetrics: str, end: int, auth: tuple[str, str] | None = None) -> PromServer:
     return serve_tsdb(folder, backfill(openmetrics, folder), end, auth)
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from triage.diagnosis.rules import resolve_slo
-from triage.diagnosis.window import diagnose_window, window_signals
+from tests.scrape_tools import diagnosis, window
+from triage.diagnosis.window import window_signals
 from triage.knowledge import DEFAULT_TREE_DIR
 from triage.knowledge.loader import load_knowledge
 from triage.knowledge.messages import message_text
@@ -56,15 +56,6 @@ def scrape(n: float, queue: float | None, stages: dict[str, float], waiting: flo
     if token_usage is not None:
         rows.append(f"# TYPE sglang:token_usage gauge\nsglang:token_usage{{{SG}}} {token_usage}")
     return "\n".join(rows) + "\n"
-
-
-def window(kb, before: str, after: str) -> SnapshotWindow:
-    snaps = [parse_metrics_text(body, at, f"scrape@{at}") for body, at in ((before, 0.0), (after, 60.0))]
-    return SnapshotWindow(snaps, engines=kb.engines)
-
-
-def diagnosis(kb, win: SnapshotWindow):
-    return diagnose_window(kb, win, resolve_slo(kb, "chat")).diagnosis
 
 
 def evidence(diag, cause: str) -> dict:

@@ -10,15 +10,13 @@ import shlex
 
 import pytest
 
-from triage.diagnosis.rules import resolve_slo
-from triage.diagnosis.window import diagnose_window, window_signals
+from tests.scrape_tools import diagnosis, window
+from triage.diagnosis.window import window_signals
 from triage.knowledge import DEFAULT_TREE_DIR
 from triage.knowledge.knobs import FLAGS_DIR, check_argv, load_dump
 from triage.knowledge.loader import load_knowledge
 from triage.knowledge.messages import message_text
 from triage.report.text import evidence_line
-from triage.sources.metrics.exposition import parse_metrics_text
-from triage.sources.metrics.snapshot_window import SnapshotWindow
 
 LE = ("0.001", "0.1", "0.5", "1.0", "2.5", "5.0", "10.0", "+Inf")
 TRANSFER_SIGNALS = ("kv_transfer_share_of_ttft", "kv_transfer_mean_s", "kv_transfer_failures_per_s",
@@ -62,15 +60,6 @@ def scrape(n: float, role: str = "prefill", stages: dict[str, float] | None = No
                  "# TYPE sglang:num_bootstrap_failed_reqs_total counter",
                  f"sglang:num_bootstrap_failed_reqs_total{{{lab}}} {bootstrap}"]
     return "\n".join(rows) + "\n"
-
-
-def window(kb, before: str, after: str) -> SnapshotWindow:
-    snaps = [parse_metrics_text(body, at, f"scrape@{at}") for body, at in ((before, 0.0), (after, 60.0))]
-    return SnapshotWindow(snaps, engines=kb.engines)
-
-
-def diagnosis(kb, win: SnapshotWindow):
-    return diagnose_window(kb, win, resolve_slo(kb, "chat")).diagnosis
 
 
 def finding(diag, cause: str):

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from tests.prom_harness import PROMETHEUS, PROMTOOL, start_prometheus
+from tests.prom_harness import PROMTOOL, serve_openmetrics
 from tests.rules_harness import promtool_test_file, run_promtool_test
 from triage.alerting.export import alert_name
 from triage.diagnosis.rules import resolve_slo
@@ -89,12 +89,7 @@ def openmetrics(end: int) -> str:
 
 @pytest.fixture(scope="module")
 def prometheus(tmp_path_factory):
-    if not (Path(PROMETHEUS).exists() and Path(PROMTOOL).exists()):
-        pytest.skip("prometheus / promtool are not installed")
-    end = int(datetime.now(UTC).timestamp()) // STEP * STEP
-    server = start_prometheus(tmp_path_factory.mktemp("sglang_pd"), openmetrics(end), end)
-    yield server
-    server.stop()
+    yield from serve_openmetrics(tmp_path_factory, "sglang_pd", openmetrics, STEP)
 
 
 def prometheus_window(kb, server, match: dict[str, str]) -> PrometheusWindow:

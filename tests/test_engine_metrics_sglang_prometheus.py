@@ -13,7 +13,7 @@ import pytest
 import requests
 
 from tests.cli_tools import run_triage
-from tests.prom_harness import PROMETHEUS, PROMTOOL, start_prometheus
+from tests.prom_harness import serve_openmetrics
 from triage.alerting.promql import Compiler
 from triage.diagnosis.fleet import diagnose_fleet
 from triage.diagnosis.rules import resolve_slo
@@ -76,22 +76,12 @@ def router_openmetrics(end: int) -> str:
 
 @pytest.fixture(scope="module")
 def prometheus(tmp_path_factory):
-    if not (Path(PROMETHEUS).exists() and Path(PROMTOOL).exists()):
-        pytest.skip("prometheus / promtool are not installed")
-    end = int(datetime.now(UTC).timestamp()) // STEP * STEP
-    server = start_prometheus(tmp_path_factory.mktemp("sglang"), openmetrics(end), end)
-    yield server
-    server.stop()
+    yield from serve_openmetrics(tmp_path_factory, "sglang", openmetrics, STEP)
 
 
 @pytest.fixture(scope="module")
 def router_prometheus(tmp_path_factory):
-    if not (Path(PROMETHEUS).exists() and Path(PROMTOOL).exists()):
-        pytest.skip("prometheus / promtool are not installed")
-    end = int(datetime.now(UTC).timestamp()) // STEP * STEP
-    server = start_prometheus(tmp_path_factory.mktemp("router"), router_openmetrics(end), end)
-    yield server
-    server.stop()
+    yield from serve_openmetrics(tmp_path_factory, "router", router_openmetrics, STEP)
 
 
 def span(server) -> tuple[datetime, datetime]:

@@ -4,11 +4,10 @@ admission-rejection rate and SGLang's KV usage from pool tokens as the snapshot 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
-from pathlib import Path
 
 import pytest
 
-from tests.prom_harness import PROMETHEUS, PROMTOOL, start_prometheus
+from tests.prom_harness import serve_openmetrics
 from triage.diagnosis.window import window_signals
 from triage.knowledge import DEFAULT_TREE_DIR
 from triage.knowledge.loader import load_knowledge
@@ -53,12 +52,7 @@ def openmetrics(end: int) -> str:
 
 @pytest.fixture(scope="module")
 def prometheus(tmp_path_factory):
-    if not (Path(PROMETHEUS).exists() and Path(PROMTOOL).exists()):
-        pytest.skip("prometheus / promtool are not installed")
-    end = int(datetime.now(UTC).timestamp()) // STEP * STEP
-    server = start_prometheus(tmp_path_factory.mktemp("today"), openmetrics(end), end)
-    yield server
-    server.stop()
+    yield from serve_openmetrics(tmp_path_factory, "today", openmetrics, STEP)
 
 
 def signals_of(kb, server, model: str, engine: str):

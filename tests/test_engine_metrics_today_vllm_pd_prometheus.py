@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from tests.cli_tools import run_triage
-from tests.prom_harness import PROMETHEUS, PROMTOOL, start_prometheus
+from tests.prom_harness import serve_openmetrics
 from tests.rules_harness import promtool_test_file, run_promtool_test
 from triage.alerting.export import alert_name
 from triage.diagnosis.rules import resolve_slo
@@ -80,12 +80,7 @@ def openmetrics(end: int) -> str:
 
 @pytest.fixture(scope="module")
 def prometheus(tmp_path_factory):
-    if not (Path(PROMETHEUS).exists() and Path(PROMTOOL).exists()):
-        pytest.skip("prometheus / promtool are not installed")
-    end = int(datetime.now(UTC).timestamp()) // STEP * STEP
-    server = start_prometheus(tmp_path_factory.mktemp("pd"), openmetrics(end), end)
-    yield server
-    server.stop()
+    yield from serve_openmetrics(tmp_path_factory, "pd", openmetrics, STEP)
 
 
 def prometheus_window(kb, server) -> PrometheusWindow:
