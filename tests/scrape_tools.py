@@ -1,4 +1,5 @@
-"""Two scrape texts, a minute apart, as a window and its diagnosis under the chat SLO (engine-metric tests)."""
+"""Two scrape texts, a minute apart, as a window, its diagnosis under the chat SLO and one cause's finding
+(engine-metric tests)."""
 
 from __future__ import annotations
 
@@ -15,3 +16,13 @@ def window(kb, before: str, after: str) -> SnapshotWindow:
 
 def diagnosis(kb, win: SnapshotWindow):
     return diagnose_window(kb, win, resolve_slo(kb, "chat")).diagnosis
+
+
+def finding(kb, win: SnapshotWindow, cause: str):
+    """The finding of ``cause`` in the window's chat-SLO diagnosis, or None."""
+    return next((f for f in diagnosis(kb, win).findings if f.cause == cause), None)
+
+
+def held(found) -> dict[str, float]:
+    """The values of a finding's evidence that holds, but its context rows."""
+    return {e.signal: e.value for e in found.evidence if e.holds and not e.context}

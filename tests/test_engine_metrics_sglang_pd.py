@@ -10,7 +10,7 @@ import shlex
 
 import pytest
 
-from tests.scrape_tools import diagnosis, window
+from tests.scrape_tools import diagnosis, held, window
 from triage.diagnosis.window import window_signals
 from triage.knowledge import DEFAULT_TREE_DIR
 from triage.knowledge.knobs import FLAGS_DIR, check_argv, load_dump
@@ -64,10 +64,6 @@ def scrape(n: float, role: str = "prefill", stages: dict[str, float] | None = No
 
 def finding(diag, cause: str):
     return next((f for f in diag.findings if f.cause == cause), None)
-
-
-def held(found) -> dict[str, float]:
-    return {e.signal: e.value for e in found.evidence if e.holds and not e.context}
 
 
 # a PD prefill server: bootstrap, prefill and the KV transfer, each observed once per request

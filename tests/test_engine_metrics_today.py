@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import pytest
 
-from triage.diagnosis.rules import resolve_slo
-from triage.diagnosis.window import diagnose_window, window_signals
+from tests.scrape_tools import finding, window
+from triage.diagnosis.window import window_signals
 from triage.knowledge import DEFAULT_TREE_DIR
 from triage.knowledge.loader import load_knowledge
 from triage.sources.metrics.exposition import parse_metrics_text
 from triage.sources.metrics.since_start import SinceStartWindow
-from triage.sources.metrics.snapshot_window import SnapshotWindow
 
 LAB = 'engine="0",model_name="m"'
 TTFT_LE = ("0.5", "1.0", "2.5", "5.0", "10.0", "+Inf")
@@ -42,16 +41,6 @@ def vllm_scrape(n: float, prompt: float, cached: float | None, rejected: dict[st
         rows.append("# TYPE vllm:admission_rejections_total counter")
         rows += [f'vllm:admission_rejections_total{{{LAB},reason="{r}"}} {v}' for r, v in rejected.items()]
     return "\n".join(rows) + "\n"
-
-
-def window(kb, before: str, after: str) -> SnapshotWindow:
-    snaps = [parse_metrics_text(body, at, f"scrape@{at}") for body, at in ((before, 0.0), (after, 60.0))]
-    return SnapshotWindow(snaps, engines=kb.engines)
-
-
-def finding(kb, win: SnapshotWindow, cause: str):
-    live = diagnose_window(kb, win, resolve_slo(kb, "chat"))
-    return next((f for f in live.diagnosis.findings if f.cause == cause), None)
 
 
 def test_cached_prompt_share_lights_repeated_prefill(kb):

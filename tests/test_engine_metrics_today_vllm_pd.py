@@ -9,6 +9,7 @@ import shlex
 
 import pytest
 
+from tests.scrape_tools import finding, held, window
 from triage.diagnosis.rules import resolve_slo
 from triage.diagnosis.window import diagnose_window, window_signals
 from triage.knowledge import DEFAULT_TREE_DIR
@@ -16,8 +17,6 @@ from triage.knowledge.knobs import FLAGS_DIR, check_argv, load_dump
 from triage.knowledge.loader import load_knowledge
 from triage.knowledge.messages import message_text
 from triage.report.text import evidence_line
-from triage.sources.metrics.exposition import parse_metrics_text
-from triage.sources.metrics.snapshot_window import SnapshotWindow
 
 LAB = 'engine="0",model_name="m"'
 TTFT_LE = ("0.5", "1.0", "2.5", "5.0", "10.0", "+Inf")
@@ -71,20 +70,6 @@ def decode_scrape(n: float, ttft_total: float, xfer: tuple[float, float] | None 
     for name, (count, total) in (residency or {}).items():
         rows += histogram(f"vllm:kv_block_{name}_seconds", RESIDENCY_LE, count, total, total / count)
     return "\n".join(rows) + "\n"
-
-
-def window(kb, before: str, after: str) -> SnapshotWindow:
-    snaps = [parse_metrics_text(body, at, f"scrape@{at}") for body, at in ((before, 0.0), (after, 60.0))]
-    return SnapshotWindow(snaps, engines=kb.engines)
-
-
-def finding(kb, win: SnapshotWindow, cause: str):
-    live = diagnose_window(kb, win, resolve_slo(kb, "chat"))
-    return next((f for f in live.diagnosis.findings if f.cause == cause), None)
-
-
-def held(found) -> dict[str, float]:
-    return {e.signal: e.value for e in found.evidence if e.holds and not e.context}
 
 
 def test_transfer_time_share_lights_the_kv_transfer_cause(kb):
