@@ -20,11 +20,18 @@ Samples = list[tuple[float, float]] | np.ndarray  # (running, waiting) in time o
 
 @dataclass(frozen=True)
 class Plateau:
-    """Running held at ``cap`` in ``held`` of the ``queued`` samples where requests waited."""
+    """Running held at ``cap`` in ``held`` of the ``queued`` samples where requests waited; ``peak`` is the
+    highest running value among them (series points are means: ``cap`` is it rounded)."""
 
     cap: int
     held: int
     queued: int
+    peak: float
+
+
+def queued_rows(running: np.ndarray, waiting: np.ndarray) -> np.ndarray:
+    """The samples where requests waited while some ran (NaN, a value not printed, is neither)."""
+    return (waiting > 0) & (running > 0)
 
 
 def plateau(samples: Samples) -> Plateau | None:
@@ -32,7 +39,7 @@ def plateau(samples: Samples) -> Plateau | None:
     holds (within AT_PEAK) in at least PLATEAU_SHARE of them; None when the running count moves."""
     pairs = np.asarray(samples, dtype=np.float64).reshape(-1, 2)
     running, waiting = pairs[:, 0], pairs[:, 1]
-    queued = running[(waiting > 0) & (running > 0)]
+    queued = running[queued_rows(running, waiting)]
     if len(queued) < MIN_QUEUED:
         return None
     peak = float(queued.max())
@@ -41,4 +48,4 @@ def plateau(samples: Samples) -> Plateau | None:
     held = int(np.count_nonzero(peak - queued < AT_PEAK))
     if held / len(queued) < PLATEAU_SHARE:
         return None
-    return Plateau(round(peak), held, len(queued))
+    return Plateau(round(peak), held, len(queued), peak)

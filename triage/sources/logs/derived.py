@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from triage.sources.logs.series import Columns, LogSeries, Sample, columns, fmean, printed, running_sum
-from triage.sources.running_plateau import AT_PEAK, plateau
+from triage.sources.running_plateau import AT_PEAK, plateau, queued_rows
 
 CAP_KV_BELOW = 0.9     # ... while KV usage stays below this: the KV cache is not what holds the batch
 STALL_RATIO = 0.7      # generation throughput while prompts are prefilled ÷ without, below this = stalls
@@ -81,10 +81,10 @@ def concurrency_cap(log: LogSeries, samples: Sequence[np.ndarray] | None = None)
         found = plateau(samples[i] if samples is not None else running_waiting(cols))
         if found is None:
             continue
-        queued = _given(cols["waiting"]) & _given(cols["running"])
+        queued = queued_rows(cols["running"], cols["waiting"])  # the plateau's samples, as it chose them
         running = cols["running"][queued]
-        peak = float(running.max())
-        at_peak = peak - running < AT_PEAK  # holds(): one rule with the plateau
+        peak = found.peak
+        at_peak = peak - running < AT_PEAK  # the lines that hold it, by the plateau's rule
         kv_at_peak = cols["kv"][queued][at_peak]
         kv_values = kv_at_peak[~np.isnan(kv_at_peak)]
         if not len(kv_values) or float(kv_values.max()) >= CAP_KV_BELOW:
