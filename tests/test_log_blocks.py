@@ -1,5 +1,6 @@
-"""The vLLM log's block path (numpy over whole blocks) reads exactly what the careful path (every line through
-``feed``) reads, on mixed logs cut into blocks anywhere: every unusual line sends its block the careful way."""
+"""The vLLM log's block path (the C line scanner or numpy over whole blocks) reads exactly what the careful path
+(every line through ``feed``) reads, on mixed logs cut into blocks anywhere: every unusual line sends its block the
+careful way. Every test runs with the C scanner and without it (numpy alone, as on a machine without a compiler)."""
 
 from __future__ import annotations
 
@@ -7,8 +8,16 @@ import random
 
 import pytest
 
-from triage.sources.logs import vllm
+from triage.sources.logs import v1scan, vllm
 from triage.sources.logs.lines import iter_lines
+
+
+@pytest.fixture(autouse=True, params=["c", "numpy"])
+def reader(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """The block path with the C line scanner, and with numpy alone."""
+    if request.param == "numpy":
+        monkeypatch.setattr(v1scan, "_linescan", None)
+    return str(request.param)
 
 STATS = ("{pre}INFO {mo:02d}-{d:02d} {h:02d}:{m:02d}:{s:02d} [loggers.py:{ln}] {eng}Avg prompt throughput: {p} "
          "tokens/s, Avg generation throughput: {g} tokens/s, Running: {r} reqs, Waiting: {w} reqs, {preempt}GPU KV "
@@ -200,9 +209,11 @@ def test_blocks_are_read_on_worker_threads_and_taken_in_order(monkeypatch: pytes
     assert len(threads) > 20 and all(name.startswith("vllm-log") for name in threads)
 
 
-def test_lines_holding_only_the_pairs_numpy_looks_for_stay_on_the_block_path(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_lines_holding_only_the_pairs_numpy_looks_for_stay_on_the_block_path(reader: str,
+                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
     """"Av", "U:" and "P " are what numpy counts or looks for before a substring search: lines holding them but no
-    keyword (an "Avatar" URL, "GPU: 0", "P " in a message) keep the block on the numpy path, read as feed reads it."""
+    keyword (an "Avatar" URL, "GPU: 0", "P " in a message) keep the block on the block path (the C scanner's or
+    numpy's), read as feed reads it."""
     rng = random.Random(11)
     lines = [_stats(rng, 10 * i, plain=True) if i % 3 else ACCESS.format(n=i) for i in range(300)]
     lines[40] = '(APIServer pid=1) INFO:     10.0.0.1:4000 - "GET /v1/Avatar HTTP/1.1" 200 OK'
@@ -212,8 +223,12 @@ def test_lines_holding_only_the_pairs_numpy_looks_for_stay_on_the_block_path(mon
     feed_block = vllm.VllmLogParser.feed_block
     monkeypatch.setattr(vllm.VllmLogParser, "feed_block", lambda self, block: careful.append(feed_block(self, block)))
     counted = []
-    count = vllm._count
-    monkeypatch.setattr(vllm, "_count", lambda pairs, two: counted.append(count(pairs, two)) or counted[-1])
+    if reader == "numpy":
+        count = vllm._count
+        monkeypatch.setattr(vllm, "_count", lambda pairs, two: counted.append(count(pairs, two)) or counted[-1])
+    else:
+        scanned = v1scan.scanned_rows
+        monkeypatch.setattr(v1scan, "scanned_rows", lambda *a: counted.append(scanned(*a)) or counted[-1])
     fast = vllm.parse_chunks([data])
     assert careful == [] and counted
     _same(fast, vllm.parse(iter_lines([data])))

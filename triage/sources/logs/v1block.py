@@ -94,7 +94,7 @@ STAMP_DIGITS = np.array([0, 1, 3, 4, 6, 7, 9, 10, 12, 13])  # the digits of "MM-
 IN_LINE = np.packbits(np.arange(WIDTH) >= WIDTH - np.arange(WIDTH + 1)[:, None], axis=1)
 
 
-def _layout(form: Form, line: bytes, offset: int) -> list[int] | None:
+def number_layout(form: Form, line: bytes, offset: int) -> list[int] | None:
     """A form's numbers as the bulk parse takes them: per field its end column, its width (0: not printed) and
     whether it has a dot as its second last character, then the stamp's column; None for a number it does not
     parse (more than 7 characters, a dot elsewhere, two dots)."""
@@ -114,7 +114,7 @@ def _layout(form: Form, line: bytes, offset: int) -> list[int] | None:
 def _first_line(zeroed: bytes, width: int, form: Form | None) -> tuple[np.ndarray, tuple[int, ...] | None]:
     """For the first line of a digit pattern (its digits zeroed: where they are is all that matters here), right-
     aligned in rows ``width`` wide: the mask of the bytes compared in the lines of its pattern (its own bytes but
-    digits, and the engine's digits, which name the engine) and its numbers' layout (``_layout``; None: its lines
+    digits, and the engine's digits, which name the engine) and its numbers' layout (``number_layout``; None: its lines
     are read some other way). Kept per pattern: a log repeats a few in every block."""
     offset = width - len(zeroed)  # the column of the line's first byte
     compared = np.zeros(width, bool)
@@ -123,7 +123,7 @@ def _first_line(zeroed: bytes, width: int, form: Form | None) -> tuple[np.ndarra
         compared[offset + form.engine_digits[0]:offset + form.engine_digits[1]] = True
     mask = np.where(compared, np.uint8(255), np.uint8(0)).view("<u8")
     mask.flags.writeable = False  # shared by every block that meets the pattern
-    layout = _layout(form, zeroed, offset) if form is not None else None
+    layout = number_layout(form, zeroed, offset) if form is not None else None
     return mask, tuple(layout) if layout is not None else None
 
 
@@ -200,22 +200,33 @@ def stats_rows(blk: Block, start: int, newlines: np.ndarray,
     table = np.array(layouts or [(0,) * (3 * len(FIELDS) + 1)])[np.maximum(form_of_row, 0)]
     flat = Block(rows)  # the rows one after another
     base = np.arange(n) * width
+    keep = np.flatnonzero(ok)
+    return read_rows(flat, base[keep], table[keep], engines, marks, form_of_row[keep])
+
+
+def read_rows(blk: Block, base: np.ndarray, table: np.ndarray, engines: list[str], marks: list[int],
+              form: np.ndarray) -> Rows:
+    """Rows of the lines whose first byte is at ``base`` in ``blk``, each read by the layout in its row of
+    ``table`` (``number_layout``; ``form``: the index of each line's form in ``engines`` and ``marks``)."""
     k = len(FIELDS)
     ends, widths, dots = table[:, :k], table[:, k:2 * k], table[:, 2 * k:3 * k].astype(bool)
-    word = flat.word((base[:, None] + ends - 8).ravel())  # each number's text ends its word
-    run = RUN_MASK[widths.ravel()]
-    digits = (word & run) | (ZEROS & ~run)
-    dotless = ((digits & U64(0x0000FFFFFFFFFFFF)) << U64(8)) | (digits & U64(0xFF00000000000000)) | U64(0x30)
-    dot = dots.ravel()
-    value = _eight_digits(np.where(dot, dotless, digits)).astype(np.float64)
-    value = np.where(dot, value / 10, value).reshape(n, k)
+    value = _values(blk, (base[:, None] + ends - 8).ravel(), widths.ravel(), dots.ravel()).reshape(-1, k)
     value[widths == 0] = np.nan  # not printed (preemptions)
     numbers = {name: value[:, i] for i, (name, _) in enumerate(FIELDS)}
     numbers["kv"] = numbers["kv"] / 100
     numbers["prefix_hit"] = numbers["prefix_hit"] / 100
-    keep = np.flatnonzero(ok)
-    at = (base + table[:, 3 * k])[keep]
-    digits_at = (rows.reshape(-1)[at[:, None] + STAMP_DIGITS] - np.uint8(48)).astype(np.int64)
+    at = base + table[:, 3 * k]
+    digits_at = (blk.bytes[at[:, None] + STAMP_DIGITS] - np.uint8(48)).astype(np.int64)
     month, day, hh, mm, ss = (digits_at[:, 0::2] * 10 + digits_at[:, 1::2]).T  # "MM-DD hh:mm:ss"
-    return Rows(month, day, hh, mm, ss, engines, marks, form_of_row[keep],
-                {name: col[keep] for name, col in numbers.items()})
+    return Rows(month, day, hh, mm, ss, engines, marks, form, numbers)
+
+
+def _values(blk: Block, pos: np.ndarray, widths: np.ndarray, dots: np.ndarray) -> np.ndarray:
+    """The numbers whose text (``widths`` characters, with a dot as the second last where ``dots``) ends the 8
+    bytes at each of ``pos``."""
+    word = blk.word(pos)
+    run = RUN_MASK[widths]
+    digits = (word & run) | (ZEROS & ~run)
+    dotless = ((digits & U64(0x0000FFFFFFFFFFFF)) << U64(8)) | (digits & U64(0xFF00000000000000)) | U64(0x30)
+    value = _eight_digits(np.where(dots, dotless, digits)).astype(np.float64)
+    return np.where(dots, value / 10, value)

@@ -26,6 +26,7 @@ from functools import lru_cache
 
 import numpy as np
 
+from triage.sources.logs import v1scan
 from triage.sources.logs.lines import K8S_PARTIAL, VLLM_STAMP, Clock, iter_lines
 from triage.sources.logs.registry import LogFormat, register
 from triage.sources.logs.series import (
@@ -68,6 +69,7 @@ V1_FAST = re.compile(rb"Avg prompt throughput: ([\d.]+) tokens/s, Avg generation
 KEYWORDS = re.compile(rb"Avg prompt throughput|preempted by|Prefix cache hit rate: GPU|SpecDecoding metrics|"
                       rb"Speculative metrics|max_num_seqs")
 STATS_KEY = b"Avg prompt throughput: "
+V0_PREFIX_TEXT = b"Prefix cache hit rate: GPU: "  # V0's own prefix-cache line
 RARE_KEYS = (b"preempted by", b"Prefix cache hit rate: GPU", b"SpecDecoding metrics", b"Speculative metrics",
              b"max_num_seqs")
 ENGINE_AT = re.compile(rb"(?:Engine (\d+): |(\d+) Engines Aggregated: )$")
@@ -328,7 +330,7 @@ def _unusual(buf: bytes, start: int, end: int, pairs: tuple[np.ndarray, np.ndarr
         return True
     # V0's prefix line holds "U:" ("GPU: "), a Kubernetes partial line "P " (" stdout P "): 2-byte words found by
     # numpy (the GIL released), the substrings searched only in a block that holds the word
-    if _holds(pairs, b"U:") and b"Prefix cache hit rate: GPU: " in buf[start:end]:
+    if _holds(pairs, b"U:") and V0_PREFIX_TEXT in buf[start:end]:
         return True
     return _holds(pairs, b"P ") and (b" stdout P " in buf[start:end] or b" stderr P " in buf[start:end])
 
@@ -358,9 +360,12 @@ class Bulk:
 
 
 def read_bulk(buf: bytes, start: int, end: int) -> Bulk | None:
-    """The block's stats lines read by numpy (v1block), or None when a line of it must be read line by line (a rare
-    record, a Kubernetes partial line, a stats line of another form). Depends on the block alone, so blocks are read
-    on worker threads while the parser, in order, takes what they read."""
+    """The block's stats lines read by numpy (v1block) after the C line scanner (v1scan) when it was built, or None
+    when a line of it must be read line by line (a rare record, a Kubernetes partial line, a stats line of another
+    form). Depends on the block alone, so blocks are read on worker threads while the parser, in order, takes what
+    they read."""
+    if v1scan.available():
+        return _scanned(buf, start, end)
     pairs = _pairs(buf, start, end)
     if _unusual(buf, start, end, pairs):
         return None
@@ -376,6 +381,17 @@ def read_bulk(buf: bytes, start: int, end: int) -> Bulk | None:
             len(rows) != buf.count(STATS_WORD, start, end):
         return None
     return Bulk(rows, len(newlines))
+
+
+def _scanned(buf: bytes, start: int, end: int) -> Bulk | None:
+    """``read_bulk`` by the C line scanner: the same rare-record screens, and every stats keyword in a line read."""
+    if any(byte in buf and any(k in buf for k in keys) for byte, keys in RARE_BY_BYTE) or \
+            v1scan.count(buf, start, end, V0_PREFIX_TEXT):
+        return None
+    got = v1scan.scanned_rows(buf, start, end, _form)  # None: a Kubernetes partial line, or too many forms
+    if got is None or len(got[0]) != v1scan.count(buf, start, end, STATS_WORD):
+        return None  # a stats keyword outside the lines read (each read line holds exactly one)
+    return Bulk(*got)
 
 
 def _form(line: bytes) -> Form | None:
@@ -441,7 +457,8 @@ def parse_chunks(chunks: Iterable[bytes]) -> LogSeries:
     pending: deque[tuple[Future[Bulk | None] | None, bytes, int, int]] = deque()
     with ExitStack() as stack:
         pool: ThreadPoolExecutor | None = None
-        blocks = _blocks(chunks, max(1, BLOCK // 2) if threads else BLOCK)
+        blocks: _blocks | _spans = _spans(chunks) if v1scan.available() else \
+            _blocks(chunks, max(1, BLOCK // 2) if threads else BLOCK)
         for buf, start, end in blocks:
             if pool is None and pending and threads:  # a second block: the log is large enough for threads
                 pool = stack.enter_context(ThreadPoolExecutor(threads, thread_name_prefix="vllm-log"))
@@ -508,6 +525,46 @@ class _blocks:
             return
         self.rest = buf[cut + 1:size]
         yield buf, FRONT, cut + 1
+
+
+class _spans:
+    """Blocks of whole lines from byte chunks without copying them, as (buffer, start, end), for the C line scanner
+    (which needs no FRONT or PAD): each chunk's whole lines in place, the line cut between two chunks joined on its
+    own; ``rest`` holds what follows the last whole line once the chunks are used up."""
+
+    def __init__(self, chunks: Iterable[bytes]) -> None:
+        self.chunks = chunks
+        self.rest = b""
+
+    def __iter__(self) -> Iterator[tuple[bytes, int, int]]:
+        for chunk in self.chunks:
+            start = 0
+            if self.rest:
+                nl = chunk.find(b"\n")
+                if nl < 0:
+                    self.rest += chunk
+                    continue
+                head, self.rest = self.rest + chunk[:nl + 1], b""
+                yield from self._whole(head, 0)
+                if self.rest:  # a Kubernetes partial line continues in this chunk: the two are read as one block
+                    chunk, self.rest = self.rest + chunk[nl + 1:], b""
+                else:
+                    start = nl + 1
+            yield from self._whole(chunk, start)
+
+    def _whole(self, buf: bytes, start: int) -> Iterator[tuple[bytes, int, int]]:
+        """The whole lines of ``buf[start:]`` as a block, but a last Kubernetes partial line, which is completed by
+        the next one; what follows them becomes ``rest``."""
+        end = buf.rfind(b"\n", start) + 1
+        if end > start:
+            last = max(buf.rfind(b"\n", start, end - 1) + 1, start)
+            if K8S_PARTIAL.match(buf[last:end - 1]):
+                end = last
+        if end <= start:
+            self.rest = buf[start:]
+            return
+        self.rest = buf[end:]
+        yield buf, start, end
 
 
 register(LogFormat("vllm_log", "vLLM server log", detect, parse, parse_chunks, rank=10))
