@@ -28,6 +28,7 @@ from triage.cli.text_input import read_source
 from triage.diagnosis.rules import resolve_slo
 from triage.knowledge.loader import load_knowledge
 from triage.service.logs import diagnose_log
+from triage.sources.logs import v1scan
 
 kb = load_knowledge()
 slo = resolve_slo(kb)
@@ -37,7 +38,8 @@ found = diagnose_log(kb, log, slo)
 elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu
 peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 print(json.dumps({{"seconds": elapsed, "cpu": cpu, "peak_mb": peak_kb / 1024, "stats": log.stats_lines,
-                  "lines": log.lines, "findings": [f.cause for f in found.live.diagnosis.findings]}}))
+                  "lines": log.lines, "findings": [f.cause for f in found.live.diagnosis.findings],
+                  "scanner": v1scan.available()}}))
 """
 BASELINE = r"""
 import resource, sys
@@ -107,6 +109,8 @@ def main() -> int:
     print(f"read + diagnose:    {best(triage_times):.3f} s (best of {args.repeat}; {result['stats']:,} stats lines, "
           f"findings {', '.join(result['findings']) or 'none'})")
     print(f"ratio:              {ratio:.1f}x (goal <= 3x)")
+    print("reader:             " + ("the C line scanner (triage/sources/logs/_linescan.c)" if result["scanner"] else
+                                    "numpy alone (the C line scanner is not built: no C compiler at install)"))
     print(f"CPU time:           {best(triage_cpu):.3f} s (every thread) against grep's {best(grep_cpu):.3f} s, "
           f"{best(triage_cpu) / best(grep_cpu):.1f}x (less sensitive to other load than wall time)")
     print(f"peak RSS:           {result['peak_mb']:.0f} MB, of which {result['peak_mb'] - base_mb:.0f} MB above the "

@@ -23,6 +23,7 @@ command -v promtool >/dev/null 2>&1 || need+=(prometheus)
 for tool in victoria-metrics vmalert vmctl; do command -v $tool >/dev/null 2>&1 || need+=(victoria-metrics); done
 command -v script >/dev/null 2>&1 || need+=(bsdutils)  # vmctl wants a terminal: tests run it under script -qec
 command -v curl >/dev/null 2>&1 || need+=(curl)  # the OpenAI simulator is checked with a real curl stream
+command -v gcc >/dev/null 2>&1 || need+=(gcc)  # builds the server-log line scanner (setup.py) at pip install -e
 # a real Alertmanager in front of the webhook receiver's end-to-end and storm tests (issue 27)
 command -v prometheus-alertmanager >/dev/null 2>&1 || need+=(prometheus-alertmanager)
 # PostgreSQL 15 for the shared experiment log's tests (issue 29): tests run initdb/pg_ctl themselves, as postgres

@@ -9,6 +9,7 @@ extension is absent: ``available()`` is False and the caller uses ``v1block.stat
 from __future__ import annotations
 
 import importlib
+import re
 from collections.abc import Callable
 from types import ModuleType
 
@@ -25,6 +26,8 @@ except ImportError:  # pragma: no cover - a machine without a C compiler
 EMPTY_LAYOUT = (0,) * (3 * len(FIELDS) + 1)
 # Digits right after this text stay in a line's pattern: "Engine 001: " names the engine (VllmLogParser reads it)
 ENGINE_MARK = b"Engine "
+ENGINE_DIGITS = re.compile(re.escape(ENGINE_MARK) + rb"(\d*)")  # the digits the scanner keeps, for _reading's key
+_READINGS: dict[tuple[bytes, tuple[bytes, ...], object], tuple[Form | None, list[int] | None]] = {}
 
 
 def available() -> bool:
@@ -58,9 +61,7 @@ def scanned_rows(buf: bytes, start: int, end: int,
     layouts: list[list[int]] = []
     form_of_group = np.full(len(firsts) + 1, -1)  # the last: for no group
     for g, first in enumerate(firsts.tolist()):
-        line = buf[int(found[first, 0]):int(found[first, 1])]
-        form = form_of(line)
-        layout = number_layout(form, line.translate(ZERO_DIGITS), 0) if form is not None else None
+        form, layout = _reading(buf[int(found[first, 0]):int(found[first, 1])], form_of)
         if form is not None and layout is not None:  # else: no standard stats line, read some other way or skipped
             form_of_group[g] = len(layouts)
             engines.append(form.engine)
@@ -77,3 +78,17 @@ def scanned_rows(buf: bytes, start: int, end: int,
     numbers["kv"] = numbers["kv"] / 100
     numbers["prefix_hit"] = numbers["prefix_hit"] / 100
     return Rows(month, day, hh, mm, ss, engines, marks, forms, numbers), lines
+
+
+def _reading(line: bytes, form_of: Callable[[bytes], Form | None]) -> tuple[Form | None, list[int] | None]:
+    """The form and number layout of a group's first line, kept per pattern (as the scanner forms it) and reader:
+    a log repeats a few patterns in every block."""
+    key = (line.translate(ZERO_DIGITS), tuple(ENGINE_DIGITS.findall(line)), form_of)
+    if (known := _READINGS.get(key)) is not None:
+        return known
+    form = form_of(line)
+    reading = form, number_layout(form, key[0], 0) if form is not None else None
+    if len(_READINGS) >= 1024:
+        _READINGS.clear()
+    _READINGS[key] = reading
+    return reading
