@@ -237,6 +237,34 @@ static double number(const unsigned char *p, int64_t width, int64_t dot) {
     return dot ? (double)value / 10.0 : (double)value;
 }
 
+/* The numbers and stamps of n lines (see numbers_doc) into v and t; 0 when a place lies outside its line. */
+static int read_numbers(const unsigned char *buf, Py_ssize_t size, const int64_t *s, const int64_t *e,
+                        const int64_t *f, Py_ssize_t n, const int64_t *lay, Py_ssize_t groups, double *v, int64_t *t) {
+    static const int stamp_at[STAMP] = {0, 3, 6, 9, 12}; /* "MM-DD hh:mm:ss" */
+    for (Py_ssize_t i = 0; i < n; i++) {
+        if (f[i] < 0 || f[i] >= groups || s[i] < 0 || e[i] > size || s[i] > e[i])
+            return 0;
+        const int64_t *l = lay + f[i] * LAYOUT, len = e[i] - s[i];
+        const unsigned char *line = buf + s[i];
+        for (int k = 0; k < FIELDS; k++) {
+            int64_t stop = l[k], width = l[FIELDS + k];
+            if (width == 0) {
+                v[i * FIELDS + k] = NAN;
+                continue;
+            }
+            if (width < 0 || width > 18 || stop > len || stop - width < 0)
+                return 0;
+            v[i * FIELDS + k] = number(line + stop - width, width, l[2 * FIELDS + k]);
+        }
+        int64_t at = l[3 * FIELDS];
+        if (at < 0 || at + 14 > len)
+            return 0;
+        for (int k = 0; k < STAMP; k++)
+            t[i * STAMP + k] = (line[at + stamp_at[k]] - '0') * 10 + (line[at + stamp_at[k] + 1] - '0');
+    }
+    return 1;
+}
+
 PyDoc_STRVAR(numbers_doc,
 "numbers(buf, starts, ends, forms, layouts) -> (values, stamps)\n\n"
 "For each line buf[starts[i]:ends[i]] (int64 in bytes) read by the layout layouts[forms[i]] (int64 rows of\n"
@@ -259,32 +287,13 @@ static PyObject *numbers(PyObject *self, PyObject *args) {
     stamps = PyBytes_FromStringAndSize(NULL, n * STAMP * (Py_ssize_t)sizeof(int64_t));
     if (values == NULL || stamps == NULL)
         goto done;
-    const unsigned char *buf = view.buf;
-    const int64_t *s = starts.buf, *e = ends.buf, *f = forms.buf, *lay = layouts.buf;
-    double *v = (double *)PyBytes_AS_STRING(values);
-    int64_t *t = (int64_t *)PyBytes_AS_STRING(stamps);
-    static const int stamp_at[STAMP] = {0, 3, 6, 9, 12}; /* "MM-DD hh:mm:ss" */
-    for (Py_ssize_t i = 0; i < n; i++) {
-        if (f[i] < 0 || f[i] >= groups || s[i] < 0 || e[i] > view.len || s[i] > e[i])
-            goto outside;
-        const int64_t *l = lay + f[i] * LAYOUT, len = e[i] - s[i];
-        const unsigned char *line = buf + s[i];
-        for (int k = 0; k < FIELDS; k++) {
-            int64_t stop = l[k], width = l[FIELDS + k];
-            if (width == 0) {
-                v[i * FIELDS + k] = NAN;
-                continue;
-            }
-            if (width < 0 || width > 18 || stop > len || stop - width < 0)
-                goto outside;
-            v[i * FIELDS + k] = number(line + stop - width, width, l[2 * FIELDS + k]);
-        }
-        int64_t at = l[3 * FIELDS];
-        if (at < 0 || at + 14 > len)
-            goto outside;
-        for (int k = 0; k < STAMP; k++)
-            t[i * STAMP + k] = (line[at + stamp_at[k]] - '0') * 10 + (line[at + stamp_at[k] + 1] - '0');
-    }
+    int fine;
+    Py_BEGIN_ALLOW_THREADS /* the two outputs are this call's own until it returns */
+    fine = read_numbers(view.buf, view.len, starts.buf, ends.buf, forms.buf, n, layouts.buf, groups,
+                        (double *)PyBytes_AS_STRING(values), (int64_t *)PyBytes_AS_STRING(stamps));
+    Py_END_ALLOW_THREADS
+    if (!fine)
+        goto outside;
     result = Py_BuildValue("(OO)", values, stamps);
     goto done;
 outside:
