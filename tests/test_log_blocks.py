@@ -14,7 +14,9 @@ from triage.sources.logs.lines import iter_lines
 
 @pytest.fixture(autouse=True, params=["c", "numpy"])
 def reader(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """The block path with the C line scanner, and with numpy alone."""
+    """The block path with the C line scanner, and with numpy alone; blocks of any size read in bulk (the tests cut
+    logs into tiny chunks, which vllm.SMALL_BLOCK would send line by line)."""
+    monkeypatch.setattr(vllm, "SMALL_BLOCK", 0)
     if request.param == "numpy":
         monkeypatch.setattr(v1scan, "_linescan", None)
     return str(request.param)
@@ -259,3 +261,19 @@ def test_threads_only_with_a_core_to_spare(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setattr(vllm.os, "sched_getaffinity", lambda pid: {0}, raising=False)
     monkeypatch.setattr(vllm.os, "getloadavg", lambda: (0.0, 0.0, 0.0))
     assert vllm._threads() == 0
+
+
+def test_a_block_of_a_few_lines_is_read_line_by_line(reader: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the C scanner, the line two chunks cut is a block of its own: shorter than SMALL_BLOCK, it goes line by
+    line (cheaper than the bulk steps), and the log reads the same (numpy joins chunks into large blocks)."""
+    monkeypatch.setattr(vllm, "SMALL_BLOCK", 4096)
+    rng = random.Random(5)
+    data = _log(rng, 3000, odd=0.0, plain=True)
+    careful: list[int] = []
+    feed_block = vllm.VllmLogParser.feed_block
+    monkeypatch.setattr(vllm.VllmLogParser, "feed_block",
+                        lambda self, block: careful.append(len(block)) or feed_block(self, block))
+    chunk = 100_000
+    fast = vllm.parse_chunks([data[i:i + chunk] for i in range(0, len(data), chunk)])
+    _same(fast, vllm.parse(iter_lines([data])))
+    assert all(size < 4096 for size in careful) and (reader == "numpy" or careful)
