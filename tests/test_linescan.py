@@ -137,3 +137,27 @@ def test_count_is_bytes_count(needle: bytes, scan: Scan) -> None:
     text = bytes(rng.choice(b"Avg prompt throughput a%") for _ in range(20_000))
     for start, end in ((0, len(text)), (17, 9000), (5, 5)):
         assert v1scan.count(text, start, end, needle) == text.count(needle, start, end)
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_any_layout_reads_inside_its_line_or_is_refused(seed: int, scan: Scan) -> None:
+    """Random layouts (places, widths, dots, stamp offsets) over random lines: every value is read from inside its
+    line, or the call is a ValueError; never a read elsewhere (the sanitizer build of the scanner checks the same)."""
+    import numpy as np
+
+    from triage.sources.logs.v1scan import _linescan
+
+    assert _linescan is not None
+    rng = random.Random(seed)
+    lines = [bytes(rng.choice(b"0123456789.- :%x") for _ in range(rng.randint(0, 60))) + b"%" for _ in range(50)]
+    buf = b"\n".join(lines) + b"\n"
+    rows = np.frombuffer(scan(buf, 0, len(buf), b"")[1], np.int64).reshape(-1, 3)
+    layouts = np.array([[rng.randint(-3, 70) for _ in range(7)] + [rng.randint(-2, 20) for _ in range(7)] +
+                        [rng.randint(0, 1) for _ in range(7)] + [rng.randint(-2, 60)] for _ in range(4)], np.int64)
+    forms = np.array([rng.randint(0, 3) for _ in range(len(rows))], np.int64)
+    try:
+        values, stamps = _linescan.numbers(buf, rows[:, 0].copy(), rows[:, 1].copy(), forms, layouts)
+    except ValueError as exc:
+        assert "outside its line" in str(exc)
+        return
+    assert len(values) == 8 * 7 * len(rows) and len(stamps) == 8 * 5 * len(rows)
