@@ -73,3 +73,15 @@ def test_a_same_size_edit_with_the_same_mtime_is_checked_again(tiny_tree, capsys
     capsys.readouterr()
     assert main(["tree", "--tree-dir", str(tiny_tree)]) == 2
     assert str(path) in capsys.readouterr().err
+
+
+def test_a_passing_check_is_recalled_by_the_next_start(tiny_tree):
+    """The record is written and read back: every file the key stats exists (a moved module once made every start
+    a cold one, 0.66 s instead of 0.12 s, without an error)."""
+    from triage.knowledge import checked
+
+    assert all(path.exists() for path in checked.CODE)
+    assert checked.recall(tiny_tree)[0] is None
+    assert main(["tree", "--tree-dir", str(tiny_tree), "--json"]) == 0
+    record, key = checked.recall(tiny_tree)
+    assert record is not None and key is not None and key[0].exists()

@@ -25,7 +25,7 @@ _TRIAGE = Path(__file__).resolve().parent.parent
 # Code the check and the printed record depend on: the loader and its model, the CLI that prints the tree,
 # the error line, the bounded reader.
 CODE = (_TRIAGE / "knowledge", _TRIAGE / "cli" / "__init__.py", _TRIAGE / "errors.py", _TRIAGE / "safe_text.py",
-        _TRIAGE / "sources" / "bounded.py")
+        _TRIAGE / "bounded.py")
 LIBRARIES = (("pydantic", "version.py"), ("yaml", "__init__.py"))  # files that carry each library's version
 VERSION = 2
 MAX_RECORDS = 32  # one record per tree directory; the oldest go first
