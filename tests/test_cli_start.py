@@ -1,5 +1,5 @@
-"""The CLI starts light: `tree --json` and `--help` import no pandas, pyarrow or Streamlit (commands import
-what they need when they run), and a record of a passed check never hides a file changed since."""
+"""The CLI starts light: `tree --json`, `--help` and a log's diagnosis import no pandas, pyarrow or Streamlit
+(commands import what they need when they run), and a record of a passed check never hides a file changed since."""
 
 from __future__ import annotations
 
@@ -47,8 +47,14 @@ def test_light_commands_import_no_heavy_module(tmp_path, args):
 
 
 def test_a_command_imports_its_own_modules(tmp_path):
-    got = _run(["diagnose", "--help"], tmp_path)
-    assert "pandas" in got["heavy"] and "streamlit" not in got["heavy"]
+    """`diagnose` loads pandas and pyarrow for a benchmark file only: a server log (what `kubectl logs … | triage
+    diagnose -` brings at 3 a.m.) starts without them."""
+    log = ROOT / "tests" / "fixtures" / "real" / "logs" / "vllm_v0_2_one_line_paste.txt"
+    got = _run(["diagnose", str(log)], tmp_path)
+    assert got["heavy"] == [] and got["code"] in (0, None), got
+    bench = ROOT / "tests" / "fixtures" / "bench" / "aiperf-concurrency16_profile_export_aiperf.csv"
+    got = _run(["diagnose", str(bench)], tmp_path)
+    assert "pandas" in got["heavy"] and "streamlit" not in got["heavy"], got
 
 
 def test_a_file_changed_after_a_passing_check_is_checked_again(tiny_tree, capsys):

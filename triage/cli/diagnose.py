@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from triage.cli import numbers
 from triage.cli.live import add_live_arguments
@@ -16,7 +17,6 @@ from triage.cli.log_output import (
     source_name,
 )
 from triage.cli.text_input import read_source
-from triage.diagnosis.benchmark import diagnose_run, pick_run
 from triage.diagnosis.roofline import Hardware
 from triage.diagnosis.rules import resolve_slo
 from triage.errors import TriageError
@@ -24,9 +24,12 @@ from triage.knowledge.loader import DEFAULT_TREE_DIR, load_knowledge
 from triage.knowledge.messages import message_text
 from triage.report.json_contract import diagnosis_json
 from triage.report.text import diagnosis_text, fmt_threshold, fmt_value
-from triage.run import Benchmark
+from triage.sources.logs.series import LogSeries
 from triage.sources.metrics.exposition import Snapshot
 from triage.sources.metrics.since_start import SINCE_START
+
+if TYPE_CHECKING:  # pandas and pyarrow load only for a benchmark file: a log or a scrape starts ~0.3-0.6 s sooner
+    from triage.run import Benchmark
 
 
 def read_benchmark(path: Path) -> Benchmark:
@@ -89,6 +92,8 @@ def check_one_source(args: argparse.Namespace) -> None:
 
 def _file_diagnosis(kb, args: argparse.Namespace, bench: Benchmark | None = None):
     """(Benchmark, the chosen run, its Diagnosis) for the FILE argument; a bad --slo fails before the read."""
+    from triage.diagnosis.benchmark import diagnose_run, pick_run
+
     slo = slo_from_args(kb, args)
     bench = bench if bench is not None else read_benchmark(args.file)
     run = pick_run(bench, args.run)
@@ -110,7 +115,7 @@ def any_diagnosis(kb, args: argparse.Namespace):
     if isinstance(source, Snapshot):
         _, live = scrape_diagnosis(kb, args, source)
         return live.diagnosis, f"{source_name(args.file)} (one /metrics scrape: {SINCE_START})"
-    if not isinstance(source, Benchmark):
+    if isinstance(source, LogSeries):
         found = log_diagnosis(kb, args, source)
         return found.live.diagnosis, f"{source_name(args.file)} ({found.log.summary()})"
     bench, run, diag = _file_diagnosis(kb, args, source)
@@ -198,7 +203,7 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
     source = read_source(args.file)
     if isinstance(source, Snapshot):
         return print_scrape_diagnosis(kb, args, *scrape_diagnosis(kb, args, source))
-    if not isinstance(source, Benchmark):
+    if isinstance(source, LogSeries):
         return print_log_diagnosis(kb, args, log_diagnosis(kb, args, source))
     bench, run, diag = _file_diagnosis(kb, args, source)
     number = bench.runs.index(run) + 1

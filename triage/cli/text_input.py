@@ -5,11 +5,10 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import BinaryIO
+from typing import TYPE_CHECKING, BinaryIO
 
 from triage.bounded import CHUNK, MAX_BENCHMARK_BYTES, MB, check_regular
 from triage.errors import TriageError
-from triage.run import Benchmark
 from triage.sources import logs
 from triage.sources.logs.series import LogSeries
 from triage.sources.metrics.exposition import Snapshot
@@ -53,7 +52,10 @@ def _rest(stream: BinaryIO, head: bytes, name: str) -> bytes:
     return b"".join(parts)
 
 
-Source = LogSeries | Benchmark | Snapshot
+if TYPE_CHECKING:  # pandas and pyarrow load only when a benchmark file is read (``_benchmark``)
+    from triage.run import Benchmark
+
+    Source = LogSeries | Benchmark | Snapshot
 
 
 def _scrape(data: bytes, name: str, taken_at: float) -> Snapshot:

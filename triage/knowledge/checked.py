@@ -64,12 +64,17 @@ def content_key(root: Path) -> str:
     return digest.hexdigest()
 
 
-def _cache_dir() -> Path:
+def cache_root() -> Path:
+    """This tool's cache folder: ``TRIAGE_CACHE_DIR``, else ``$XDG_CACHE_HOME/inference-triage`` (~/.cache)."""
     own = os.environ.get("TRIAGE_CACHE_DIR")
     if own:
-        return Path(own) / "checked-trees"
+        return Path(own)
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "inference-triage" / "checked-trees"
+    return Path(base) / "inference-triage"
+
+
+def _cache_dir() -> Path:
+    return cache_root() / "checked-trees"
 
 
 def _key(root: Path) -> tuple[Path, str]:

@@ -19,7 +19,7 @@ from pydantic import BaseModel, ValidationError
 
 from triage import safe_load
 from triage.errors import TriageError
-from triage.knowledge import DEFAULT_TREE_DIR
+from triage.knowledge import DEFAULT_TREE_DIR, parsed
 from triage.knowledge.checked import content_key, yaml_files
 from triage.knowledge.engines import EngineSpec, serving_engines
 from triage.knowledge.hardware import GpuEntry, ModelEntry
@@ -139,7 +139,8 @@ def _read_yaml(path: Path) -> Any:
     text = read_text_bounded(path, MAX_CONFIG_BYTES)
     # aliases stay allowed here (yaml.safe_dump writes them for repeated values) but counted: no billion laughs
     try:
-        return safe_load.load_yaml(text, where=str(path), max_chars=MAX_CONFIG_BYTES, aliases=True)
+        return parsed.load(text, lambda text: safe_load.load_yaml(text, where=str(path), max_chars=MAX_CONFIG_BYTES,
+                                                                  aliases=True))
     except TriageError as exc:
         raise safe_load.with_line_key(exc) from None
 
