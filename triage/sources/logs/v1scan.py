@@ -1,9 +1,9 @@
 """vLLM V1 stats lines of a block found by the C line scanner (``_linescan``), read like ``v1block.stats_rows``.
 
-The scanner groups the lines ending in "%" by their text with digits zeroed: lines of one group differ only in the
-digits, so the careful path reads them all as it reads the group's first line (``form_of``, once per group), at the
-same places. Only the numbers and stamps are then read, by numpy (``v1block.read_rows``). Without a C compiler the
-extension is absent: ``available()`` is False and the caller uses ``v1block.stats_rows``.
+The scanner groups the lines ending in "%" by their text with digits zeroed (the engine's digits kept): lines of one
+group differ only in the digits, so the careful path reads them all as it reads the group's first line (``form_of``,
+once per pattern of the log), at the same places, where the scanner then parses the numbers and stamps. Without a C
+compiler the extension is absent: ``available()`` is False and the caller uses ``v1block.stats_rows``.
 """
 
 from __future__ import annotations
