@@ -1,6 +1,6 @@
 """Benchmark reading a server log: a 1,000,000-line vLLM V1 log read and diagnosed vs `grep -c` of the same file.
 
-Run: .venv/bin/python -m bench.server_log [--lines N] [--stats-every K] [--repeat R]
+Run: .venv/bin/python -m bench.server_log [--lines N] [--stats-every K] [--repeat R] [--threads auto|0|1|2]
 The log is written to a temporary file: one stats line every K lines (default 5, i.e. 200,000 stats lines), the
 rest the uvicorn access lines a busy server prints between them. Prints the best time of R runs of
 `grep -c 'Avg prompt throughput'` and of read + diagnose (what `python -m triage diagnose FILE` does, in a fresh
@@ -28,8 +28,10 @@ from triage.cli.text_input import read_source
 from triage.diagnosis.rules import resolve_slo
 from triage.knowledge.loader import load_knowledge
 from triage.service.logs import diagnose_log
-from triage.sources.logs import v1scan
+from triage.sources.logs import v1scan, vllm
 
+if {threads!r} != "auto":  # --threads: worker threads forced on (2) or off (0) instead of chosen by the load
+    vllm._threads = lambda: int({threads!r})
 kb = load_knowledge()
 slo = resolve_slo(kb)
 started, cpu = time.perf_counter(), time.process_time()
@@ -39,7 +41,7 @@ elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu
 peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 print(json.dumps({{"seconds": elapsed, "cpu": cpu, "peak_mb": peak_kb / 1024, "stats": log.stats_lines,
                   "lines": log.lines, "findings": [f.cause for f in found.live.diagnosis.findings],
-                  "scanner": v1scan.available()}}))
+                  "scanner": v1scan.available(), "threads": vllm._threads()}}))
 """
 BASELINE = r"""
 import resource, sys
@@ -84,6 +86,8 @@ def main() -> int:
     parser.add_argument("--lines", type=int, default=1_000_000)
     parser.add_argument("--stats-every", type=int, default=5)
     parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--threads", choices=["auto", "0", "1", "2"], default="auto",
+                        help="worker threads reading blocks: auto (as the CLI: only with an idle core) or forced")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "vllm.log"
@@ -96,8 +100,9 @@ def main() -> int:
                                    text=True, check=True).stdout.strip()
             grep_times.append(time.perf_counter() - started)
             grep_cpu.append(_children_cpu() - before)
-            child = subprocess.run([sys.executable, "-c", CHILD.format(root=str(ROOT), path=str(path))],
-                                   capture_output=True, text=True, check=True, env={**os.environ}, cwd=ROOT)
+            code = CHILD.format(root=str(ROOT), path=str(path), threads=args.threads)
+            child = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                                   env={**os.environ}, cwd=ROOT)
             result = json.loads(child.stdout)
             triage_times.append(result["seconds"])
             triage_cpu.append(result["cpu"])
@@ -116,7 +121,8 @@ def main() -> int:
           f"findings {', '.join(result['findings']) or 'none'})")
     print(f"ratio:              {ratio:.1f}x (goal <= 3x)")
     print("reader:             " + ("the C line scanner (triage/sources/logs/_linescan.c)" if result["scanner"] else
-                                    "numpy alone (the C line scanner is not built: no C compiler at install)"))
+                                    "numpy alone (the C line scanner is not built: no C compiler at install)") +
+          f", {result['threads']} worker threads (--threads {args.threads}; load average {os.getloadavg()[0]:.1f})")
     print(f"CPU time:           {best(triage_cpu):.3f} s (every thread) against grep's {best(grep_cpu):.3f} s, "
           f"{best(triage_cpu) / best(grep_cpu):.1f}x (less sensitive to other load than wall time)")
     print(f"whole command:      {best(whole):.3f} s (`python -m triage diagnose FILE`, best of {args.repeat}: "
