@@ -5,11 +5,14 @@ careful way. Every test runs with the C scanner and without it (numpy alone, as 
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
 import pytest
 
 from triage.sources.logs import v1scan, vllm
 from triage.sources.logs.lines import iter_lines
+
+ROOT_LOGS = Path(__file__).resolve().parent / "fixtures" / "real" / "logs"
 
 
 @pytest.fixture(autouse=True, params=["c", "numpy"])
@@ -277,3 +280,13 @@ def test_a_block_of_a_few_lines_is_read_line_by_line(reader: str, monkeypatch: p
     fast = vllm.parse_chunks([data[i:i + chunk] for i in range(0, len(data), chunk)])
     _same(fast, vllm.parse(iter_lines([data])))
     assert all(size < 4096 for size in careful) and (reader == "numpy" or careful)
+
+
+@pytest.mark.parametrize("name", sorted(p.name for p in (ROOT_LOGS).glob("vllm_*.txt")))
+def test_real_vllm_logs_read_the_same_by_every_path(name: str) -> None:
+    """The captured vLLM logs (tests/fixtures/real/logs, PROVENANCE.md), read in bulk from chunks of every size and
+    line by line, give the same series (vllm.SMALL_BLOCK is 0 here: the bulk path reads even these short logs)."""
+    data = (ROOT_LOGS / name).read_bytes()
+    slow = vllm.parse(iter_lines([data]))
+    for size in (1, 64, 700, len(data)):
+        _same(vllm.parse_chunks([data[i:i + size] for i in range(0, len(data), size)]), slow)
