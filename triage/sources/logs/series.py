@@ -200,6 +200,13 @@ class LogSeries:
         times = columns(self.samples)["t"]
         return float(times.max() - times.min()) if len(times) else 0.0
 
+    def settle(self) -> None:
+        """The parse is finished: every engine's samples become columns, once (each reading then takes them as they
+        are, where a list would be turned into columns by every reading again: seconds for a large log)."""
+        for key, group in self.engines.items():
+            if isinstance(group, list):
+                self.engines[key] = SampleColumns(columns(group))
+
     def group(self, key: str) -> list[Sample]:
         """The list a parser appends an engine's samples to (created at its first sample)."""
         group = self.engines.setdefault(key, [])

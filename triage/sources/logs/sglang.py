@@ -96,6 +96,7 @@ class SglangLogParser:
         s.prompt_tokens = self.new_tokens
         total = self.new_tokens + self.cached_tokens
         s.prefix_hit_total = self.cached_tokens / total if total > 0 else None
+        s.settle()
         return s
 
 

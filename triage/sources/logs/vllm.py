@@ -313,6 +313,7 @@ class VllmLogParser:
                 parts.append(columns(rest))
             s.engines[key] = SampleColumns(parts.columns())
         self._parts = {}
+        s.settle()
         if self.v1:
             s.title, s.fmt = "vLLM V1 server log", "vllm_v1_log"
         elif self.v0:
