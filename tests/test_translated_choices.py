@@ -77,3 +77,32 @@ def test_a_language_switch_shows_each_chosen_option_in_the_new_language(path, qu
             checked.add(key)
     assert set(values) <= checked, f"boxes not seen with translated options: {set(values) - checked}"
     assert checked, "no box with translated options on this page"
+
+
+# widgets given a format_func of their own, and why they need no translated_choice
+OWN_LABELS = {
+    ("components/node_panel.py", "JUMP_KEY"): "the tree's jump box: set from the URL before every draw",
+    ("components/bench_view.py", "session.BENCH_CHOICE.name"): "Benchmark's file picker: set before every draw",
+    ("components/bench_view.py", "session.BENCH_RUN.key(loaded.digest)"): "run labels read from the file",
+    ("components/verify_view.py", "run_key"): "run labels read from the file",
+    ("components/memory_view.py", "session.MEM_GPU.name"): "GPU names, the same in both languages",
+}
+
+
+def test_every_other_labelled_choice_is_drawn_by_translated_choice() -> None:
+    """A widget with its own ``format_func`` is one of the few above; any other goes through translated_choice,
+    or its labels would stay in the language they were first drawn in."""
+    import ast
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    seen = set()
+    for path in [*root.glob("components/*.py"), *root.glob("pages/*.py")]:
+        rel = str(path.relative_to(root))
+        if rel == "components/shell.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Call) and any(k.arg == "format_func" for k in node.keywords):
+                key = next((ast.unparse(k.value) for k in node.keywords if k.arg == "key"), "")
+                seen.add((rel, key))
+    assert seen == set(OWN_LABELS), f"draw these with components.shell.translated_choice: {seen - set(OWN_LABELS)}"
