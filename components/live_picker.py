@@ -13,7 +13,7 @@ import streamlit as st
 
 from components import live_source, session, upload_store
 from components.paste_view import paste_area
-from components.shell import drawn_in_another_language, labels_now, lang, t
+from components.shell import lang, t, translated_choice
 from triage.service.display import md_escape, plain
 from triage.service.model import Slo, TriageError
 from triage.service.params import parse_live_link
@@ -86,10 +86,9 @@ def _to_url(values: dict[str, str | None]) -> None:
 def time_range() -> tuple[float, datetime | None]:
     """(minutes, end or None for now) from the range picker: last 15 m / 1 h / 6 h, or a custom span and end."""
     _from_url(session.LIVE_RANGE, "window", str, RANGES)
-    choice = st.segmented_control(t("live_range"), list(RANGES), default="15m", key=session.LIVE_RANGE.name,
-                                  required=True,
-                                  format_func=labels_now(list(RANGES), lambda r: t("live_range_custom")
-                                                         if r == "custom" else RANGE_LABELS[r]))
+    choice = translated_choice(st.segmented_control, t("live_range"), list(RANGES), session.LIVE_RANGE,
+                               lambda r: t("live_range_custom") if r == "custom" else RANGE_LABELS[r],
+                               default="15m", required=True)
     if choice != "custom":
         _to_url({"window": choice, "minutes": None, "end": None})
         return float(RANGES[choice] or 15), None
@@ -122,11 +121,9 @@ def _demo(minutes: float, end: datetime | None) -> partial[Any]:
     # the scenario's description is its help: the verdict below must start on the first screen at 1024 x 768
     current = session.LIVE_SCENARIO.value()
     current = current if current in scenarios else ids[0]
-    if drawn_in_another_language(session.LIVE_SCENARIO):
-        session.LIVE_SCENARIO.seed(current)
-    scenario = st.selectbox(t("live_scenario"), ids, key=session.LIVE_SCENARIO.name,
-                            format_func=labels_now(ids, lambda s: scenarios[s].title.get(lang())),
-                            help=scenarios[current].description.get(lang()) + " " + t("live_demo_now"))
+    scenario = translated_choice(st.selectbox, t("live_scenario"), ids, session.LIVE_SCENARIO,
+                                 lambda s: scenarios[s].title.get(lang()),
+                                 help=scenarios[current].description.get(lang()) + " " + t("live_demo_now"))
     _to_url({"scenario": scenario})
     return partial(live_source.demo_windows, scenario, minutes)
 
@@ -271,8 +268,7 @@ def _baseline_label(choice: float | str | None) -> str:
 def _baseline_offset(end: datetime | None) -> float | None:
     """Hours between the incident window and its baseline: a preset offset or a chosen baseline end."""
     options = [None, 24.0, 168.0, "chosen"]
-    choice = st.selectbox(t("live_baseline"), options, key=session.PROM_BASELINE.name,
-                          format_func=labels_now(options, _baseline_label))
+    choice = translated_choice(st.selectbox, t("live_baseline"), options, session.PROM_BASELINE, _baseline_label)
     if choice is None or isinstance(choice, float):
         return choice
     base_end = pick_end(session.PROM_BASE_END)
@@ -309,9 +305,8 @@ def source_picker(slo: Slo | None = None) -> tuple[str, Callable | None]:
     pasted on the snapshot source."""
     restore_choice()
     _from_url(session.LIVE_KIND, "source", str, SOURCES)
-    kind = st.segmented_control(t("live_source"), SOURCES, default="demo", key=session.LIVE_KIND.name,
-                                required=True,
-                                format_func=labels_now(SOURCES, lambda k: t(f"live_kind_{k}")))
+    kind = translated_choice(st.segmented_control, t("live_source"), SOURCES, session.LIVE_KIND,
+                             lambda k: t(f"live_kind_{k}"), default="demo", required=True)
     _to_url({"source": kind})
     if kind != "demo":
         _to_url({"scenario": None})

@@ -7,7 +7,7 @@ import pandas as pd
 import streamlit as st
 
 from components import session
-from components.shell import knowledge, labels_now, lang, t
+from components.shell import knowledge, lang, t, translated_choice
 from components.static_table import static_table
 from components.verify_view import comparison_table, stored_deltas, verdict_text, when_text
 from triage.service.display import count, md_escape
@@ -56,10 +56,10 @@ def log_page() -> None:
     c1, c2 = st.columns(2)
     techs, verdicts = [None, *kb.techniques], [None, *VERDICTS]
     kept = _restore(techs, verdicts)
-    technique = c1.selectbox(t("verify_technique"), techs, key=session.LOG_TECHNIQUE.name, format_func=labels_now(
-        techs, lambda x: t("log_all") if x is None else kb.techniques[x].title.get(lang())))
-    verdict = c2.selectbox(t("verify_verdict"), verdicts, key=session.LOG_VERDICT.name,
-                           format_func=labels_now(verdicts, lambda v: t("log_all") if v is None else verdict_text(v)))
+    technique = translated_choice(c1.selectbox, t("verify_technique"), techs, session.LOG_TECHNIQUE,
+                                  lambda x: t("log_all") if x is None else kb.techniques[x].title.get(lang()))
+    verdict = translated_choice(c2.selectbox, t("verify_verdict"), verdicts, session.LOG_VERDICT,
+                                lambda v: t("log_all") if v is None else verdict_text(v))
     if (technique, verdict) != (kept.get("technique"), kept.get("verdict")) and "page" in kept:
         session.LOG_PAGE.seed(1)  # other filters: their first page (the pager is drawn below, after the query)
     number = session.LOG_PAGE.value() or 1

@@ -13,7 +13,7 @@ import streamlit as st
 from components import session
 from components.chart_style import show
 from components.node_panel import technique_link
-from components.shell import knowledge, lang, t
+from components.shell import knowledge, lang, t, translated_choice
 from components.static_table import static_table
 from triage.service.display import count, gib, kib, md_escape, ms, number, percent, plain, signed_count
 from triage.service.memory import (
@@ -133,9 +133,10 @@ def _pasted_model() -> ModelSpec | None:
 def model_input(refused: list[str]) -> ModelSpec | None:
     models = load_models()
     options = [*models, CUSTOM, PASTED]
-    names = {**{k: m.title for k, m in models.items()}, CUSTOM: t("mem_custom"), PASTED: t("mem_pasted")}
+    names = {CUSTOM: "mem_custom", PASTED: "mem_pasted"}
     _seed(session.MEM_MODEL, options[0], refused, options)
-    choice = st.selectbox(t("mem_model"), options, format_func=names.__getitem__, key=session.MEM_MODEL.name)
+    choice = translated_choice(st.selectbox, t("mem_model"), options, session.MEM_MODEL,
+                               lambda o: t(names[o]) if o in names else models[o].title)
     if choice == CUSTOM:
         return _custom_model(refused)
     if choice == PASTED:

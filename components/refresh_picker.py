@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from components import session
-from components.shell import labels_now, t
+from components.shell import t, translated_choice
 
 INTERVALS_S = (5, 10, 15, 30, 60)
 DEFAULT_S = 15
@@ -18,9 +18,8 @@ def refresh_interval(widget: session.Widget[int]) -> int:
     kept = session.REFRESH_KEPT.setdefault(dict)
     if not widget.present() and widget.name in kept:
         widget.seed(kept[widget.name])
-    choice = st.sidebar.segmented_control(
-        t("live_refresh"), INTERVALS_S, default=DEFAULT_S, required=True, key=widget.name,
-        format_func=labels_now(INTERVALS_S, lambda s: t("refresh_every_s", n=s)))
+    choice = translated_choice(st.sidebar.segmented_control, t("live_refresh"), INTERVALS_S, widget,
+                               lambda s: t("refresh_every_s", n=s), default=DEFAULT_S, required=True)
     seconds = int(choice if choice is not None else DEFAULT_S)
     kept[widget.name] = seconds
     return seconds

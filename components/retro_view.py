@@ -13,7 +13,7 @@ from components import session
 from components.evidence import findings_block, symptom_summary
 from components.findings import current_diagnosis, current_engine, remember, showing_sample
 from components.node_panel import technique_link
-from components.shell import knowledge, labels_now, lang, t
+from components.shell import knowledge, lang, t, translated_choice
 from triage.service.display import md_escape
 from triage.service.model import Diagnosis, TriageError
 from triage.service.params import int_param
@@ -134,21 +134,19 @@ def _decide(step: RetroStep, diag: Diagnosis | None, s: RetroState) -> None:
     sym, cause, techs = suggested(kb, diag)
     if step.id == "symptom":
         ids = [x.id for x in kb.symptoms]
-        s.symptom = st.selectbox(t("retro_symptom"), ids, index=ids.index(s.symptom or sym or ids[0]),
-                                 format_func=labels_now(ids, lambda i: kb.symptom(i).title.get(lang())),
-                                 key=session.RETRO_SYMPTOM.name)
+        s.symptom = translated_choice(st.selectbox, t("retro_symptom"), ids, session.RETRO_SYMPTOM,
+                                      lambda i: kb.symptom(i).title.get(lang()),
+                                      index=ids.index(s.symptom or sym or ids[0]))
     elif step.id == "cause":
         ids = [c.id for c in kb.symptom(s.symptom or sym or "ttft").causes]
         pick = s.cause if s.cause in ids else (cause if cause in ids else ids[0])
-        s.cause = st.selectbox(t("retro_cause"), ids, index=ids.index(pick),
-                               format_func=labels_now(ids, lambda i: kb.causes[i].title.get(lang())),
-                               key=session.RETRO_CAUSE.name)
+        s.cause = translated_choice(st.selectbox, t("retro_cause"), ids, session.RETRO_CAUSE,
+                                    lambda i: kb.causes[i].title.get(lang()), index=ids.index(pick))
     elif step.id == "technique":
         options = [x.id for x in kb.causes[s.cause].techniques] if s.cause else list(kb.techniques)
         default = [x for x in s.techniques if x in options] or options[:1]
-        s.techniques = st.multiselect(t("retro_techniques"), options, default=default,
-                                      key=session.RETRO_TECHNIQUES.name,
-                                      format_func=labels_now(options, lambda i: kb.techniques[i].title.get(lang())))
+        s.techniques = translated_choice(st.multiselect, t("retro_techniques"), options, session.RETRO_TECHNIQUES,
+                                         lambda i: kb.techniques[i].title.get(lang()), default=default)
     elif step.id == "minimal_change":
         s.change = st.text_input(t("retro_change"), value=s.change, key=session.RETRO_CHANGE.name)
     elif step.id == "verify":

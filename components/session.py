@@ -132,6 +132,11 @@ KEYS: tuple[StateKey[Any], ...] = (
 # ---------------------------------------------------------------- widget keys
 
 
+# A choice widget's None option ("all", "none") as stored in its state (components.shell.translated_choice draws it
+# so): a select box seeded None shows its placeholder, not the option's label. ``Widget.value()`` reads it as None.
+NO_OPTION = "\u2205"
+
+
 @dataclass(frozen=True)
 class Widget(Generic[T]):
     """The ``key=`` of one widget: Streamlit writes its value; only ``owner`` (the module drawing it) seeds it."""
@@ -141,8 +146,9 @@ class Widget(Generic[T]):
     doc: str
 
     def value(self) -> T | None:
-        """The widget's current value (None before it is drawn or seeded)."""
-        return cast("T | None", st.session_state.get(self.name))
+        """The widget's current value (None before it is drawn or seeded, or when its None option is chosen)."""
+        value = st.session_state.get(self.name)
+        return None if isinstance(value, str) and value == NO_OPTION else cast("T | None", value)
 
     def present(self) -> bool:
         return self.name in st.session_state

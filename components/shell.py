@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -41,12 +41,40 @@ def _lang_to_url() -> None:
     st.query_params[LANG_KEY] = lang()
 
 
-def drawn_in_another_language(widget: session.Widget[Any]) -> bool:
-    """True when ``widget`` (a selectbox with translated option labels) was last drawn in another language.
+def translated_choice(draw: Callable[..., Any], label: str, options: Sequence[Any], widget: session.Widget[Any],
+                      option_label: Callable[[Any], str], **kwargs: Any) -> Any:
+    """``draw`` (``st.selectbox``, ``st.multiselect``, ``st.segmented_control``, or a column's or the sidebar's)
+    keyed ``widget``, each option labelled in this run's language by ``option_label``; the value it returns.
 
-    Its key is its identity, so Streamlit sends the new labels, but the browser's box keeps showing the label
-    of the chosen option as first drawn (after a switch to 中文, Live's scenario still read "Queueing") until
-    the value is set again: the owner re-seeds it with its own value when this answers True."""
+    Every keyed widget whose option labels are translated is drawn through here. Its key is its identity, so after
+    a language switch Streamlit sends the new labels, but the browser's box keeps showing the chosen option's label
+    as drawn before (Live's scenario still read "Queueing" in 中文, Log's filters "gain confirmed" and "all"; a
+    click elsewhere then emptied the "all" box, whose English label matched no option) until the value is set
+    again: drawn in another language than last time, the widget is seeded with its own value, the user's choice
+    kept. A None option is drawn as ``session.NO_OPTION``: seeded None, a select box shows its placeholder.
+    (The tree's jump box and Benchmark's file picker are set before every draw, so they always show their value.)"""
+    shown = [session.NO_OPTION if option is None else option for option in options]
+    if _drawn_in_another_language(widget):
+        _seed_again(widget, shown)
+    got = draw(label, shown, key=widget.name, **kwargs,
+               format_func=labels_now(shown, lambda option: option_label(_option(option))))
+    return [_option(v) for v in got] if isinstance(got, list) else _option(got)
+
+
+def _seed_again(widget: session.Widget[Any], shown: list[Any]) -> None:
+    """Set ``widget`` to its own value again (its None option as ``session.NO_OPTION``), if still offered."""
+    current = widget.value()
+    current = session.NO_OPTION if current is None else current
+    if all(v in shown for v in (current if isinstance(current, list) else [current])):
+        widget.seed(current)
+
+
+def _option(value: Any) -> Any:
+    return None if isinstance(value, str) and value == session.NO_OPTION else value
+
+
+def _drawn_in_another_language(widget: session.Widget[Any]) -> bool:
+    """True when ``widget`` was drawn in this session before, in another language than this run's."""
     drawn = session.LABELS_DRAWN_IN.setdefault(dict)
     before, drawn[widget.name] = drawn.get(widget.name), lang()
     return before is not None and before != lang() and widget.present()

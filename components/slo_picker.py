@@ -5,7 +5,7 @@ from __future__ import annotations
 import streamlit as st
 
 from components import session
-from components.shell import knowledge, labels_now, lang, t
+from components.shell import knowledge, lang, t, translated_choice
 from triage.service.knowledge import resolve_slo
 from triage.service.memory import load_gpus, load_models
 from triage.service.model import Hardware, Slo
@@ -16,9 +16,9 @@ def slo_sidebar() -> Slo:
     names = list(kb.slo_presets)
     with st.sidebar:
         st.markdown(f"**{t('slo_heading')}**")
-        preset = st.selectbox(t("slo_preset"), names, index=names.index(kb.default_slo), key=session.SLO_PRESET.name,
-                              format_func=labels_now(names, lambda n: kb.slo_presets[n].title.get(lang())),
-                              persist_state="session")
+        preset = translated_choice(st.selectbox, t("slo_preset"), names, session.SLO_PRESET,
+                                   lambda n: kb.slo_presets[n].title.get(lang()),
+                                   index=names.index(kb.default_slo), persist_state="session")
         st.caption(kb.slo_presets[preset].source.get(lang()))
         custom = st.toggle(t("slo_custom"), key=session.SLO_CUSTOM.name, persist_state="session")
         ttft = tpot = None
@@ -37,11 +37,10 @@ def hardware_sidebar() -> Hardware | None:
     with st.sidebar:
         st.markdown(f"**{t('hw_heading')}**")
         model_ids, gpu_ids = [None, *models], [None, *gpus]
-        model = st.selectbox(t("mem_model"), model_ids, key=session.HW_MODEL.name, persist_state="session",
-                             format_func=labels_now(model_ids,
-                                                    lambda m: t("hw_unknown") if m is None else models[m].title))
-        gpu = st.selectbox(t("mem_gpu"), gpu_ids, key=session.HW_GPU.name, persist_state="session",
-                           format_func=labels_now(gpu_ids, lambda g: t("hw_unknown") if g is None else gpus[g].title))
+        model = translated_choice(st.selectbox, t("mem_model"), model_ids, session.HW_MODEL,
+                                  lambda m: t("hw_unknown") if m is None else models[m].title, persist_state="session")
+        gpu = translated_choice(st.selectbox, t("mem_gpu"), gpu_ids, session.HW_GPU,
+                                lambda g: t("hw_unknown") if g is None else gpus[g].title, persist_state="session")
         tp = st.selectbox("TP", [1, 2, 4, 8], key=session.HW_TP.name, persist_state="session")
         if model is None or gpu is None:
             st.caption(t("hw_hint"))

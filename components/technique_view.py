@@ -7,7 +7,15 @@ import streamlit as st
 
 from components import session
 from components.shell import knowledge, lang, t
-from triage.service.knowledge import LEVEL_ORDER, PublishedGain, Technique, paper_url, versions_line
+from triage.service.knowledge import (
+    LEVEL_ORDER,
+    PublishedGain,
+    Technique,
+    default_text,
+    flag_text,
+    paper_url,
+    versions_line,
+)
 
 DIAGNOSE_PAGE = "pages/diagnose.py"
 
@@ -42,8 +50,8 @@ def _knobs(tech: Technique) -> None:
                 st.info(status.get(lang()))
             st.markdown(f"**{t('on_by_default')}** {knobs.on_by_default.get(lang())}")
             if knobs.flags:
-                rows = [{t("flag"): f.flag, t("default"): f.default, t("meaning"): f.meaning.get(lang())}
-                        for f in knobs.flags]
+                rows = [{t("flag"): flag_text(f, lang()), t("default"): default_text(f, lang()),
+                         t("meaning"): f.meaning.get(lang())} for f in knobs.flags]
                 st.table(pd.DataFrame(rows).set_index(t("flag")))  # a static table wraps long meanings
             else:
                 st.caption(t("no_flags"))

@@ -13,7 +13,7 @@ import streamlit as st
 
 from components import session, upload_store
 from components.chart_style import LEGEND_ABOVE, show
-from components.shell import knowledge, labels_now, lang, t
+from components.shell import knowledge, lang, t, translated_choice
 from components.static_table import static_table
 from triage.service.display import fmt_interval, fmt_relative, fmt_value, md_escape, number
 from triage.service.experiments import (
@@ -307,9 +307,8 @@ def verify_page(slo: Slo) -> None:
     if st.query_params.get("experiment"):
         stored_experiment(st.query_params["experiment"])
     kb = knowledge()
-    mode = st.segmented_control(t("verify_mode"), ["files", "windows"], default="files", required=True,
-                                key=session.VERIFY_MODE.name,
-                                format_func=labels_now(["files", "windows"], lambda m: t(f"verify_mode_{m}")))
+    mode = translated_choice(st.segmented_control, t("verify_mode"), ["files", "windows"], session.VERIFY_MODE,
+                             lambda m: t(f"verify_mode_{m}"), default="files", required=True)
     if mode == "files":
         left, right = st.columns(2)
         with left:
@@ -320,9 +319,9 @@ def verify_page(slo: Slo) -> None:
         pair = _pick_windows()
         base, cand = pair if pair else (None, None)
     techs = [None, *kb.techniques]
-    technique = st.selectbox(t("verify_technique"), techs, key=session.VERIFY_TECHNIQUE.name,
-                             format_func=labels_now(techs, lambda x: t("verify_technique_none") if x is None
-                                                    else kb.techniques[x].title.get(lang())))
+    technique = translated_choice(st.selectbox, t("verify_technique"), techs, session.VERIFY_TECHNIQUE,
+                                  lambda x: t("verify_technique_none") if x is None
+                                  else kb.techniques[x].title.get(lang()))
     if base is None or cand is None:
         st.info(t("verify_need_two"))
         return

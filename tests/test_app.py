@@ -98,6 +98,45 @@ def test_technique_page_names_engine_versions_and_papers_in_chinese():
     assert "[arXiv:2403.02310](https://arxiv.org/abs/2403.02310)" in body
 
 
+def _knob_cells(at) -> list[str]:
+    """The flag and default cells of a technique page's knob tables (every engine's tab is drawn)."""
+    return [str(cell) for table in at.table for row in table.value.reset_index().itertuples(index=False)
+            for cell in row[:2]]
+
+
+ENGLISH_KNOB_WORDS = ("unset", "(off)", "environment variable", "(inside ", "no cap")
+
+
+@pytest.mark.parametrize("tid", TECHNIQUES)
+def test_a_technique_pages_knob_table_speaks_the_readers_language(tid):
+    """Unset defaults, environment variables and the words about a default are data rendered in each language:
+    the 中文 page showed "unset (off)" and "VLLM_CACHE_ROOT (environment variable)"."""
+    tech = load_knowledge().techniques[tid]
+    flags = [f for knobs in tech.knobs.values() for f in knobs.flags]
+    zh = " | ".join(_knob_cells(open_page("pages/technique.py", id=tid, lang="zh")))
+    assert not [w for w in ENGLISH_KNOB_WORDS if w in zh], zh
+    words = [t for f in flags for t in (f.default_note, f.default_rule) if t is not None and t.en != t.zh]
+    assert not [t.en for t in words if t.en in zh]
+    en = " | ".join(_knob_cells(open_page("pages/technique.py", id=tid, lang="en")))
+    assert all(t.en in en and t.zh in zh for t in words)
+    for f in flags:
+        if f.env:
+            assert f"{f.flag} (environment variable)" in en and f"{f.flag}（环境变量）" in zh
+        if f.default is None:
+            assert "unset" in en and "未设置" in zh
+
+
+def test_the_knob_words_of_the_two_pages_that_showed_them():
+    en = _knob_cells(open_page("pages/technique.py", id="speculative_decoding", lang="en"))
+    zh = _knob_cells(open_page("pages/technique.py", id="speculative_decoding", lang="zh"))
+    assert "unset (off)" in en and "未设置（关闭）" in zh
+    en = _knob_cells(open_page("pages/technique.py", id="gemm_kernels", lang="en"))
+    zh = _knob_cells(open_page("pages/technique.py", id="gemm_kernels", lang="zh"))
+    assert "VLLM_CACHE_ROOT (environment variable)" in en and "VLLM_CACHE_ROOT（环境变量）" in zh
+    assert "~/.cache/vllm ($XDG_CACHE_HOME/vllm when XDG_CACHE_HOME is set)" in en
+    assert "~/.cache/vllm（设置了 XDG_CACHE_HOME 时为 $XDG_CACHE_HOME/vllm）" in zh
+
+
 def test_technique_index_without_id():
     at = new_app().run()
     at.switch_page("pages/technique.py").run()

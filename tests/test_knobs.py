@@ -98,11 +98,14 @@ def test_flag_text_grammar():
         ("sglang-router", "option", "--cb-failure-threshold"), ("sglang-router", "option", "--queue-size")]
     ref = flag_refs("vllm", "--compilation-config cudagraph_mode=FULL_DECODE_ONLY")[0]
     assert (ref.kind, ref.key, ref.value) == ("config", "cudagraph_mode", "FULL_DECODE_ONLY")
-    assert flag_refs("vllm", "VLLM_CACHE_ROOT (environment variable)")[0].kind == "env"
+    assert flag_refs("vllm", "VLLM_CACHE_ROOT", env=True)[0].kind == "env"
+    ref = flag_refs("vllm", "kv_load_failure_policy", inside="--kv-transfer-config")[0]
+    assert (ref.kind, ref.name, ref.key) == ("config", "--kv-transfer-config", "kv_load_failure_policy")
     assert flag_refs("vllm", "--routing-logic (production-stack router)")[0].kind == "external"
     assert flag_refs("sglang", "--schedule-policy lpm")[0].value == "lpm"
-    with pytest.raises(ValueError):
-        flag_refs("vllm", "--foo (somewhere else)")
+    for text in ("--foo (somewhere else)", "VLLM_CACHE_ROOT (environment variable)"):  # env: true says it now
+        with pytest.raises(ValueError):
+            flag_refs("vllm", text)
 
 
 def test_example_commands_split_env_comments_and_continuations():
@@ -150,14 +153,33 @@ def _tree_with(tmp_path: Path, tid: str, old: str, new: str) -> Path:
      "--max-num-partial-prefills is not an option of vLLM 0.33.0"),
     ("prefix_caching", '- flag: "--schedule-policy lpm"', '- flag: "--schedule-policy fastest"',
      "fastest is not a choice of --schedule-policy"),
-    ("request_limits", "VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS (environment",
-     "VLLM_ENGINE_ITERATION_TIMEOUT_S (environment",
+    ("chunked_prefill", "default: 0\n", "default: null\n", "default stated None, the parser's default is 0"),
+    ("chunked_prefill", "default: 0\n        default_note:", "default: null\n        default_rule:",
+     "default is a rule in words but the parser's default is the literal 0"),
+    ("request_limits", "flag: VLLM_EXECUTE_MODEL_TIMEOUT_SECONDS\n", "flag: VLLM_ENGINE_ITERATION_TIMEOUT_S\n",
      "VLLM_ENGINE_ITERATION_TIMEOUT_S is not an environment variable vLLM 0.33.0 reads"),
 ])
 def test_a_contradicted_entry_fails_naming_file_flag_and_version(tmp_path, tid, old, new, expect):
     kb = load_knowledge(_tree_with(tmp_path, tid, old, new))
     problems = [str(p) for p in check_flags(kb.techniques[tid], _file(tid))]
     assert any(expect in p and p.startswith(_file(tid)) for p in problems), problems
+
+
+def test_a_flag_entry_is_data_refused_when_contradictory():
+    from pydantic import ValidationError
+
+    from triage.knowledge.model import Flag
+
+    words = {"en": "off", "zh": "关闭"}
+    flag = Flag(flag="--a / --b", default=[None, 2], default_note=words, meaning=words)
+    assert flag.defaults() == [None, 2] and Flag(flag="--a", default="0.92 / 32", meaning=words).defaults() == [
+        "0.92", "32"]
+    for bad in ({"default_note": words, "default_rule": words}, {"env": True, "inside": "--x"}, {"default": {}},
+                {"default": "unset (off)"}, {"default": "0.92 / unset"}, {"default": ["off", "unset"]}):
+        with pytest.raises(ValidationError):
+            Flag(**{"flag": "X", "default": None, "meaning": words, **bad})
+    with pytest.raises(ValidationError):  # every entry states its default, null when unset
+        Flag(flag="X", meaning=words)
 
 
 def test_a_version_without_a_dump_fails(tmp_path):

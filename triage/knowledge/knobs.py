@@ -12,13 +12,13 @@ Grammar of a flag entry's ``flag`` text (anything else is reported, so a new for
 - ``--a`` or ``--a / --b / -c``: options of the engine's own command (``router --a`` for its router); a trailing
   ``(<qualifier>)`` of an engine's launcher (``(vLLM engine)``) says the same;
 - ``--a VALUE``: the option with a named value, which must be one of its choices;
-- ``--a key`` / ``--a key=VALUE`` / ``key (inside --a)``: a field of the JSON config that ``--a`` takes;
-- ``NAME (environment variable)``: an environment variable the engine reads;
+- ``--a key`` / ``--a key=VALUE``: a field of the JSON config that ``--a`` takes (so is ``key`` with ``inside: --a``);
+- ``NAME`` with ``env: true``: an environment variable the engine reads;
 - ``... (production-stack router)`` / ``... (production-stack Helm values)``: another tool, not dumped here.
 
-A ``default`` is literal when its head (the text before the first `` (``) is one token: a number, True/False,
-``unset`` (the parser's None) or a word; ``a / b`` gives one default per option of a ``--a / --b`` entry. Any other
-default is a rule in words (a hardware tier, a formula), which must not hide a literal default the parser has.
+A ``default`` is data: null (unset, the parser's None), a number, True/False or a word; a list (or ``a / b``) gives
+one default per option of a ``--a / --b`` entry. It must be the parser's default, unless a ``default_rule`` says in
+words what picks the value (a hardware tier, a formula): then the parser's default may be a literal that rule names.
 
 The tools, their launch commands, labels and environment prefixes are data: the ``launcher`` block of each serving
 engine's map (tree/engines/<id>.yaml) and its ``router``; a new engine file with a launcher is checked the same way.
@@ -38,7 +38,7 @@ from typing import Any
 from triage import safe_load
 from triage.errors import TriageError
 from triage.knowledge.engines import EngineSpec, ToolLaunch
-from triage.knowledge.model import Technique, Tool
+from triage.knowledge.model import Flag, Scalar, Technique, Tool
 
 FLAGS_DIR = Path(__file__).resolve().parents[2] / "tree" / "engines" / "flags"
 EXTERNAL = ("production-stack",)
@@ -227,21 +227,22 @@ class FlagRef:
     key: str | None = None
 
 
-def flag_refs(engine: str, text: str, tools: Tools | None = None) -> list[FlagRef]:
-    """What a flag entry's text names (ValueError for a form outside the grammar in the module docstring)."""
+def flag_refs(engine: str, text: str, tools: Tools | None = None, env: bool = False,
+              inside: str = "") -> list[FlagRef]:
+    """What a flag entry's text names (ValueError for a form outside the grammar in the module docstring); ``env``
+    and ``inside`` are the entry's own fields."""
     tools = default_tools() if tools is None else tools
     text = text.strip()
+    if env:
+        return [FlagRef(engine, "env", text)]
+    if inside:
+        return [FlagRef(engine, "config", inside, key=text)]
     qualifier = ""
     m = re.match(r"^(.*?)\s*\(([^()]*)\)$", text)
     if m:
         text, qualifier = m.group(1).strip(), m.group(2).strip()
     if qualifier and any(x in qualifier for x in EXTERNAL):
         return [FlagRef(engine, "external", text, value=qualifier)]
-    if qualifier == "environment variable":
-        return [FlagRef(engine, "env", text)]
-    if qualifier.startswith("inside "):
-        option = qualifier.removeprefix("inside ").strip()
-        return [FlagRef(engine, "config", option, key=text)]
     if qualifier and qualifier not in {t.qualifier for t in tools.values() if t.qualifier}:
         raise ValueError(f"unknown qualifier ({qualifier})")
     tool = engine
@@ -268,9 +269,16 @@ def flag_refs(engine: str, text: str, tools: Tools | None = None) -> list[FlagRe
     return refs
 
 
-def _split_default(default: str, n: int) -> list[str]:
-    parts = [p.strip() for p in default.split(" / ")]
-    return parts if len(parts) == n else [default] * n
+def stated(value: Scalar | None) -> Literal:
+    """A default as data, a text read as ``literal`` reads it ("0.92", "True"); any other text as it is."""
+    if isinstance(value, str):
+        return literal(value) or Literal(value)
+    return Literal(value)
+
+
+def _defaults(flag: Flag, n: int) -> list[Scalar | None]:
+    values = flag.defaults()
+    return values if len(values) == n else values[:1] * n
 
 
 # ---- problems ---------------------------------------------------------------------------------------------------
@@ -305,7 +313,17 @@ def _dump_for(tech: Technique, tool: str, flags_dir: Path, tools: Tools) -> tupl
         return None, str(exc)
 
 
-def _check_option(dump: Dump, ref: FlagRef, default: str, meaning: str) -> list[str]:
+def _check_default(default: Scalar | None, rule: str, parsed: Any, where: str) -> list[str]:
+    """The stated default against the parser's: the same, or a rule in words naming the parser's literal."""
+    lit = stated(default)
+    if same_value(lit.value, parsed) or (rule and _mentions(rule, parsed)):
+        return []
+    if rule:
+        return [f"default is a rule in words but {where} is the literal {parsed!r}"]
+    return [f"default stated {lit.value!r}, {where} is {parsed!r}"]
+
+
+def _check_option(dump: Dump, ref: FlagRef, default: Scalar | None, rule: str, meaning: str) -> list[str]:
     entry = dump.option(ref.name)
     if entry is None:
         _, why = dump.resolve(ref.name)
@@ -316,17 +334,10 @@ def _check_option(dump: Dump, ref: FlagRef, default: str, meaning: str) -> list[
     valid = entry.get("choices") or dump.valid_values.get(entry["names"][0], {}).get("values")
     if ref.value is not None and valid and ref.value not in [str(c) for c in valid]:
         out.append(f"{ref.value} is not a choice of {ref.name} ({', '.join(str(c) for c in valid if c is not None)})")
-    lit = literal(default)
-    parsed = entry.get("default")
-    if lit is not None:
-        if not same_value(lit.value, parsed):
-            out.append(f"default stated {lit.value!r}, the parser's default is {parsed!r}")
-    elif not _mentions(default, parsed):
-        out.append(f"default is a rule in words but the parser's default is the literal {parsed!r}")
-    return out
+    return out + _check_default(default, rule, entry.get("default"), "the parser's default")
 
 
-def _check_config(dump: Dump, ref: FlagRef, default: str) -> list[str]:
+def _check_config(dump: Dump, ref: FlagRef, default: Scalar | None, rule: str) -> list[str]:
     config = dump.configs.get(ref.name)
     if config is None:
         entry = dump.option(ref.name)
@@ -340,10 +351,7 @@ def _check_config(dump: Dump, ref: FlagRef, default: str) -> list[str]:
     choices = spec.get("choices")
     if ref.value is not None and choices and ref.value not in [str(c) for c in choices]:
         out.append(f"{ref.value} is not a choice of {ref.name} {ref.key} ({', '.join(str(c) for c in choices if c)})")
-    lit = literal(default)
-    if lit is not None and not same_value(lit.value, spec.get("default")):
-        out.append(f"default stated {lit.value!r}, {config['class']}.{ref.key} defaults to {spec.get('default')!r}")
-    return out
+    return out + _check_default(default, rule, spec.get("default"), f"{config['class']}.{ref.key}'s default")
 
 
 def check_flags(tech: Technique, file: str, flags_dir: Path = FLAGS_DIR, tools: Tools | None = None) -> list[Problem]:
@@ -353,11 +361,12 @@ def check_flags(tech: Technique, file: str, flags_dir: Path = FLAGS_DIR, tools: 
     for engine, knobs in tech.knobs.items():
         for flag in knobs.flags:
             try:
-                refs = flag_refs(engine, flag.flag, tools)
+                refs = flag_refs(engine, flag.flag, tools, env=flag.env, inside=flag.inside)
             except ValueError as exc:
                 problems.append(Problem(file, flag.flag, engine, f"cannot check this flag text: {exc}"))
                 continue
-            defaults = _split_default(flag.default, len(refs))
+            defaults = _defaults(flag, len(refs))
+            rule = flag.default_rule.en if flag.default_rule is not None else ""
             for ref, default in zip(refs, defaults):
                 if ref.kind == "external":
                     continue
@@ -374,9 +383,9 @@ def check_flags(tech: Technique, file: str, flags_dir: Path = FLAGS_DIR, tools: 
                     known = ref.name in dump.env
                     msgs = [] if known else [f"{ref.name} is not an environment variable {dump.label} reads"]
                 elif ref.kind == "config":
-                    msgs = _check_config(dump, ref, default)
+                    msgs = _check_config(dump, ref, default, rule)
                 else:
-                    msgs = _check_option(dump, ref, default, flag.meaning.en)
+                    msgs = _check_option(dump, ref, default, rule, flag.meaning.en)
                 problems.extend(Problem(file, flag.flag, dump.label, m) for m in msgs)
     return problems
 

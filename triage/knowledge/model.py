@@ -167,12 +167,44 @@ class Symptom(Strict):
     scope: Literal["replica", "fleet"] = "replica"
 
 
+Scalar = bool | int | float | str
+
+
 class Flag(Strict):
-    """One engine knob: the exact flag, its default and what it does."""
+    """One engine knob: the exact flag, its default and what it does.
+
+    ``default`` is the value the engine's parser has, as data: null is unset; a ``--a / --b`` entry gives one per
+    option (a list, or a text ``a / b``). Words about it are text in both languages: ``default_note``, drawn after
+    it in parentheses ("unset (off)"), or ``default_rule``, the rule that picks the value when it is unset or
+    overridden at start-up ("unset; chosen at start-up by GPU: ..."). tree/ui.yaml renders them (knob_*)."""
 
     flag: str
-    default: str
+    env: bool = False  # an environment variable the engine reads, not a command-line option
+    inside: str = ""  # the option whose JSON config holds ``flag`` as a field (``--kv-transfer-config``)
+    default: Scalar | list[Scalar | None] | None
+    default_note: Text | None = None
+    default_rule: Text | None = None
     meaning: Text
+
+    @model_validator(mode="after")
+    def _one_kind_of_words(self) -> Flag:
+        if self.default_note is not None and self.default_rule is not None:
+            raise ValueError("a default has a note or a rule, not both")
+        if self.env and self.inside:
+            raise ValueError("a flag is an environment variable or a field inside an option's config, not both")
+        for value in self.defaults():
+            if isinstance(value, str) and (not value or " " in value or value == "unset"):
+                raise ValueError(f"default {value!r} is a value as typed, null when unset: words about it go in "
+                                 "default_note or default_rule (en and zh)")
+        return self
+
+    def defaults(self) -> list[Scalar | None]:
+        """The default of each option the entry names, in order (a single default stands for every one)."""
+        if isinstance(self.default, list):
+            return list(self.default)
+        if isinstance(self.default, str) and " / " in self.default:
+            return [part.strip() for part in self.default.split(" / ")]
+        return [self.default]
 
 
 class EngineKnobs(Strict):
