@@ -290,3 +290,45 @@ def test_real_vllm_logs_read_the_same_by_every_path(name: str) -> None:
     slow = vllm.parse(iter_lines([data]))
     for size in (1, 64, 700, len(data)):
         _same(vllm.parse_chunks([data[i:i + size] for i in range(0, len(data), size)]), slow)
+
+
+SPEC = ("{pre}INFO {mo:02d}-{d:02d} {h:02d}:{m:02d}:{s:02d} [metrics.py:80] SpecDecoding metrics: Mean acceptance "
+        "length: {mean}, Accepted throughput: {atp} tokens/s, Drafted throughput: {dtp} tokens/s, Accepted: {acc} "
+        "tokens, Drafted: {dra} tokens, Per-position acceptance rate: 0.500, 0.300, Avg Draft acceptance rate: "
+        "{rate}%")
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_spec_decoding_lines_are_read_in_bulk_as_feed_reads_them(seed: int, reader: str,
+                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    """vLLM V1's SpecDecoding line (one after each stats line with speculation on) ends in "%": the C scanner reads
+    it in bulk, in line order with the stats lines (times, New Year), as feed reads it; numpy sends the block the
+    careful way. Counts of any width, rates "%.1f", stamps that are no time."""
+    rng = random.Random(seed)
+    lines, t = [], 0
+    for i in range(1500):
+        t += rng.choice([1, 10, 3600])
+        mo, rest = divmod(t, 86400 * 3)
+        h = rng.choice([rest // 3600 % 24] * 20 + [25])
+        stamp = {"mo": (11 + mo) % 12 + 1, "d": 1 + rest // 86400, "h": h, "m": rest // 60 % 60, "s": rest % 60}
+        kind = i % 4
+        if kind == 0:
+            lines.append(_stats(rng, t, plain=True))
+        elif kind == 1:
+            lines.append(SPEC.format(pre=rng.choice(["", "(APIServer pid=1) "]), **stamp,
+                                     mean=f"{rng.uniform(1, 4):.2f}", atp=f"{rng.uniform(100, 999):.2f}",
+                                     dtp=f"{rng.uniform(100, 999):.2f}",
+                                     acc=rng.choice([rng.randint(100, 999), rng.randint(10 ** 8, 10 ** 9)]),
+                                     dra=rng.randint(1000, 9999), rate=f"{rng.uniform(0, 100):.1f}"))
+        else:
+            lines.append(ACCESS.format(n=i % 250))
+    data = ("\n".join(lines) + "\n").encode()
+    careful: list[bytes] = []
+    feed_block = vllm.VllmLogParser.feed_block
+    monkeypatch.setattr(vllm.VllmLogParser, "feed_block", lambda self, block: careful.append(block) or
+                        feed_block(self, block))
+    size = rng.choice([997, 20_000, 1 << 20])
+    fast = vllm.parse_chunks([data[i:i + size] for i in range(0, len(data), size)])
+    slow = vllm.parse(iter_lines([data]))
+    _same(fast, slow)
+    assert len(fast.spec) == 375 and (reader == "numpy" or not careful)

@@ -40,6 +40,7 @@ from triage.sources.logs.series import (
     columns,
 )
 from triage.sources.logs.v1block import FRONT, PAD, ZERO_DIGITS, Block, Form, Rows, stats_rows
+from triage.sources.logs.v1scan import SpecRows
 
 STATS = re.compile(rb"(?:Engine (\d+): |(\d+) Engines Aggregated: )?Avg prompt throughput: ")
 FIELD = re.compile(rb"(Avg prompt throughput|Avg generation throughput|Running|Waiting|Pending|Swapped|Deferred|"
@@ -77,6 +78,8 @@ ENGINE_AT = re.compile(rb"(?:Engine (\d+): |(\d+) Engines Aggregated: )$")
 # only when the byte occurs is the keyword itself searched for.
 RARE_BY_BYTE = ((b"D", (b"SpecDecoding metrics", b"Speculative metrics")), (b"M", (b"preempted by",)),
                 (b"_", (b"max_num_seqs",)))
+SCAN_RARE_BY_BYTE = ((b"D", (b"Speculative metrics",)), *RARE_BY_BYTE[1:])  # the C scanner reads SpecDecoding lines
+SPEC_TEXT = b"SpecDecoding metrics"
 MARK = b"Av"  # what read_bulk counts, in the block and in each line read, for the stats keyword
 STATS_WORD = b"Avg prompt throughput"  # without the colon: also what feed counts to split records on one line
 # Bytes of whole lines per block of parse_chunks (half that with threads), blocks read ahead of the parser and
@@ -168,33 +171,52 @@ class VllmLogParser:
             self.feed_block(buf[start:end])  # a line of another form somewhere: line by line
             return
         rows, s = bulk.rows, self.series
+        times = self._times(*(bulk.spec.stamps if bulk.spec is not None else
+                              (rows.month, rows.day, rows.hh, rows.mm, rows.ss)))
+        if bulk.spec is not None:
+            self._add_spec(bulk.spec, times[bulk.spec.spec])
+            times = times[~bulk.spec.spec]
         if len(rows):
-            self._add_stats(rows)
+            self._add_stats(rows, times)
             self.v1 = True
+        read = len(rows) + (len(bulk.spec) if bulk.spec is not None else 0)
         s.stats_lines += len(rows)
         s.lines += bulk.lines
-        s.skipped += bulk.lines - len(rows)
+        s.skipped += bulk.lines - read
 
-    def _add_stats(self, rows: Rows) -> None:
-        """Samples of a block's standard lines, by column: one midnight per day of the stamps (the clock moves
-        on a year as it does line by line), engines in the order their first line appears."""
-        n = len(rows)
-        day = rows.month * 100 + rows.day
-        starts = [0, *(np.flatnonzero(day[1:] != day[:-1]) + 1).tolist()]
+    def _times(self, month: np.ndarray, day: np.ndarray, hh: np.ndarray, mm: np.ndarray,
+               ss: np.ndarray) -> np.ndarray:
+        """Times of a block's stamps, in line order: one midnight per day of the stamps (the clock moves on a year
+        as it does line by line); a stamp that is no time sends them all through the timeline one by one."""
+        n = len(month)
+        if not n:
+            return np.empty(0)
+        days = month * 100 + day
+        starts = [0, *(np.flatnonzero(days[1:] != days[:-1]) + 1).tolist()]
         clock = self.clock
         before = (clock.year, clock.last_month, clock.yearless)
         midnights = np.empty(n)
         for a, b in zip(starts, [*starts[1:], n], strict=True):
-            midnight = clock.yearless_time(int(rows.month[a]), int(rows.day[a]), 0, 0, 0)
+            midnight = clock.yearless_time(int(month[a]), int(day[a]), 0, 0, 0)
             midnights[a:b] = np.nan if midnight is None else midnight
-        if ((rows.hh > 23) | (rows.mm > 59) | (rows.ss > 60) | np.isnan(midnights)).any():
+        if ((hh > 23) | (mm > 59) | (ss > 60) | np.isnan(midnights)).any():
             clock.year, clock.last_month, clock.yearless = before  # a stamp that is no time: line by line
-            stamps = zip(rows.month.tolist(), rows.day.tolist(), rows.hh.tolist(), rows.mm.tolist(),
-                         rows.ss.tolist(), strict=True)
-            times = np.array([self.times.place(clock.yearless_time(*stamp)) for stamp in stamps])
-        else:
-            times = midnights + rows.hh * 3600 + rows.mm * 60 + rows.ss
-            self.times.last = float(times[-1])
+            stamps = zip(month.tolist(), day.tolist(), hh.tolist(), mm.tolist(), ss.tolist(), strict=True)
+            return np.array([self.times.place(clock.yearless_time(*stamp)) for stamp in stamps])
+        times = midnights + hh * 3600 + mm * 60 + ss
+        self.times.last = float(times[-1])
+        return times
+
+    def _add_spec(self, spec: SpecRows, times: np.ndarray) -> None:
+        """A block's SpecDecoding lines, as ``_spec`` reads each (NaN: a field the line does not print)."""
+        cols = [times.tolist(), *([None if x != x else x for x in c.tolist()]
+                                  for c in (spec.accepted, spec.drafted, spec.rate))]
+        self.series.spec.extend(SpecSample(t, a, d, r) for t, a, d, r in zip(*cols, strict=True))
+
+    def _add_stats(self, rows: Rows, times: np.ndarray) -> None:
+        """Samples of a block's standard lines (``times``: theirs), by column, engines in the order their first line
+        appears."""
+        n = len(rows)
         cols: Columns = {"t": times, **rows.numbers, "swapped": np.full(n, np.nan)}
         labels = rows.engine
         if len(set(labels)) == 1:
@@ -358,6 +380,7 @@ class Bulk:
     """What numpy read of a block: its standard stats lines and its count of lines."""
 
     rows: Rows
+    spec: SpecRows | None
     lines: int
 
 
@@ -384,18 +407,49 @@ def read_bulk(buf: bytes, start: int, end: int) -> Bulk | None:
     if _count(pairs, MARK) != int(np.array(rows.marks, dtype=np.int64)[rows.form].sum()) and \
             len(rows) != buf.count(STATS_WORD, start, end):
         return None
-    return Bulk(rows, len(newlines))
+    return Bulk(rows, None, len(newlines))
 
 
 def _scanned(buf: bytes, start: int, end: int) -> Bulk | None:
-    """``read_bulk`` by the C line scanner: the same rare-record screens, and every stats keyword in a line read."""
-    if any(byte in buf and any(k in buf for k in keys) for byte, keys in RARE_BY_BYTE) or \
+    """``read_bulk`` by the C line scanner: the same rare-record screens but SpecDecoding lines, which it reads too,
+    and every stats and SpecDecoding keyword in a line read (each read line holds exactly one)."""
+    if any(byte in buf and any(k in buf for k in keys) for byte, keys in SCAN_RARE_BY_BYTE) or \
             v1scan.count(buf, start, end, V0_PREFIX_TEXT):
         return None
-    got = v1scan.scanned_rows(buf, start, end, _form)  # None: a Kubernetes partial line, or too many forms
-    if got is None or len(got[0]) != v1scan.count(buf, start, end, STATS_WORD):
-        return None  # a stats keyword outside the lines read (each read line holds exactly one)
-    return Bulk(*got)
+    got = v1scan.scanned_rows(buf, start, end, _scan_form)  # None: a Kubernetes partial line, or too many forms
+    if got is None:
+        return None
+    rows, spec, lines = got
+    specs = v1scan.count(buf, start, end, SPEC_TEXT) if b"D" in buf else 0
+    if len(rows) != v1scan.count(buf, start, end, STATS_WORD) or specs != (len(spec) if spec is not None else 0):
+        return None
+    return Bulk(rows, spec, lines)
+
+
+def _scan_form(line: bytes) -> Form | v1scan.SpecForm | None:
+    """``_form``, or the SpecDecoding form of a line ``feed`` reads as one (``_spec_form``)."""
+    return _form(line) or _spec_form(line)
+
+
+def _spec_form(line: bytes) -> v1scan.SpecForm | None:
+    """Where ``feed`` reads a SpecDecoding line's numbers (``_line``'s branches in their order, then ``_spec``), or
+    None when it would read the line any other way or without a stamp. As for ``_form``, what is read depends on
+    where the line's digits are: kept per pattern by the caller."""
+    if line.count(STATS_WORD) or line.count(SPEC_TEXT) != 1:
+        return None  # a stats keyword: the stats branch or several records (feed splits them)
+    if b"preempted by" in line and PREEMPTED.search(line) or \
+            b"Prefix cache hit rate: GPU" in line and V0_PREFIX.search(line):
+        return None  # an earlier branch of _line
+    sm = SPEC_V1.search(line)
+    at = line.find(b"INFO ")
+    stamp = VLLM_STAMP.match(line, at) if at >= 0 else None
+    stamp = stamp or VLLM_STAMP.search(line)
+    if sm is None or stamp is None:
+        return None
+    spans = {b"Accepted": (-1, -1), b"Drafted": (-1, -1), b"%": (-1, -1)}
+    for m in SPEC_FIELD.finditer(line, sm.end()):  # _spec: the last of each field wins
+        spans[m.group(1) or b"%"] = m.span(2) if m.group(1) else m.span(3)
+    return v1scan.SpecForm((spans[b"Accepted"], spans[b"Drafted"], spans[b"%"]), stamp.start(1))
 
 
 def _form(line: bytes) -> Form | None:
