@@ -95,3 +95,19 @@ def test_the_walk_names_the_data_it_shows_not_the_first_one_it_walked():
     source = [c.value for c in at.caption if c.value.startswith("Data for this walk")]
     assert len(source) == 1 and md_escape(SECOND.name) in source[0], source
 
+
+def test_live_left_after_another_scenario_was_picked_does_not_carry_the_first_one(monkeypatch):
+    at = open_page("pages/live.py", source="demo", scenario="queueing")
+    first = at.session_state["diagnosis"][0]
+    assert "queueing" in first and at.session_state["findings"][0] == "ttft.queueing"
+    with monkeypatch.context() as patch:
+        leave_after(patch, "Live diagnosis")  # the page's title: the new scenario is picked, not diagnosed yet
+        at.selectbox(key="live_scenario").set_value("kv_pressure").run()
+    at.switch_page("pages/retro.py").run()
+    body = texts(at)
+    assert md_escape(first) not in body and "The Live page was left before its run ended" in body, body
+    at.switch_page("pages/live.py").run()  # back on Live: the scenario it now shows is diagnosed
+    shown = at.selectbox(key="live_scenario").value
+    assert shown in at.session_state["diagnosis"][0]
+    at.switch_page("pages/retro.py").run()
+    assert md_escape(shown) in texts(at) and "did not finish" not in texts(at)
