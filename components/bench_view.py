@@ -176,7 +176,10 @@ def _benchmark_body(slo: Slo, hardware: Hardware | None, paste: PasteArea | None
     diag = diagnose_benchmark(knowledge(), run, slo, hardware)
     engine = run_engine(run)
     label = f"{loaded.bench.source} · {run.label}"
-    findings.remember(label, diag, engine)  # before anything is drawn: a switch away from here keeps it
+    if loaded.is_sample:  # nothing of the user's: Diagnose and Retro show the sample as the sample, said so
+        findings.forget()
+    else:
+        findings.remember(label, diag, engine)  # before anything is drawn: a switch away from here keeps it
     with answer:
         verdict_block(diag, engine, t("sample_label") if loaded.is_sample else label, sample=loaded.is_sample)
     kpi_row(diag.signals, slo.values)
