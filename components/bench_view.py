@@ -154,6 +154,11 @@ def panels(loaded: bench_source.Loaded, run: Run, slo: Slo) -> None:
 
 
 def benchmark_page(slo: Slo, hardware: Hardware | None = None, paste: PasteArea | None = None) -> None:
+    with findings.diagnosing("nav_benchmark"):  # left half-way, the previous diagnosis is not carried on
+        _benchmark_body(slo, hardware, paste)
+
+
+def _benchmark_body(slo: Slo, hardware: Hardware | None, paste: PasteArea | None) -> None:
     st.title(t("bench_title"))
     st.caption(t("bench_hint"))
     answer = st.container()  # the verdict goes first, above the uploader, once the file viewed is diagnosed
@@ -170,10 +175,14 @@ def benchmark_page(slo: Slo, hardware: Hardware | None = None, paste: PasteArea 
     run = run_picker(loaded)
     diag = diagnose_benchmark(knowledge(), run, slo, hardware)
     engine = run_engine(run)
+    label = f"{loaded.bench.source} · {run.label}"
+    if loaded.is_sample:  # nothing of the user's: Diagnose and Retro show the sample as the sample, said so
+        findings.forget()
+    else:
+        findings.remember(label, diag, engine)  # before anything is drawn: a switch away from here keeps it
     with answer:
-        verdict_block(diag, engine, t("sample_label") if loaded.is_sample else f"{loaded.bench.source} · {run.label}",
-                      sample=loaded.is_sample)
+        verdict_block(diag, engine, t("sample_label") if loaded.is_sample else label, sample=loaded.is_sample)
     kpi_row(diag.signals, slo.values)
     summary_table(run)
     panels(loaded, run, slo)
-    diagnosis_panel(diag, f"{loaded.bench.source} · {run.label}", engine)
+    diagnosis_panel(diag, label, engine)

@@ -6,7 +6,6 @@ import pandas as pd
 import streamlit as st
 
 from components import session
-from components.findings import remember
 from components.node_panel import node_panel
 from components.shell import knowledge, lang, t
 from components.static_table import static_table
@@ -135,8 +134,8 @@ def within_slo_but(diag: Diagnosis, select: bool = True, engine: str | None = No
 
 
 def diagnosis_panel(diag: Diagnosis, label: str, engine: str | None = None) -> None:
-    """Findings and symptoms on the left, the lit tree on the right; the diagnosis becomes the session's."""
-    remember(label, diag, engine)
+    """Findings and symptoms on the left, the lit tree on the right (the caller has made the diagnosis the
+    session's with ``findings.remember`` before drawing anything of it)."""
     left, right = st.columns(2, gap="medium")
     with left:
         st.markdown(f"### {t('findings')}")

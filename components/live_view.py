@@ -12,7 +12,7 @@ import pandas as pd
 import plotly.graph_objects as go
 import streamlit as st
 
-from components import session
+from components import findings, session
 from components.chart_style import LEGEND_ABOVE, show
 from components.evidence import diagnosis_panel
 from components.shell import knowledge, lang, t
@@ -173,8 +173,10 @@ def refresh_and_render(make_pair: Callable[[], WindowPair], slo: Slo, source_key
     except TriageError as exc:
         last = stale.get(source_key)
         st.error(t("live_refresh_failed", reason=exc.line()))
-        if last is None:
+        if last is None:  # nothing of this source to show: no other source's diagnosis stands for it
+            findings.forget()
             return
         st.warning(t("live_stale", at=datetime.fromtimestamp(last.at).strftime("%H:%M:%S")))
         result = last
+    findings.remember(result.label, result.live.diagnosis, result.live.engine)  # before anything is drawn of it
     render(result)

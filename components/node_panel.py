@@ -64,7 +64,8 @@ def _cause(kb: KnowledgeBase, node_id: str) -> None:
     from components.findings import current_diagnosis, current_engine  # the source diagnosed last, if any
 
     engine = current_engine()
-    signals = current_diagnosis()[1].signals  # a batch cap relative to what that source shows
+    opened = current_diagnosis()
+    signals = opened[1].signals if opened else None  # a batch cap relative to what that source shows
     if lines := action_lines(first_actions(kb, node_id, engine, signals), engine):
         st.markdown("  \n".join(lines))
     st.markdown(f"**{t('techniques')}**")

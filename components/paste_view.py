@@ -101,5 +101,6 @@ def paste_area(slo: Slo, hardware: Hardware | None = None, widget: session.Widge
         findings.forget()
         st.error(t("paste_refused", reason=exc.reason))
         return True
+    findings.remember(found.label, found.diagnosis)  # before anything is drawn: a switch away from here keeps it
     show(found)
     return True

@@ -11,7 +11,7 @@ import streamlit as st
 
 from components import session
 from components.evidence import findings_block, symptom_summary
-from components.findings import current_diagnosis, current_engine, remember, showing_sample
+from components.findings import current_diagnosis, current_engine, remember, showing_sample, unfinished_text
 from components.node_panel import technique_link
 from components.shell import knowledge, lang, t, translated_choice
 from triage.service.display import md_escape
@@ -66,7 +66,7 @@ def _restore(walk_id: str | None) -> None:
 def _save() -> None:
     """Keep this session's walk (and the data it walks) under the id in the URL, creating one the first time."""
     walk_id = st.query_params.get(WALK_PARAM) or secrets.token_urlsafe(12)
-    opened = session.DIAGNOSIS.get()
+    opened = None if showing_sample() else current_diagnosis()  # never a diagnosis that did not finish
     source = None if opened is None else (*opened, current_engine())
     walks, lock = _walks()
     with lock:
@@ -207,15 +207,27 @@ def _incidents() -> None:
                      hide_index=True)
 
 
+def _walked(s: RetroState) -> Diagnosis | None:
+    """The data this walk shows (the walk's source follows it), or none while a page's diagnosis of new data has
+    not finished: never the previous data's under the new data's name, nor the other way round."""
+    opened = current_diagnosis()
+    if opened is None:
+        st.warning(unfinished_text(), icon=":material/hourglass_empty:")
+        s.source = ""
+        return None
+    label, diag = opened
+    if showing_sample():  # never the sample's data without saying so at the top
+        st.info(t("verdict_sample", label=label), icon=":material/science:")
+    s.source = label
+    return diag
+
+
 def retro_page() -> None:
     st.title(t("retro_title"))
     _restore(st.query_params.get(WALK_PARAM))
     _incidents()
     s = state()
-    label, diag = current_diagnosis()
-    if showing_sample():  # never the sample's data without saying so at the top
-        st.info(t("verdict_sample", label=label), icon=":material/science:")
-    s.source = s.source or label
+    diag = _walked(s)
     steps = load_steps()
     i = current_step(s)
     step = steps[i]
@@ -224,7 +236,8 @@ def retro_page() -> None:
     untitled = s.title == RetroState.title  # the core's English default: offered in the reader's language
     s.title = st.text_input(t("retro_name"), value=t("retro_default_name") if untitled else s.title,
                             key=session.RETRO_TITLE.name)
-    st.caption(t("retro_source", source=s.source))
+    if diag is not None:
+        st.caption(t("retro_source", source=s.source))
     st.subheader(f"{i + 1}. {step.title.get(lang())}")
     st.markdown(f"**{t('question')}** — {step.question.get(lang())}")
     with st.container(border=True):

@@ -71,6 +71,10 @@ FINDINGS: StateKey[list[str]] = StateKey(
     "findings", "components.findings", "cause ids of the source diagnosed last (the tree lights them)")
 DIAGNOSIS: StateKey[tuple[str, Diagnosis]] = StateKey(
     "diagnosis", "components.findings", "(source label, Diagnosis) of the source diagnosed last (the retro walks it)")
+DIAGNOSIS_UNFINISHED: StateKey[str] = StateKey(
+    "diagnosis_unfinished", "components.findings",
+    "ui key of the page (nav_benchmark, nav_live) whose run began diagnosing what it shows and has not finished: "
+    "until it does, no page shows the session's diagnosis (it may be the replaced data's)")
 DIAGNOSIS_ENGINE: StateKey[str] = StateKey(
     "diagnosis_engine", "components.findings", "engine id (vllm, sglang, tgi) of the source diagnosed last, when known")
 BENCH_UPLOADS: StateKey[Uploads] = StateKey(
@@ -121,8 +125,8 @@ RETRO_IMPORTED: StateKey[str] = StateKey(
     "retro_imported", "components.retro_view", "upload id of the report imported last (imported once)")
 
 KEYS: tuple[StateKey[Any], ...] = (
-    LANG, LABELS_DRAWN_IN, JUMP, TREE_SCROLL, FINDINGS, DIAGNOSIS, DIAGNOSIS_ENGINE, BENCH_UPLOADS, SINGLE_UPLOADS,
-    BENCH_CHOICE, LIVE_FEEDS,
+    LANG, LABELS_DRAWN_IN, JUMP, TREE_SCROLL, FINDINGS, DIAGNOSIS, DIAGNOSIS_UNFINISHED, DIAGNOSIS_ENGINE,
+    BENCH_UPLOADS, SINGLE_UPLOADS, BENCH_CHOICE, LIVE_FEEDS,
     LIVE_LINK_APPLIED, LIVE_LINK_LABELS, LIVE_CHOICE, LIVE_SNAPSHOTS, REFRESH_KEPT, LIVE_BY_SOURCE, LIVE_CACHE_CONFIG,
     FLEET_LAST, VERIFY_VERDICT,
     MEMORY_MODEL_SEEN, PASTED_TEXTS, LOG_KEPT, RETRO, RETRO_IMPORTED,

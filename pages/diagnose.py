@@ -3,7 +3,13 @@
 import streamlit as st
 
 from components.boundary import error_boundary
-from components.findings import current_diagnosis, current_engine, current_highlight, showing_sample
+from components.findings import (
+    current_diagnosis,
+    current_engine,
+    current_highlight,
+    showing_sample,
+    unfinished_text,
+)
 from components.navigation import adopt_navigation
 from components.node_panel import jump_box, node_panel
 from components.shell import t
@@ -22,8 +28,11 @@ def _page() -> None:
     if wanted and selected_node() is None:
         st.warning(t("unknown_node", id=shown_param(wanted)))
 
-    label, diag = current_diagnosis()
-    verdict_block(diag, current_engine(), label, sample=showing_sample())
+    opened = current_diagnosis()
+    if opened is None:  # a page was left before its diagnosis of new data finished: not the previous data's
+        st.warning(unfinished_text(), icon=":material/hourglass_empty:")
+    else:
+        verdict_block(opened[1], current_engine(), opened[0], sample=showing_sample())
     highlight, note = current_highlight()
     left, right = st.columns([3, 2], gap="medium")
     with left:

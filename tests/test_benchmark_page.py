@@ -27,6 +27,14 @@ def bench_page():
     return open_page("pages/benchmark.py")
 
 
+SAMPLE = ROOT / "tree" / "sample" / "benchmark.csv"
+
+
+def own_copy_of_the_sample():
+    """The bundled sample uploaded as the user's own file: its diagnosis becomes the session's."""
+    return upload(bench_page(), "mine.csv", SAMPLE.read_bytes())
+
+
 def upload(at, name: str, data: bytes):
     at.file_uploader(key="bench_upload").upload(name, data, "application/octet-stream").run()
     assert not at.exception, at.exception
@@ -39,9 +47,14 @@ def test_sample_is_shown_and_labelled():
     assert "bundled sample" in body
     assert "inference-perf lifecycle metrics JSON" in body  # the uploader's hint lists the registered formats
     assert "Requests queue too long" in body
-    assert at.session_state["findings"][0] == "ttft.queueing"
     labels = [m.label for m in at.metric]
     assert "TTFT p99" in labels and "Requests/s" in labels
+    # nothing of the user's is loaded: the other pages show the sample as the sample, never under its file name
+    assert "findings" not in at.session_state and "diagnosis" not in at.session_state
+    for page in ("pages/diagnose.py", "pages/retro.py"):
+        at.switch_page(page).run()
+        assert not at.exception, at.exception
+        assert "Data: Bundled sample" in texts(at) and "benchmark.csv" not in texts(at), page
 
 
 @pytest.mark.parametrize("path", FIXTURES, ids=lambda p: p.name)
@@ -85,7 +98,7 @@ def test_page_and_cli_agree_on_findings():
 
 
 def test_slo_preset_changes_findings():
-    at = bench_page()
+    at = own_copy_of_the_sample()
     before = list(at.session_state["findings"])
     at.selectbox(key="slo_preset").set_value("batch").run()
     assert not at.exception
@@ -93,7 +106,7 @@ def test_slo_preset_changes_findings():
 
 
 def test_naming_the_hardware_adds_the_roofline_signal():
-    at = bench_page()
+    at = own_copy_of_the_sample()
     at.selectbox(key="hw_model").set_value("llama-3.1-8b")
     at.selectbox(key="hw_gpu").set_value("h100").run()
     assert not at.exception, at.exception
@@ -200,7 +213,7 @@ def test_notes_beside_findings_do_not_deny_the_symptoms_and_say_what_is_unmeasur
     past its threshold names the requirement that failed."""
     at = bench_page()
     captions = " ".join(c.value for c in at.caption)
-    assert at.session_state["findings"] and "No symptom crosses the SLO" not in captions
+    assert "Requests queue too long" in texts(at) and "No symptom crosses the SLO" not in captions
     assert "Deal with the findings above first" in captions
     warnings = {w.value.split("**")[1]: w.value for w in at.warning}
     assert "cannot be measured from this source" in warnings["A high share of long sequences"]

@@ -19,12 +19,6 @@ ROOT = Path(__file__).resolve().parent.parent
 pytestmark = [pytest.mark.prometheus, pytest.mark.timeout(900)]  # the simulated fleet takes minutes to build
 
 
-def fleet_view(single: dict) -> dict:
-    """A single window's diagnose --json as a fleet group has it: without the signals read from the replica's own
-    running/waiting series (running_cap, diagnosis/batch_cap.py), which a fleet read never takes."""
-    return {**single, "signals": {k: v for k, v in single["signals"].items() if k != "running_cap"}}
-
-
 def cli(*args: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "triage", "diagnose", *args], cwd=ROOT, capture_output=True,
                           text=True, timeout=120)
@@ -56,8 +50,35 @@ def test_each_group_is_its_single_engine_diagnosis(fleet_history, fleet_json, sc
     single = cli("--prometheus", fleet_history.server.url, "--end", fleet_history.stop.isoformat(), "--match",
                  f'instance="{scenario}"', "--slo", slo, "--json")
     assert single.returncode == 0, single.stderr
-    assert group["diagnosis"] == fleet_view(json.loads(single.stdout))
+    assert group["diagnosis"] == json.loads(single.stdout)
     assert sorted(f["cause"] for f in group["diagnosis"]["findings"]) == fleet_history.causes[scenario]
+
+
+def test_a_replica_pinned_at_its_cap_gets_the_cap_and_the_action_live_gives(kb, fleet_history):
+    """The queueing replica runs 16 requests while its queue grows: the fleet reads that plateau from the replica's
+    running/waiting series, as its Live view does, so the verdict doubles it instead of naming a starting point."""
+    from datetime import timedelta
+
+    from triage.diagnosis.fleet import diagnose_fleet
+    from triage.diagnosis.rules import resolve_slo
+    from triage.diagnosis.verdict import verdict
+    from triage.diagnosis.window import diagnose_window
+    from triage.sources.metrics.prometheus_fleet import FleetWindow
+    from triage.sources.metrics.prometheus_window import PrometheusWindow
+
+    stop, start = fleet_history.stop, fleet_history.stop - timedelta(minutes=15)
+    slo = resolve_slo(kb, "chat")
+    rows = diagnose_fleet(kb, FleetWindow(fleet_history.server.url, start, stop, by=["instance"]), slo,
+                          recorded=False).rows
+    fleet = next(r for r in rows if r.labels == {"instance": "queueing"}).diagnosis
+    live = diagnose_window(kb, PrometheusWindow(fleet_history.server.url, start, stop,
+                                                match={"instance": "queueing"}), slo).diagnosis
+    cap = fleet.signals.get("running_cap")
+    assert cap is not None and cap.value == 16 and cap.source == live.signals.values["running_cap"].source
+    assert verdict(kb, fleet, "vllm").actions[0].command == verdict(kb, live, "vllm").actions[0].command \
+        == "--max-num-seqs 32"
+    healthy = next(r for r in rows if r.labels == {"instance": "healthy"}).diagnosis
+    assert healthy.signals.get("running_cap") is None  # no queue: no cap read, as on Live
 
 
 def test_two_labels_and_a_match(fleet_history):
@@ -125,7 +146,7 @@ def test_itl_is_read_only_for_replicas_without_per_request_tpot(fleet_history, t
         for group in fleet["groups"]:
             single = cli(*args, "--match", f'instance="{group["labels"]["instance"]}"')
             assert single.returncode == 0, single.stderr
-            assert group["diagnosis"] == fleet_view(json.loads(single.stdout))
+            assert group["diagnosis"] == json.loads(single.stdout)
         by = {g["labels"]["instance"]: g["diagnosis"] for g in fleet["groups"]}
         assert set(by) == {"current", "older"}
         assert "ITL histogram" in by["older"]["signals"]["tpot_p99_s"]["source"]

@@ -52,9 +52,6 @@ def _window(url: str, end: datetime, **kw) -> FleetWindow:
     return FleetWindow(url, end - timedelta(minutes=WINDOW_MIN), end, timeout=10, **kw)
 
 
-# read from one replica's running/waiting series (diagnosis/batch_cap.py), which a fleet read never takes: a
-# fleet replica's queueing action says "starting point" instead (README, fleet)
-SERIES_ONLY = frozenset({"running_cap"})
 # read from vLLM >= 0.32 series the simulated engines do not export: their rules record no series, so the fleet
 # read has none for them (not measurable, as on a raw read)
 UNSIMULATED = frozenset({"admission_rejections_per_s", "prompt_cached_share",
@@ -69,12 +66,11 @@ UNSIMULATED = frozenset({"admission_rejections_per_s", "prompt_cached_share",
 
 
 def _same(a: Diagnosis, b: Diagnosis, who: str) -> None:
-    """Same symptoms, causes (findings and notes, in order) and signals (names, values to rounding), but for the
-    series-only signals, which only the single window (``b``) may have."""
+    """Same symptoms, causes (findings and notes, in order) and signals (names, values to rounding; the running cap
+    too, which both read from the replica's running/waiting series)."""
     assert [(c.symptom, c.present) for c in a.symptoms] == [(c.symptom, c.present) for c in b.symptoms], who
     assert a.matched_ids == b.matched_ids and [n.cause for n in a.notes] == [n.cause for n in b.notes], who
-    assert not SERIES_ONLY & set(a.signals.values), who
-    assert set(a.signals.values) == set(b.signals.values) - SERIES_ONLY, who
+    assert set(a.signals.values) == set(b.signals.values), who
     for name, sig in a.signals.values.items():
         assert sig.value == pytest.approx(b.signals.values[name].value, rel=1e-9, abs=1e-12), (who, name)
     assert a.empty == b.empty, who

@@ -8,12 +8,12 @@ relative to it.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from triage.diagnosis.signals import SignalSet
 from triage.knowledge.loader import KnowledgeBase
 from triage.knowledge.messages import Msg
-from triage.knowledge.needs import Need
+from triage.knowledge.needs import Need, SeriesPoint
 from triage.sources.readings import MetricWindow
 from triage.sources.running_plateau import Samples, plateau
 
@@ -22,21 +22,32 @@ RUNNING = Need("gauge_mean", "running")
 WAITING = Need("gauge_mean", "waiting")
 
 
+def queued(signals: SignalSet) -> bool:
+    """Whether requests waited while some ran on average: only then can a running plateau show a cap (and only
+    then is the running/waiting series worth reading)."""
+    waiting_mean, running_mean = signals.get("waiting_mean"), signals.get("running_mean")
+    return bool(waiting_mean is not None and running_mean is not None and waiting_mean.value and running_mean.value)
+
+
+def series_samples(series: Mapping[Need, list[SeriesPoint]]) -> Samples:
+    """(running, waiting) at the times both series have a point, in time order."""
+    waiting = {p.t: p.value for p in series.get(WAITING, [])}
+    return [(p.value, waiting[p.t]) for p in series.get(RUNNING, []) if p.t in waiting]
+
+
 def put_running_cap(kb: KnowledgeBase, out: SignalSet, window: MetricWindow,
                     configured: tuple[float, str] | None = None, groups: Sequence[Samples] | None = None) -> None:
     """Record ``running_cap``: the cap a startup log names (value, setting), else the first running plateau of
-    ``groups`` (a log's stats lines per engine) or of the window's series. Read only when requests waited (the
-    series costs range queries on a Prometheus window)."""
+    ``groups`` (a log's stats lines per engine; a fleet replica's series, read for the whole fleet at once) or of
+    the window's series. Read only when requests waited (the series costs range queries on a Prometheus
+    window)."""
     if configured is not None:
         out.put(kb, "running_cap", configured[0], Msg("server.cap_configured", flag=configured[1]))
         return
-    waiting_mean, running_mean = out.get("waiting_mean"), out.get("running_mean")
-    if waiting_mean is None or running_mean is None or not waiting_mean.value or not running_mean.value:
+    if not queued(out):
         return
     if groups is None:
-        series = window.series([RUNNING, WAITING], SERIES_POINTS)
-        waiting = {p.t: p.value for p in series.get(WAITING, [])}
-        groups = [[(p.value, waiting[p.t]) for p in series.get(RUNNING, []) if p.t in waiting]]
+        groups = [series_samples(window.series([RUNNING, WAITING], SERIES_POINTS))]
     found = next((p for g in groups if (p := plateau(g)) is not None), None)
     if found is not None:
         out.put(kb, "running_cap", found.cap, Msg("server.running_plateau", held=found.held, queued=found.queued))

@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from triage.diagnosis.batch_cap import RUNNING, SERIES_POINTS, WAITING, put_running_cap, queued, series_samples
 from triage.diagnosis.fleet_signals import Replica, fleet_signals
 from triage.diagnosis.roofline import Hardware
 from triage.diagnosis.rules import Diagnosis, Slo, diagnose
@@ -129,15 +130,29 @@ def rule_labels(window: FleetWindow) -> tuple[str, ...]:
 
 def _rows(kb: KnowledgeBase, window: FleetWindow, slo: Slo, hardware: Hardware | None,
           groups: dict[GroupKey, Readings], outs: dict[GroupKey, SignalSet] | None = None) -> list[FleetRow]:
-    rows = []
+    by_key = {}
     for key, readings in groups.items():
-        signals = server_signals(kb, readings, hardware, outs[key] if outs else None)
+        signals = by_key[key] = server_signals(kb, readings, hardware, outs[key] if outs else None)
         if isinstance(signals, RecordedSignals):
             signals.complete(kb)
+    _put_running_caps(kb, window, by_key)
+    rows = []
+    for key, signals in by_key.items():
         diag = diagnose(kb, signals, slo)
         diag.empty = empty_reason(signals)
-        rows.append(FleetRow(dict(key), LiveDiagnosis(diag, readings, window.engine.id)))
+        rows.append(FleetRow(dict(key), LiveDiagnosis(diag, groups[key], window.engine.id)))
     return rows
+
+
+def _put_running_caps(kb: KnowledgeBase, window: FleetWindow, signals: dict[GroupKey, SignalSet]) -> None:
+    """Each replica's ``running_cap`` as a single window of it reads it (diagnosis/batch_cap.py): the running and
+    waiting series of the replicas where requests waited, one grouped range query per series for all of them."""
+    keys = [key for key, out in signals.items() if queued(out)]
+    if not keys:
+        return
+    series = window.series_groups([RUNNING, WAITING], SERIES_POINTS, keys)
+    for key in keys:
+        put_running_cap(kb, signals[key], window, groups=[series_samples(series[key])])
 
 
 def _from_raw(kb: KnowledgeBase, window: FleetWindow, slo: Slo, hardware: Hardware | None) -> list[FleetRow]:

@@ -18,6 +18,7 @@ from triage.sources.metrics.prometheus_window import (
     PrometheusWindow,
     Query,
     QueryFailed,
+    _points,
     bucket_pairs,
     buckets_promql,
     promql,
@@ -221,7 +222,30 @@ class FleetWindow(PrometheusWindow):
                         shifted._per_group(plan, results[len(texts):], keys))
 
     def series(self, needs: list[Need], points: int = 60) -> dict[Need, list[SeriesPoint]]:
-        raise TriageError("a fleet window has no time series; open one replica's Live view")
+        raise TriageError("a fleet window has no time series of its own; read them per group (series_groups)")
+
+    def series_groups(self, needs: list[Need], points: int = 60,
+                      groups: list[GroupKey] | None = None) -> dict[GroupKey, dict[Need, list[SeriesPoint]]]:
+        """Range queries grouped by the fleet's labels, one per need for the whole fleet: per group (those of
+        ``groups`` only, when given), what ``series`` of a window matching it draws. Gauge and rate needs of the
+        serving engine only (a quantile's or an add-on's series is not split by group: it stays empty)."""
+        first, end, step, lookback = self._series_span(points)
+        queries = [] if self.empty else [q for q in self._plan(needs, Readings(), lookback)
+                                         if q.need.kind not in ("info", "quantile") and self._labels_for(q) == self.by]
+        texts = [promql(q.need, q.resolved, lookback, self.by) for q in queries]
+        results = self._run([partial(self._range, text, first, end, step) for text in texts])
+        self._raise_if_all_fatal(results)
+        out: dict[GroupKey, dict[Need, list[SeriesPoint]]] = {key: {n: [] for n in needs} for key in groups or []}
+        for query, result in zip(queries, results):
+            if isinstance(result, QueryFailed):
+                continue
+            for item in result:
+                key = self._key(item["metric"], self.by)
+                if groups is None:
+                    out.setdefault(key, {n: [] for n in needs})
+                if key in out:
+                    out[key][query.need] = _points([item])
+        return out
 
     def _groups(self, answers: list[tuple[list[Query], Any]]) -> list[GroupKey]:
         """Every group the serving engine's numeric answers show (info series alone do not make a replica)."""

@@ -277,13 +277,9 @@ class PrometheusWindow:
     def series(self, needs: list[Need], points: int = 60) -> dict[Need, list[SeriesPoint]]:
         """Range queries: ``points`` values ending at ``end``, step = window / points; each point covers the
         max(step, 60 s) before it. Needs that cannot be answered (or failed) get an empty list."""
-        step = max(1, round(self.window_seconds / max(points, 1)))
-        count = min(points, self.window_seconds // step) or 1
-        lookback = max(step, MIN_RANGE)
+        first, end, step, lookback = self._series_span(points)
         out: dict[Need, list[SeriesPoint]] = {n: [] for n in needs}
         queries = [] if self.empty else [q for q in self._plan(needs, Readings(), lookback) if q.need.kind != "info"]
-        end = round(self.end.timestamp())
-        first = end - (count - 1) * step
         plain = [q for q in queries if q.need.kind != "quantile"]
         hists = _by_histogram([q for q in queries if q.need.kind == "quantile"], lookback)
         calls: list[Callable[[], Any]] = [partial(self._range, q.promql, first, end, step) for q in plain]
@@ -299,6 +295,13 @@ class PrometheusWindow:
                 for query, drawn in zip(group, quantiles):
                     out[query.need] = drawn
         return out
+
+    def _series_span(self, points: int) -> tuple[int, int, int, int]:
+        """(first, last, step, lookback) of ``points`` range points ending at ``end``, as ``series`` draws them."""
+        step = max(1, round(self.window_seconds / max(points, 1)))
+        count = min(points, self.window_seconds // step) or 1
+        end = round(self.end.timestamp())
+        return end - (count - 1) * step, end, step, max(step, MIN_RANGE)
 
     def _plan(self, needs: list[Need], out: Readings, range_s: int | None = None) -> list[Query]:
         """Queries for the needs that resolve; the others get None and their reason right away."""
