@@ -505,12 +505,14 @@ def parse(lines: Iterable[bytes]) -> LogSeries:
 
 
 def parse_chunks(chunks: Iterable[bytes]) -> LogSeries:
-    """``parse`` over byte chunks: whole lines handed over in blocks of about BLOCK bytes (the fast path for large
-    logs), the line cut by a block's end kept for the next one. When the machine has a core to spare (``_threads``),
-    blocks of half that size are read by numpy on WORKERS threads from the second block on (numpy and the file's
-    reads release the GIL), at most AHEAD blocks ahead of the parser, which takes them in order."""
+    """``parse`` over byte chunks: whole lines handed over in blocks (the fast path for large logs), the line cut by
+    a block's end kept for the next one. With the C line scanner, each chunk's whole lines are a block read in place
+    (``_spans``), on this thread: worker threads made it slower (0.173 s against 0.136 s for the bench log, the
+    other core busy). Without it, blocks of about BLOCK bytes are joined for numpy, and when the machine has a core
+    to spare (``_threads``) blocks of half that size are read on WORKERS threads from the second block on (numpy
+    and the file's reads release the GIL), at most AHEAD blocks ahead of the parser, which takes them in order."""
     parser = VllmLogParser()
-    threads = _threads()
+    threads = 0 if v1scan.available() else _threads()  # with the C scanner, threads cost more than they gave
     ahead = AHEAD if threads else 0
     pending: deque[tuple[Future[Bulk | None] | None, bytes, int, int]] = deque()
     with ExitStack() as stack:
