@@ -17,10 +17,13 @@ import yaml
 from tests.prom_harness import PROMTOOL, serve_openmetrics
 from tests.rules_harness import promtool_test_file, run_promtool_test
 from triage.alerting.export import alert_name
+from triage.alerting.promql import Compiler
 from triage.diagnosis.rules import resolve_slo
 from triage.diagnosis.window import diagnose_window, window_signals
 from triage.knowledge import DEFAULT_TREE_DIR
 from triage.knowledge.loader import load_knowledge
+from triage.knowledge.model import NeedRef
+from triage.knowledge.needs import Need
 from triage.sources.metrics.prometheus_window import PrometheusWindow
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -120,6 +123,17 @@ def test_sglang_pd_signals_through_prometheus(prometheus):
     # the mean transfer time reads sglang:kv_transfer_latency_ms (2400 ms per request) in seconds
     assert prefill.get("kv_transfer_mean_s").source.id == "server.kv_transfer_latency_ms"
     assert prefill.get("kv_transfer_speed_gib_s").value == pytest.approx(3.0, rel=1e-3)
+    # the drawn series and a quantile are in seconds too: 10 transfers of 2400 ms per step, in the (1000, 2500] bucket
+    win = prometheus_window(kb, prometheus, {"engine_type": "prefill"})
+    mean, p50 = Need("hist_mean", "kv_xfer_latency"), Need("quantile", "kv_xfer_latency", 0.5)
+    drawn = win.series([mean, p50], points=10)
+    assert drawn[mean] and all(p.value == pytest.approx(2.4, rel=1e-3) for p in drawn[mean])
+    assert drawn[p50] and all(p.value == pytest.approx(1.75, rel=1e-3) for p in drawn[p50])
+    assert win.read([p50]).values[p50] == pytest.approx(1.75, rel=1e-3)
+    # and the rules' PromQL scales the quantile as it scales the mean
+    compiled = Compiler(kb, kb.engines, "15m", ("model_name",), inline=True).need(NeedRef(kind="quantile",
+                                                                                          key="kv_xfer_latency", q=0.5))
+    assert compiled is not None and compiled.count("))) * 0.001") == 2, compiled  # sglang: and sglang_ prefixes
     decode = window_signals(kb, prometheus_window(kb, prometheus, {"engine_type": "decode"}))[0]
     assert decode.get("kv_transfer_share_of_ttft") is None and decode.get("kv_transfer_mean_s") is None
     assert decode.get("kv_transfer_failures_per_s").value == 0.0  # counted there, none failed
