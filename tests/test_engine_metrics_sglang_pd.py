@@ -16,11 +16,12 @@ from triage.knowledge import DEFAULT_TREE_DIR
 from triage.knowledge.knobs import FLAGS_DIR, check_argv, load_dump
 from triage.knowledge.loader import load_knowledge
 from triage.knowledge.messages import message_text
+from triage.knowledge.needs import Need
 from triage.report.text import evidence_line
 
 LE = ("0.001", "0.1", "0.5", "1.0", "2.5", "5.0", "10.0", "+Inf")
 TRANSFER_SIGNALS = ("kv_transfer_share_of_ttft", "kv_transfer_mean_s", "kv_transfer_failures_per_s",
-                    "kv_bootstrap_failures_per_s", "kv_transfer_expired_per_s")
+                    "kv_bootstrap_failures_per_s", "kv_transfer_expired_per_s", "kv_transfer_speed_gib_s")
 
 
 @pytest.fixture(scope="module")
@@ -32,16 +33,26 @@ def labels(role: str) -> str:
     return f'model_name="m",engine_type="{role}",tp_rank="0",pp_rank="0",moe_ep_rank="0"'
 
 
-def hist(name: str, lab: str, n: float, mean: float) -> list[str]:
-    """A histogram after ``n`` observations of ``mean`` seconds each (all in the first bucket at or above it)."""
-    rows = [f'{name}_bucket{{{lab},le="{le}"}} {0 if le != "+Inf" and float(le) < mean else n}' for le in LE]
+# SGLang's own buckets for its per-request transfer histograms (sgl-project/sglang @016d8605
+# python/sglang/srt/observability/metrics_collector.py SchedulerMetricsCollector: kv_transfer_latency_ms in ms,
+# kv_transfer_speed_gb_s in GB/s), written from those definitions
+LATENCY_MS_LE = ("1", "2", "5", "10", "25", "50", "100", "250", "500", "1000", "2500", "5000", "+Inf")
+SPEED_LE = ("0.1", "0.5", "1", "5", "10", "25", "50", "100", "200", "400", "+Inf")
+
+
+def hist(name: str, lab: str, n: float, mean: float, bounds: tuple[str, ...] = LE) -> list[str]:
+    """A histogram after ``n`` observations of ``mean`` each (all in the first bucket at or above it)."""
+    rows = [f'{name}_bucket{{{lab},le="{le}"}} {0 if le != "+Inf" and float(le) < mean else n}' for le in bounds]
     return rows + [f"{name}_sum{{{lab}}} {mean * n}", f"{name}_count{{{lab}}} {n}"]
 
 
 def scrape(n: float, role: str = "prefill", stages: dict[str, float] | None = None,
-           failed: tuple[float, float] | None = None) -> str:
+           failed: tuple[float, float] | None = None, transfer: tuple[float, float] | None = None,
+           gauges: bool = False) -> str:
     """An SGLang /metrics body after ``n`` requests with TTFT 4 s each (over the chat SLO), queue time 0.1 s, the
-    per-stage latencies given (stage → mean s) and the (transfer, bootstrap) failure counters when given."""
+    per-stage latencies given (stage → mean s), the (transfer, bootstrap) failure counters when given, SGLang's
+    transfer histograms when ``transfer`` gives their (latency ms, speed GB/s) per request, and with ``gauges`` the
+    same names as the last-value gauges they were before SGLang PR 19009 (left at 0)."""
     lab = labels(role)
     rows = [f"# TYPE sglang:num_running_reqs gauge\nsglang:num_running_reqs{{{lab}}} 8",
             f"# TYPE sglang:num_queue_reqs gauge\nsglang:num_queue_reqs{{{lab}}} 0",
@@ -54,11 +65,20 @@ def scrape(n: float, role: str = "prefill", stages: dict[str, float] | None = No
         for stage, mean in stages.items():
             rows += hist("sglang:per_stage_req_latency_seconds", f'{lab},stage="{stage}"', n, mean)
     if failed is not None:
-        transfer, bootstrap = failed
+        lost, bootstrap = failed
         rows += ["# TYPE sglang:num_transfer_failed_reqs_total counter",
-                 f"sglang:num_transfer_failed_reqs_total{{{lab}}} {transfer}",
+                 f"sglang:num_transfer_failed_reqs_total{{{lab}}} {lost}",
                  "# TYPE sglang:num_bootstrap_failed_reqs_total counter",
                  f"sglang:num_bootstrap_failed_reqs_total{{{lab}}} {bootstrap}"]
+    if transfer is not None:
+        latency_ms, speed = transfer
+        rows += ["# TYPE sglang:kv_transfer_latency_ms histogram",
+                 *hist("sglang:kv_transfer_latency_ms", lab, n, latency_ms, LATENCY_MS_LE),
+                 "# TYPE sglang:kv_transfer_speed_gb_s histogram",
+                 *hist("sglang:kv_transfer_speed_gb_s", lab, n, speed, SPEED_LE)]
+    if gauges:
+        rows += [f"# TYPE sglang:{name} gauge\nsglang:{name}{{{lab}}} 0"
+                 for name in ("kv_transfer_latency_ms", "kv_transfer_speed_gb_s")]
     return "\n".join(rows) + "\n"
 
 
@@ -98,6 +118,42 @@ def test_a_slow_transfer_stage_lights_the_kv_transfer_cause_with_its_numbers(kb)
     assert "prefill 服务的传输阶段" in message_text(share.source, "zh")
     mean = next(e for e in found.evidence if e.signal == "kv_transfer_mean_s")
     assert evidence_line(mean, "en").startswith("kv_transfer_mean_s = 2.4")
+
+
+def test_sglangs_transfer_histograms_give_the_transfer_time_in_seconds_and_the_speed(kb):
+    # PR 19009+: the prefill server also observes each request's transfer in ms (1.8 s here, in its 2500 ms bucket)
+    # and speed (3 GiB/s); the transfer time reads the ms histogram in seconds, the share of TTFT keeps the stage
+    win = window(kb, scrape(100, stages=prefill_stages(2.4), transfer=(1800.0, 3.0)),
+                 scrape(200, stages=prefill_stages(2.4), transfer=(1800.0, 3.0)))
+    signals, _ = window_signals(kb, win)
+    assert signals.get("kv_transfer_mean_s").value == pytest.approx(1.8)
+    assert signals.get("kv_transfer_share_of_ttft").value == pytest.approx(0.6)
+    assert signals.get("kv_transfer_speed_gib_s").value == pytest.approx(3.0)
+    # a quantile of the ms histogram is in seconds too: all 100 observations in (1000, 2500] ms
+    p50 = win.read([Need("quantile", "kv_xfer_latency", 0.5)]).values[Need("quantile", "kv_xfer_latency", 0.5)]
+    assert p50 == pytest.approx(1.75)
+    found = finding(diagnosis(kb, win), "ttft.kv_transfer")
+    assert found is not None
+    context = {e.signal: e for e in found.evidence if e.context}
+    assert context["kv_transfer_mean_s"].value == pytest.approx(1.8)
+    assert evidence_line(context["kv_transfer_mean_s"], "en").startswith("kv_transfer_mean_s = 1.8 s")
+    assert "sglang:kv_transfer_latency_ms" in message_text(context["kv_transfer_mean_s"].source, "en")
+    assert "毫秒 ÷ 1000" in message_text(context["kv_transfer_mean_s"].source, "zh")
+    assert evidence_line(context["kv_transfer_speed_gib_s"], "en").startswith("kv_transfer_speed_gib_s = 3 GiB/s")
+
+
+def test_the_gauges_before_pr_19009_are_never_read_as_the_histograms(kb):
+    # the same names as last-value gauges (stuck at 0): no _bucket/_sum/_count, so no transfer time or speed from
+    # them; the transfer time falls back to the stage, the speed is not measurable
+    win = window(kb, scrape(100, stages=prefill_stages(2.4), gauges=True),
+                 scrape(200, stages=prefill_stages(2.4), gauges=True))
+    signals, _ = window_signals(kb, win)
+    assert signals.get("kv_transfer_mean_s").value == pytest.approx(2.4)
+    assert "prefill_transfer_kv_cache" in message_text(signals.get("kv_transfer_mean_s").source, "en")
+    assert signals.get("kv_transfer_speed_gib_s") is None
+    readings = win.read([Need("hist_mean", "kv_xfer_latency")])
+    assert readings.values[Need("hist_mean", "kv_xfer_latency")] is None
+    assert "sglang:kv_transfer_latency_ms_bucket" in readings.missing[Need("hist_mean", "kv_xfer_latency")]
 
 
 def test_failed_transfers_and_bootstraps_light_the_cause(kb):

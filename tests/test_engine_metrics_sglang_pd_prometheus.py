@@ -17,10 +17,13 @@ import yaml
 from tests.prom_harness import PROMTOOL, serve_openmetrics
 from tests.rules_harness import promtool_test_file, run_promtool_test
 from triage.alerting.export import alert_name
+from triage.alerting.promql import Compiler
 from triage.diagnosis.rules import resolve_slo
 from triage.diagnosis.window import diagnose_window, window_signals
 from triage.knowledge import DEFAULT_TREE_DIR
 from triage.knowledge.loader import load_knowledge
+from triage.knowledge.model import NeedRef
+from triage.knowledge.needs import Need
 from triage.sources.metrics.prometheus_window import PrometheusWindow
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -30,6 +33,10 @@ PREFILL = {"engine_type": "prefill", "model_name": "pd", "tp_rank": "0"}
 DECODE = {"engine_type": "decode", "model_name": "pd", "tp_rank": "0"}
 UNIFIED = {"engine_type": "unified", "model_name": "co", "tp_rank": "0"}
 LE = ("0.5", "1", "2.5", "5", "10", "+Inf")
+# SGLang's own buckets of sglang:kv_transfer_latency_ms (ms) and sglang:kv_transfer_speed_gb_s (sgl-project/sglang
+# @016d8605 python/sglang/srt/observability/metrics_collector.py, PR 19009+)
+LATENCY_MS_LE = ("1", "2", "5", "10", "25", "50", "100", "250", "500", "1000", "2500", "5000", "+Inf")
+SPEED_LE = ("0.1", "0.5", "1", "5", "10", "25", "50", "100", "200", "400", "+Inf")
 
 
 def lab(labels: dict[str, str], **extra: str) -> str:
@@ -40,10 +47,11 @@ def series(name: str, labels: str, times: list[int], value) -> list[str]:
     return [f"{name}{{{labels}}} {value(i)} {t}" for i, t in enumerate(times)]
 
 
-def histogram(name: str, labels: str, times: list[int], per_step: float, mean: float) -> list[str]:
-    """``per_step`` observations of ``mean`` seconds each per step (all in the first bucket at or above it)."""
+def histogram(name: str, labels: str, times: list[int], per_step: float, mean: float,
+              bounds: tuple[str, ...] = LE) -> list[str]:
+    """``per_step`` observations of ``mean`` each per step (all in the first bucket at or above it)."""
     out: list[str] = []
-    for le in LE:
+    for le in bounds:
         inside = le == "+Inf" or float(le) >= mean
         out += series(f"{name}_bucket", f'{labels},le="{le}"', times, lambda i, inside=inside: per_step * i * inside)
     out += series(f"{name}_sum", labels, times, lambda i: per_step * i * mean)
@@ -64,6 +72,11 @@ def server(labels: dict[str, str], times: list[int], stages: dict[str, float],
     if failed is not None:
         for name, per_step in zip(("num_transfer_failed_reqs", "num_bootstrap_failed_reqs"), failed):
             out[f"sglang:{name}"] = series(f"sglang:{name}_total", own, times, lambda i, p=per_step: p * i)
+    if labels["engine_type"] == "prefill":  # PR 19009+: the prefill server's own transfer histograms, in ms and GB/s
+        out["sglang:kv_transfer_latency_ms"] = histogram("sglang:kv_transfer_latency_ms", own, times, 10,
+                                                         stages["prefill_transfer_kv_cache"] * 1000, LATENCY_MS_LE)
+        out["sglang:kv_transfer_speed_gb_s"] = histogram("sglang:kv_transfer_speed_gb_s", own, times, 10, 3.0,
+                                                         SPEED_LE)
     return out
 
 
@@ -107,6 +120,20 @@ def test_sglang_pd_signals_through_prometheus(prometheus):
     assert prefill.get("kv_transfer_failures_per_s").value == pytest.approx(1 / STEP, rel=1e-3)
     assert prefill.get("kv_bootstrap_failures_per_s").value == pytest.approx(0.5 / STEP, rel=1e-3)
     assert prefill.get("prefill_share_of_ttft").value == pytest.approx(0.25, rel=1e-3)
+    # the mean transfer time reads sglang:kv_transfer_latency_ms (2400 ms per request) in seconds
+    assert prefill.get("kv_transfer_mean_s").source.id == "server.kv_transfer_latency_ms"
+    assert prefill.get("kv_transfer_speed_gib_s").value == pytest.approx(3.0, rel=1e-3)
+    # the drawn series and a quantile are in seconds too: 10 transfers of 2400 ms per step, in the (1000, 2500] bucket
+    win = prometheus_window(kb, prometheus, {"engine_type": "prefill"})
+    mean, p50 = Need("hist_mean", "kv_xfer_latency"), Need("quantile", "kv_xfer_latency", 0.5)
+    drawn = win.series([mean, p50], points=10)
+    assert drawn[mean] and all(p.value == pytest.approx(2.4, rel=1e-3) for p in drawn[mean])
+    assert drawn[p50] and all(p.value == pytest.approx(1.75, rel=1e-3) for p in drawn[p50])
+    assert win.read([p50]).values[p50] == pytest.approx(1.75, rel=1e-3)
+    # and the rules' PromQL scales the quantile as it scales the mean
+    compiled = Compiler(kb, kb.engines, "15m", ("model_name",), inline=True).need(NeedRef(kind="quantile",
+                                                                                          key="kv_xfer_latency", q=0.5))
+    assert compiled is not None and compiled.count("))) * 0.001") == 2, compiled  # sglang: and sglang_ prefixes
     decode = window_signals(kb, prometheus_window(kb, prometheus, {"engine_type": "decode"}))[0]
     assert decode.get("kv_transfer_share_of_ttft") is None and decode.get("kv_transfer_mean_s") is None
     assert decode.get("kv_transfer_failures_per_s").value == 0.0  # counted there, none failed
@@ -145,9 +172,12 @@ def test_promtool_fires_the_kv_transfer_alert_where_python_finds_it(prometheus, 
               for c in found]
     test = promtool_test_file(rules, openmetrics(prometheus.end), STEP, firing, names)
     check_at = test["tests"][0]["promql_expr_test"][0]["eval_time"]
-    # the recording rule reads the prefill server's transfer stage alone (decode_transferred would read 3.5 s)
-    test["tests"][0]["promql_expr_test"].append(
-        {"expr": "round(triage:kv_transfer_mean_s:15m, 0.001)", "eval_time": check_at,
-         "exp_samples": [{"labels": f"{{{lab(replica(PREFILL))}}}", "value": 2.4}]})
+    # the recording rules read the prefill server alone (decode_transferred would read 3.5 s), the mean transfer
+    # time from sglang:kv_transfer_latency_ms in seconds (2400 ms, never 2400 s), the share from the stage
+    for rule, value in (("kv_transfer_mean_s", 2.4), ("kv_transfer_share_of_ttft", 0.6),
+                        ("kv_transfer_speed_gib_s", 3.0)):
+        test["tests"][0]["promql_expr_test"].append(
+            {"expr": f"round(triage:{rule}:15m, 0.001)", "eval_time": check_at,
+             "exp_samples": [{"labels": f"{{{lab(replica(PREFILL))}}}", "value": value}]})
     result = run_promtool_test(tmp_path, test)
     assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]

@@ -42,11 +42,13 @@ def counter(name: str, value: float, extra: str = "") -> list[str]:
 def decode_scrape(n: float, ttft_total: float, xfer: tuple[float, float] | None = None, failed: float | None = None,
                   expired: float | None = None, by_source: dict[str, float] | None = None,
                   residency: dict[str, tuple[float, float]] | None = None, cached: float = 0.0,
-                  deferred: float | None = None) -> str:
+                  deferred: float | None = None, capacity: float = 0.0, waiting: float | None = None) -> str:
     """A vLLM /metrics body after ``n`` requests (TTFT between 2.5 and 5 s, summing to ``ttft_total``), with the
-    NIXL series (``xfer`` = transfers, seconds), prompt tokens by source and the residency histograms when given."""
+    NIXL series (``xfer`` = transfers, seconds), prompt tokens by source and the residency histograms when given;
+    ``waiting`` requests wait (default: ``capacity`` + ``deferred``), split by reason when ``deferred`` is given."""
+    total = capacity + (deferred or 0.0) if waiting is None else waiting
     rows = [f"# TYPE vllm:num_requests_running gauge\nvllm:num_requests_running{{{LAB}}} 8",
-            f"# TYPE vllm:num_requests_waiting gauge\nvllm:num_requests_waiting{{{LAB}}} 0",
+            f"# TYPE vllm:num_requests_waiting gauge\nvllm:num_requests_waiting{{{LAB}}} {total}",
             f"# TYPE vllm:kv_cache_usage_perc gauge\nvllm:kv_cache_usage_perc{{{LAB}}} 0.3",
             *counter("vllm:request_success_total", n, ',finished_reason="stop"'),
             *counter("vllm:prompt_tokens_total", 1000 * n),
@@ -60,9 +62,9 @@ def decode_scrape(n: float, ttft_total: float, xfer: tuple[float, float] | None 
         rows += counter("vllm:nixl_num_failed_transfers_total", failed)
     if expired is not None:
         rows += counter("vllm:nixl_num_kv_expired_reqs_total", expired)
-    if deferred is not None:  # waiting by reason: 2 for capacity, ``deferred`` for a transient constraint
+    if deferred is not None:  # waiting by reason: ``capacity`` for room in the batch, ``deferred`` for a transient one
         rows += ["# TYPE vllm:num_requests_waiting_by_reason gauge",
-                 f'vllm:num_requests_waiting_by_reason{{{LAB},reason="capacity"}} 2',
+                 f'vllm:num_requests_waiting_by_reason{{{LAB},reason="capacity"}} {capacity}',
                  f'vllm:num_requests_waiting_by_reason{{{LAB},reason="deferred"}} {deferred}']
     if by_source is not None:
         rows.append("# TYPE vllm:prompt_tokens_by_source_total counter")
@@ -95,10 +97,46 @@ def test_transfer_time_share_lights_the_kv_transfer_cause(kb):
     assert live.diagnosis.findings[0].explains == ["ttft.prefill_compute"]
     assert "ttft.repeated_prefill" not in live.diagnosis.matched_ids  # 98.4 % of the prompt came cached
     context = {e.signal: e.value for e in found.evidence if e.context}
-    # 6 requests on average wait for their KV (reason="deferred"), read apart from the 2 waiting for capacity
+    # 6 requests on average wait for their KV (reason="deferred"), read apart from the capacity queue (none here)
     assert context == {"kv_transfer_mean_s": pytest.approx(2.4), "prompt_transferred_share": pytest.approx(0.984),
-                       "waiting_deferred_mean": pytest.approx(6.0)}
+                       "waiting_deferred_mean": pytest.approx(6.0), "kv_transfer_speed_gib_s": None}
     assert "kv_transfer" in [t.id for t in kb.causes["ttft.kv_transfer"].techniques]
+    # the whole queue waits 6 on average, but for its KV alone: no capacity queue, so no queueing cause
+    assert signals.get("waiting_mean").value == pytest.approx(6.0)
+    assert signals.get("waiting_capacity_mean").value == 0.0
+    assert "ttft.queueing" not in live.diagnosis.matched_ids
+
+
+def test_a_capacity_queue_beside_a_slow_transfer_shows_both_causes(kb):
+    # the same slow transfers (60 % of TTFT, 6 waiting for their KV), and 4 requests on average waiting for room
+    src = {"local_compute": 1600, "local_cache_hit": 0, "external_kv_transfer": 98_400}
+    win = window(kb, decode_scrape(100, 400, xfer=(100, 240), failed=0, by_source=src, deferred=5, capacity=3),
+                 decode_scrape(200, 800, xfer=(200, 480), failed=0, by_source={k: 2 * v for k, v in src.items()},
+                               deferred=7, capacity=5))
+    signals, _ = window_signals(kb, win)
+    assert signals.get("waiting_capacity_mean").value == pytest.approx(4.0)
+    assert signals.get("waiting_mean").value == pytest.approx(10.0)
+    queueing = finding(kb, win, "ttft.queueing")
+    assert queueing is not None and held(queueing) == {"waiting_capacity_mean": pytest.approx(4.0)}
+    row = next(e for e in queueing.evidence if e.signal == "waiting_capacity_mean")
+    assert message_text(row.source, "en").startswith('mean of the waiting gauge with reason="capacity"')
+    assert "reason=\"capacity\" 的 waiting 指标的均值" in message_text(row.source, "zh")
+    assert evidence_line(row, "en").startswith("waiting_capacity_mean = 4 req [rule >= 1")
+    live = diagnose_window(kb, win, resolve_slo(kb, "chat"))
+    assert {"ttft.kv_transfer", "ttft.queueing"} <= set(live.diagnosis.matched_ids)
+    assert live.diagnosis.findings[0].cause == "ttft.kv_transfer"  # it still explains the queue time it adds
+
+
+def test_without_the_by_reason_gauge_queueing_reads_the_whole_queue(kb):
+    # a vLLM that does not split its queue: the waiting gauge (6 on average) is read as today
+    win = window(kb, decode_scrape(100, 400, xfer=(100, 240), failed=0, waiting=5),
+                 decode_scrape(200, 800, xfer=(200, 480), failed=0, waiting=7))
+    signals, _ = window_signals(kb, win)
+    got = signals.get("waiting_capacity_mean")
+    assert got.value == pytest.approx(6.0) and got.source.id == "server.waiting_mean"
+    assert signals.get("waiting_deferred_mean") is None
+    queueing = finding(kb, win, "ttft.queueing")
+    assert queueing is not None and held(queueing) == {"waiting_capacity_mean": pytest.approx(6.0)}
 
 
 def test_fast_transfers_are_no_cause(kb):

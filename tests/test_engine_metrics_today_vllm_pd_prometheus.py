@@ -46,10 +46,11 @@ def openmetrics(end: int) -> str:
     """A PD decode instance, per 15 s step: 10 first tokens (half by 2.5 s, all by 10 s; 40 s in all), 10 NIXL
     transfers of 2.4 s (60 % of the 4 s mean TTFT), one failed transfer; 10 000 prompt tokens of which 9 800 arrived
     over the connector and 200 were prefilled here; sampled KV blocks idle 4 s before eviction, reused every 3 s;
-    the queue limits refused 3 requests by their count and 1.5 by their tokens."""
+    the queue limits refused 3 requests by their count and 1.5 by their tokens; 3 requests wait, all for their KV
+    (reason="deferred"), none for capacity."""
     t = list(range(end - SPAN, end + 1, STEP))
     out = ["# TYPE vllm:num_requests_running gauge", *[f"vllm:num_requests_running{{{LAB}}} 8 {x}" for x in t],
-           "# TYPE vllm:num_requests_waiting gauge", *[f"vllm:num_requests_waiting{{{LAB}}} 0 {x}" for x in t],
+           "# TYPE vllm:num_requests_waiting gauge", *[f"vllm:num_requests_waiting{{{LAB}}} 3 {x}" for x in t],
            "# TYPE vllm:num_requests_waiting_by_reason gauge",
            *[f'vllm:num_requests_waiting_by_reason{{{LAB},reason="{r}"}} {n} {x}' for r, n in (("capacity", 0),
                                                                                              ("deferred", 3))
@@ -102,6 +103,10 @@ def test_pd_and_residency_signals_through_prometheus(prometheus):
     assert got.get("kv_reuse_gap_over_idle").value == pytest.approx(0.75, rel=1e-3)
     assert got.get("kv_idle_before_evict_mean_s").value == pytest.approx(4.0, rel=1e-3)
     assert got.get("waiting_deferred_mean").value == pytest.approx(3.0)  # the deferred series alone, not capacity
+    # the queueing cause's waiting count is the capacity series alone: the 3 waiting for their KV are left out
+    assert got.get("waiting_mean").value == pytest.approx(3.0)
+    capacity = got.get("waiting_capacity_mean")
+    assert capacity.value == 0.0 and capacity.source.id == "server.waiting_capacity_mean"
     # the rejections' total is the value; how it was measured names each limit's rate (sum by reason)
     rejected = got.get("admission_rejections_per_s")
     assert rejected.value == pytest.approx(0.3, rel=1e-3)
@@ -127,8 +132,10 @@ def test_promtool_fires_the_kv_transfer_alert_where_python_finds_it(prometheus, 
     # the recording rules select the by-source series by their label as the windows do (their sum would read 1)
     check = test["tests"][0]["promql_expr_test"][0]
     replica = ",".join(f'{k}="{v}"' for k, v in sorted(LABELS.items()))
-    test["tests"][0]["promql_expr_test"].append(
-        {"expr": "round(triage:prompt_transferred_share:15m, 0.001)", "eval_time": check["eval_time"],
-         "exp_samples": [{"labels": f"{{{replica}}}", "value": 0.98}]})
+    # and the capacity part of the queue by its reason (the total would read 3)
+    for rule, value in (("prompt_transferred_share", 0.98), ("waiting_capacity_mean", 0.0)):
+        test["tests"][0]["promql_expr_test"].append(
+            {"expr": f"round(triage:{rule}:15m, 0.001)", "eval_time": check["eval_time"],
+             "exp_samples": [{"labels": f"{{{replica}}}", "value": value}]})
     result = run_promtool_test(tmp_path, test)
     assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]

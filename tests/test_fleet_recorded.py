@@ -59,8 +59,9 @@ UNSIMULATED = frozenset({"admission_rejections_per_s", "prompt_cached_share",
                          # instance) and no SGLang bootstrap; the residency histograms need --kv-cache-metrics
                          "kv_transfer_expired_per_s", "kv_bootstrap_failures_per_s",
                          "kv_reuse_gap_over_idle", "kv_idle_before_evict_mean_s", "kv_block_lifetime_mean_s",
-                         # SGLang's evictable prefix cache: the simulated engines are vLLM
-                         "kv_evictable_share",
+                         # SGLang's evictable prefix cache and its per-request transfer speed: the simulated
+                         # engines are vLLM
+                         "kv_evictable_share", "kv_transfer_speed_gib_s",
                          # a router's in-flight gauge per worker: the simulated fleet has no router in front
                          "inflight_mean"})
 

@@ -235,14 +235,14 @@ def test_a_comparison_that_holds_but_is_blocked_names_its_unmet_requirement(kb):
     from triage.report.json_contract import _evidence
 
     signals = _server_signals(kb, ttft_p99_s=5.0, ttft_p50_s=1.2, ttft_median_over_floor=6.0,
-                              prompt_tail_ratio=3.1, ttft_prompt_corr=0.1, waiting_mean=4.0)
+                              prompt_tail_ratio=3.1, ttft_prompt_corr=0.1, waiting_capacity_mean=4.0)
     diag = diagnose(kb, signals, resolve_slo(kb))
     queueing = next(f for f in diag.findings if f.cause == "ttft.queueing")
     row = next(e for e in queueing.evidence if e.signal == "ttft_median_over_floor")
     assert row.holds is False and row.value >= row.threshold
     assert [(r.signal, r.value, r.holds) for r in row.unmet] == [("prompt_tail_ratio", 3.1, False)]
     assert _evidence(row, "en")["unmet"][0]["signal"] == "prompt_tail_ratio"
-    plain = next(e for e in queueing.evidence if e.signal == "waiting_mean")
+    plain = next(e for e in queueing.evidence if e.signal == "waiting_capacity_mean")
     assert plain.holds and plain.unmet == []
 
 

@@ -116,12 +116,14 @@ class Compiler:
         if need.kind == "rate":
             series = name + "_count" if spec.type == "histogram" else name
             return f"sum {self.by()} (rate({self._sel(series, spec)}{w}))"
+        # a histogram observed in milliseconds answers in seconds, as the windows' readers do (MetricSpec.to_seconds)
+        unit = "" if spec.to_seconds == 1.0 else f" * {spec.to_seconds!r}"
         if need.kind == "quantile":
             buckets = self._sel(name + "_bucket", spec)
-            return f"histogram_quantile({need.q!r}, sum {self.by('le')} (rate({buckets}{w})))"
+            return f"histogram_quantile({need.q!r}, sum {self.by('le')} (rate({buckets}{w}))){unit}"
         if need.kind == "hist_mean":
             return (f"(sum {self.by()} (rate({self._sel(name + '_sum', spec)}{w}))"
-                    f" / sum {self.by()} (rate({self._sel(name + '_count', spec)}{w})))")
+                    f" / sum {self.by()} (rate({self._sel(name + '_count', spec)}{w}))){unit}")
         agg = gauge_agg(spec)
         if need.kind in OVER_TIME:
             return gauge_over_window(need.kind, f"{agg} {self.by()} ({self._sel(name, spec)})", self.range_s)

@@ -17,6 +17,9 @@ LABEL_NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 # what a histogram or counter adds to its base name in the exposition; a renamed base renames all of these
 SERIES_SUFFIXES = ("_bucket", "_sum", "_count", "_total", "_created")
 ADDON_IDS = frozenset({"dcgm"})
+# a histogram of durations observed in another unit than seconds (SGLang's sglang:kv_transfer_latency_ms): every
+# reader gives its quantiles and means in seconds, so a recipe compares it with the other time histograms as they are
+SECONDS_PER = {"s": 1.0, "ms": 1e-3}
 SERVING_ORDER = ("vllm", "sglang", "tgi")
 
 
@@ -36,6 +39,11 @@ class MetricSpec(Strict):
     # sglang:per_stage_req_latency_seconds{stage="prefill_forward"}, vLLM's transferred prompt tokens are
     # vllm:prompt_tokens_by_source_total{source="external_kv_transfer"}); every reader adds them to its selector
     select: dict[str, str] = Field(default_factory=dict)
+
+    @property
+    def to_seconds(self) -> float:
+        """The factor that turns this histogram's observations into seconds (1 for every other metric)."""
+        return SECONDS_PER.get(self.unit, 1.0) if self.type == "histogram" else 1.0
 
     @field_validator("select")
     @classmethod

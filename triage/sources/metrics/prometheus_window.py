@@ -33,6 +33,7 @@ from triage.sources.metrics.snapshot_window import (
     engine_maps,
     gauge_agg,
     gauge_over_window,
+    in_seconds,
     need_label,
     pick_engines,
     prepare_buckets,
@@ -288,12 +289,12 @@ class PrometheusWindow:
         self._raise_if_all_fatal(results)
         for query, result in zip(plain, results):
             if not isinstance(result, QueryFailed):
-                out[query.need] = _points(result)
+                out[query.need] = _scaled(query, _points(result))
         for group, result in zip(hists.values(), results[len(plain):]):
             if not isinstance(result, QueryFailed):
                 quantiles = _quantile_series([query.need.quantile for query in group], result)
                 for query, drawn in zip(group, quantiles):
-                    out[query.need] = drawn
+                    out[query.need] = _scaled(query, drawn)
         return out
 
     def _series_span(self, points: int) -> tuple[int, int, int, int]:
@@ -374,12 +375,21 @@ class PrometheusWindow:
             value = {s["metric"].get(need.by, ""): str(s["value"][1]) for s in answer}
         else:
             value, why = sample_number(answer[0]["value"][1])
+        value, why = in_seconds(need, query.resolved, value, why)
         out.values[need] = value
         if value is None:
             out.missing[need] = why
 
     def _span_text(self) -> str:
         return f"{self.start:%Y-%m-%d %H:%M:%S} and {self.end:%Y-%m-%d %H:%M:%S} UTC"
+
+
+def _scaled(query: Query, points: list[SeriesPoint]) -> list[SeriesPoint]:
+    """A histogram's quantile or mean points in seconds (see snapshot_window.in_seconds)."""
+    factor = query.resolved.spec.to_seconds
+    if factor == 1.0 or query.need.kind not in ("quantile", "hist_mean"):
+        return points
+    return [SeriesPoint(p.t, p.value * factor) for p in points]
 
 
 def _by_histogram(queries: list[Query], range_s: int) -> dict[str, list[Query]]:

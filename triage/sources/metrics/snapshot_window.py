@@ -166,6 +166,15 @@ def gauge_over_window(kind: str, aggregated: str, range_s: int) -> str:
     return f"{OVER_TIME[kind]}(({aggregated})[{range_s}s:{step}s])"
 
 
+def in_seconds(need: Need, r: Resolved, value: float | dict[str, str] | None, why: str) -> Answer:
+    """A histogram's quantile or mean in seconds when its map observes in another time unit (engines.SECONDS_PER):
+    ``histogram_quantile`` scales with its bounds, a mean with its sum."""
+    factor = r.spec.to_seconds
+    if factor != 1.0 and need.kind in ("quantile", "hist_mean") and isinstance(value, float | int):
+        return float(value) * factor, why
+    return value, why
+
+
 def need_label(need: Need) -> str:
     q = f" q={need.q:g}" if need.q is not None else ""
     engine = f"{need.engine}:" if need.engine else ""
@@ -350,7 +359,7 @@ def _info_answer(r: Resolved, snaps: list[Snapshot]) -> Answer:
 def answer(need: Need, r: Resolved, snaps: list[Snapshot]) -> Answer:
     """The value of one need over these snapshots, or None and why."""
     if need.kind in PAIR_KINDS:
-        return _pair_answer(need, r, snaps)
+        return in_seconds(need, r, *_pair_answer(need, r, snaps))
     if need.kind == "info":
         return _info_answer(r, snaps)
     return _gauge_answer(need, r, snaps)
