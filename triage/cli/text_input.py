@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, BinaryIO
 from triage.bounded import CHUNK, MAX_BENCHMARK_BYTES, MB, check_regular
 from triage.errors import TriageError
 from triage.sources import logs
+from triage.sources.logs.prefetch import prefetched
 from triage.sources.logs.series import LogSeries
 from triage.sources.metrics.exposition import Snapshot
 from triage.sources.metrics.since_start import looks_like_metrics
@@ -80,7 +81,7 @@ def read_source(path: Path) -> Source:
         head = _head(stream)
         fmt = logs.detect_log(head)
         if fmt is not None:
-            return logs.read_log(_chunks(head, stream), fmt, path.name)
+            return logs.read_log(prefetched(_chunks(head, stream)), fmt, path.name)
     from triage.bounded import MAX_METRICS_BYTES, quotable, read_bounded
 
     if looks_like_metrics(head):
@@ -98,7 +99,7 @@ def _read_stream(stream: BinaryIO, name: str) -> Source:
         raise TriageError("empty input: nothing arrived on standard input", where=name)
     fmt = logs.detect_log(head)
     if fmt is not None:
-        return logs.read_log(_chunks(head, stream), fmt, name)
+        return logs.read_log(prefetched(_chunks(head, stream)), fmt, name)
     data = _rest(stream, head, name)
     if looks_like_metrics(head):
         return _scrape(data, name, time.time())
