@@ -91,3 +91,18 @@ def test_a_passing_check_is_recalled_by_the_next_start(tiny_tree):
     assert main(["tree", "--tree-dir", str(tiny_tree), "--json"]) == 0
     record, key = checked.recall(tiny_tree)
     assert record is not None and key is not None and key[0].exists()
+
+
+@pytest.mark.skipif(not hasattr(os, "getuid"), reason="POSIX permissions")
+def test_a_record_in_a_folder_others_may_write_to_is_never_recalled(tiny_tree):
+    from triage.knowledge import checked
+
+    assert main(["tree", "--tree-dir", str(tiny_tree), "--json"]) == 0
+    record, key = checked.recall(tiny_tree)
+    assert record is not None and key is not None
+    os.chmod(key[0].parent, 0o777)
+    try:
+        assert checked.recall(tiny_tree) == (None, None)
+    finally:
+        os.chmod(key[0].parent, 0o700)
+    assert checked.recall(tiny_tree)[0] is not None

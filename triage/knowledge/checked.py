@@ -16,6 +16,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import stat
 import tempfile
 from importlib.util import find_spec
 from pathlib import Path
@@ -73,6 +74,20 @@ def cache_root() -> Path:
     return Path(base) / "inference-triage"
 
 
+def private_folder(name: str) -> Path | None:
+    """The cache's folder ``name``, created private; None when it is not this user's own or others may write to it
+    (what it holds is read back as the tree, so no one else may put anything there)."""
+    folder = cache_root() / name
+    try:
+        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        info = os.stat(folder)
+    except OSError:
+        return None
+    if hasattr(os, "getuid") and (info.st_uid != os.getuid() or info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)):
+        return None
+    return folder
+
+
 def _cache_dir() -> Path:
     return cache_root() / "checked-trees"
 
@@ -92,6 +107,8 @@ def recall(root: Path) -> tuple[dict[str, Any] | None, tuple[Path, str] | None]:
         key = _key(root)
     except OSError:
         return None, None
+    if private_folder(_cache_dir().name) is None:
+        return None, None  # nothing is read from, or written to, a folder others may write to
     try:
         data = json.loads(key[0].read_text(encoding="utf-8"))
     except (OSError, ValueError):

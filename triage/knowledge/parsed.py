@@ -13,13 +13,12 @@ import hashlib
 import json
 import math
 import os
-import stat
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from triage.knowledge.checked import cache_root
+from triage.knowledge.checked import private_folder
 
 VERSION = 1  # bump when the parse itself changes (the loader's YAML options)
 MAX_FILES = 256  # parsed files kept; the oldest go first
@@ -67,16 +66,7 @@ def _digest(text: str) -> str:
 
 
 def _folder() -> Path | None:
-    """The cache folder, created private; None when it is not this user's own or others may write to it."""
-    folder = cache_root() / "parsed-yaml"
-    try:
-        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-        info = os.stat(folder)
-    except OSError:
-        return None
-    if hasattr(os, "getuid") and (info.st_uid != os.getuid() or info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)):
-        return None
-    return folder
+    return private_folder("parsed-yaml")
 
 
 def _keep(path: Path, value: Any) -> None:
