@@ -110,8 +110,9 @@ def cpu_seconds(pid: int) -> float:
 def run_child(kind: str, url: str, end: float, hours: float, server_pid: int) -> dict:
     """One diagnosis in a fresh process; adds the CPU seconds Prometheus spent while it ran."""
     before = cpu_seconds(server_pid)
-    done = subprocess.run([sys.executable, __file__, "--child", kind, "--url", url, "--end", str(end), "--hours",
-                           str(hours)], capture_output=True, text=True, timeout=600)
+    # as a module from the root, as the bench itself runs: `python bench/fleet.py` would not find the bench package
+    done = subprocess.run([sys.executable, "-m", "bench.fleet", "--child", kind, "--url", url, "--end", str(end),
+                           "--hours", str(hours)], capture_output=True, text=True, timeout=600, cwd=ROOT)
     if done.returncode:
         raise RuntimeError(f"{kind} diagnosis failed: {done.stderr[-2000:]}")
     return {**json.loads(done.stdout.strip().splitlines()[-1]), "server_cpu": cpu_seconds(server_pid) - before}
