@@ -12,6 +12,7 @@ from components.chart_style import LEGEND_ABOVE
 from components.evidence import diagnosis_panel
 from components.shell import knowledge, t
 from components.static_table import static_table
+from components.verdict import verdict_block
 from triage.service.display import count, fmt_value, plain
 from triage.service.model import Hardware, Slo, TriageError
 from triage.service.pasted import Pasted, read_pasted
@@ -57,6 +58,7 @@ def _recognised(found: Pasted) -> str:
 
 
 def show(found: Pasted) -> None:
+    verdict_block(found.diagnosis, found.engine, found.label)  # first, as for a file: the answer, then the detail
     st.success(_recognised(found), icon=":material/check_circle:")
     if found.kind == "scrape" and found.facts.get("implausible"):
         st.warning(t("paste_scrape_implausible", n=found.facts["implausible"]))
@@ -67,7 +69,7 @@ def show(found: Pasted) -> None:
         static_table(pd.DataFrame({"": [r.name for r in found.readings],
                                    t("sum_value"): [fmt_value(r.value, r.unit) for r in found.readings]}
                                   ).set_index(""))
-    diagnosis_panel(found.diagnosis, found.label)
+    diagnosis_panel(found.diagnosis, found.label, found.engine)
 
 
 def _kept(widget: session.Widget[str]) -> None:
@@ -101,6 +103,6 @@ def paste_area(slo: Slo, hardware: Hardware | None = None, widget: session.Widge
         findings.forget()
         st.error(t("paste_refused", reason=exc.reason))
         return True
-    findings.remember(found.label, found.diagnosis)  # before anything is drawn: a switch away from here keeps it
+    findings.remember(found.label, found.diagnosis, found.engine)  # before anything is drawn: a page switch keeps it
     show(found)
     return True

@@ -60,3 +60,17 @@ def test_unrecognised_text_is_a_clear_error_in_both_languages():
 def test_chinese_labels_for_a_log():
     at = paste((LOGS / "vllm_v0_swap_preemption.txt").read_text(), lang="zh")
     assert "已识别：vLLM V0 server log" in texts(at)
+
+
+def test_a_pasted_log_opens_with_the_verdict_for_the_engine_that_wrote_it():
+    """A pasted log names its engine: the page opens with the verdict, as for a file, and its first action is that
+    engine's flag alone, not every engine's under "engine not detected"; Diagnose carries the engine on."""
+    at = paste((LOGS / "vllm_v1_apiserver_kv_full.txt").read_text())
+    verdict = "\n".join(m.value for m in at.markdown if m.value.startswith("**Verdict**"))
+    assert "The KV cache is too small" in verdict
+    assert "**First action** (vLLM)" in verdict and "--gpu-memory-utilization" in verdict
+    assert "engine not detected" not in verdict and "--mem-fraction-static" not in verdict
+    assert at.session_state["diagnosis_engine"] == "vllm"
+    at = paste((LOGS / "sglang_decode_kv_full.txt").read_text())
+    verdict = "\n".join(m.value for m in at.markdown if m.value.startswith("**Verdict**"))
+    assert "**First action** (SGLang)" in verdict and "--gpu-memory-utilization" not in verdict
