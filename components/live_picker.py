@@ -12,7 +12,7 @@ from typing import Any
 import streamlit as st
 
 from components import live_source, session, upload_store
-from components.paste_view import paste_area
+from components.paste_view import SHOWN, paste_area
 from components.shell import lang, t, translated_choice
 from triage.service.display import md_escape, plain
 from triage.service.model import Slo, TriageError
@@ -167,7 +167,7 @@ def _snapshots(minutes: float, end: datetime | None, slo: Slo | None = None) -> 
     held = [item[0] for item in got if isinstance(item, tuple)]
     held = _kept_pair(held, got)
     if len(held) < 2:
-        if slo is not None and paste_area(slo, widget=session.LIVE_PASTE):
+        if slo is not None and paste_area(slo, widget=session.LIVE_PASTE) == SHOWN:
             return None
         if None in got:
             st.info(t("live_snapshots_hint"))

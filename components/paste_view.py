@@ -89,20 +89,24 @@ def _keep(widget: session.Widget[str], text: str | None) -> None:
         texts.pop(widget.name, None)  # cleared by the user: nothing comes back
 
 
-def paste_area(slo: Slo, hardware: Hardware | None = None, widget: session.Widget[str] = session.BENCH_PASTE) -> bool:
-    """The text area; True when it holds text (then its diagnosis, or why it was refused, fills the page)."""
+SHOWN, REFUSED, EMPTY = "shown", "refused", "empty"  # what paste_area did with the text area's text
+
+
+def paste_area(slo: Slo, hardware: Hardware | None = None, widget: session.Widget[str] = session.BENCH_PASTE) -> str:
+    """The text area. SHOWN: its text was diagnosed and fills the page; REFUSED: why it could not be read is said,
+    and the page goes on with its other sources (the files the user loaded stay on screen); EMPTY: no text."""
     _kept(widget)
     with st.expander(t("paste_heading"), expanded=bool(widget.value())):
         text = st.text_area(t("paste_label"), key=widget.name, height=160)
     _keep(widget, text)
     if not text or not text.strip():
-        return False
+        return EMPTY
     try:
         found = read_pasted(knowledge(), text, slo, hardware)
     except TriageError as exc:
         findings.forget()
         st.error(t("paste_refused", reason=exc.reason))
-        return True
+        return REFUSED
     findings.remember(found.label, found.diagnosis, found.engine)  # before anything is drawn: a page switch keeps it
     show(found)
-    return True
+    return SHOWN

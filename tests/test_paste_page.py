@@ -74,3 +74,27 @@ def test_a_pasted_log_opens_with_the_verdict_for_the_engine_that_wrote_it():
     at = paste((LOGS / "sglang_decode_kv_full.txt").read_text())
     verdict = "\n".join(m.value for m in at.markdown if m.value.startswith("**Verdict**"))
     assert "**First action** (SGLang)" in verdict and "--gpu-memory-utilization" not in verdict
+
+
+BENCH = ROOT / "tests" / "fixtures" / "bench" / "vllm_detailed.json"
+
+
+def test_text_that_cannot_be_read_keeps_the_users_file_on_screen():
+    """A wrong paste says why, and the file the user had loaded stays shown and diagnosed below, with the
+    uploader: the page is not emptied down to the error until the text area is cleared."""
+    at = open_page("pages/benchmark.py")
+    at.file_uploader(key="bench_upload").upload(BENCH.name, BENCH.read_bytes(), "application/octet-stream").run()
+    at.text_area(key="bench_paste").input("hello, world\nthis is not a log\n").run()
+    assert not at.exception, at.exception
+    assert [e.value for e in at.error][0].startswith("Could not read the pasted text")
+    body = texts(at)
+    assert "Detected format: **vLLM" in body and "bundled sample" not in body
+    assert at.get("file_uploader")  # another file can still be dropped
+    assert at.session_state["diagnosis"][0].startswith("vllm_detailed.json")  # what is on screen is what is kept
+
+
+def test_text_that_cannot_be_read_with_no_file_shows_the_uploader_but_not_the_sample():
+    at = paste("hello, world\n")
+    assert at.get("file_uploader")
+    assert "bundled sample" not in texts(at) and not at.metric  # never the sample's numbers as if the user's
+    assert "findings" not in at.session_state or not at.session_state["findings"]
