@@ -228,14 +228,14 @@ def _headline(c: Comparison) -> str:
 
 def _verdict(c: Comparison, per_request: bool, logs: bool = False) -> None:
     box = {"gain confirmed": st.success, "regression": st.error, "unsound": st.error}.get(c.overall, st.info)
-    box(f"**{t('verify_overall')}: {verdict_text(c.overall)}** — {md_escape(_headline(c))}")
+    box(f"**{t('verify_overall')}: {verdict_text(c.overall)}** — {_headline(c)}")  # t() escaped its pieces
     if c.technique and c.technique in knowledge().techniques:
         expected = " ".join(knowledge().techniques[c.technique].expected_gain.seed.get(lang()).split())
         st.caption(t("verify_expected", text=expected))
     for note in c.refused_notes:  # these sentences quote model names and labels from the files
-        st.error(md_escape(note_text(note)), icon=":material/block:")
+        st.error(note_text(note), icon=":material/block:")  # t() escaped the words quoted from the files
     for note in c.warning_notes:
-        st.warning(md_escape(note_text(note)))
+        st.warning(note_text(note))
     if logs:
         st.caption(t("verify_basis_logs", tol=number(SUMMARY_TOLERANCE_PCT)))
         return
