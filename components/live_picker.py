@@ -190,7 +190,7 @@ def _kept_pair(held: list[Held], got: Sequence[object]) -> list[Held]:
         session.LIVE_SNAPSHOTS.clear()
         return held
     left, right = st.columns([4, 1], vertical_alignment="center")
-    left.caption(t("live_snapshots_kept", before=md_escape(kept[0].name), after=md_escape(kept[1].name)))
+    left.caption(t("live_snapshots_kept", before=kept[0].name, after=kept[1].name))
     # a callback: the run the click starts no longer shows the pair
     right.button(t("live_snapshots_forget"), key=session.SNAP_FORGET.name, on_click=_forget_pair)
     return list(kept)

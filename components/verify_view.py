@@ -104,7 +104,7 @@ def _pick(side: str) -> Picked | None:
         return None
     held, bench = got
     if isinstance(bench, LogSeries):
-        st.caption(t("verify_log_read", what=md_escape(side_title(bench))))
+        st.caption(t("verify_log_read", what=side_title(bench)))
         return held.name, held.sha256, bench
     labels = [f"{i}. {r.label}" for i, r in enumerate(bench.runs, start=1)]
     run_key = (session.VERIFY_BASE_RUN if side == "base" else session.VERIFY_CAND_RUN).name

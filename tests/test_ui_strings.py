@@ -41,3 +41,13 @@ def test_chinese_strings_name_pages_by_their_chinese_titles():
         if found:
             wrong[key] = found
     assert not wrong, f"中文 strings naming a page by its English title: {wrong}"
+
+
+def test_text_filled_into_a_ui_string_is_not_escaped_before():
+    """t() Markdown-escapes every text it fills in; a value escaped before as well shows its backslashes
+    ("rtx\\_9999", "\\(e2e − ttft\\)")."""
+    escaped_twice = re.compile(r"""\bt\(\s*f?["'][a-z0-9_{}.]+["'][^()]*?\w+=md_escape\(""", re.S)
+    found = []
+    for path in [ROOT / "app.py", *ROOT.glob("pages/*.py"), *ROOT.glob("components/*.py")]:
+        found += [f"{path.name}: {m.group(0)[:60]}" for m in escaped_twice.finditer(path.read_text(encoding="utf-8"))]
+    assert not found, found
