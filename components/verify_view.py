@@ -150,17 +150,23 @@ def _label(m: MetricDelta) -> str:
     return _label_of(m.metric, m.label)
 
 
-def comparison_table(metrics: list[MetricDelta]) -> pd.DataFrame:
-    """One row per metric: both values in their units, the change, its interval and the verdict, in words."""
+def comparison_table(metrics: list[MetricDelta], unsound: bool = False) -> pd.DataFrame:
+    """One row per metric: both values in their units, the change, its interval and the verdict, in words. In an
+    unsound comparison no row is called a gain or a regression (the page says its changes are no evidence)."""
     def interval(m: MetricDelta) -> str:
         return fmt_interval(m.interval, m.scale) if m.interval else t("verify_no_interval")
+
+    def verdict(m: MetricDelta) -> str:
+        if unsound:
+            return verdict_text("not comparable")
+        return f"{VERDICT_ICON.get(m.verdict, '')} {verdict_text(m.verdict)}"
 
     columns = [t(k) for k in ("verify_metric", "verify_baseline", "verify_candidate", "verify_change",
                               "verify_interval", "verify_verdict")]
     return pd.DataFrame([[
         _label(m), fmt_value(m.baseline, m.unit), fmt_value(m.candidate, m.unit),
         fmt_relative(m.delta, m.scale), interval(m),
-        f"{VERDICT_ICON.get(m.verdict, '')} {verdict_text(m.verdict)}".strip(),
+        verdict(m).strip(),
     ] for m in metrics], columns=columns).set_index(columns[0])
 
 
@@ -278,7 +284,7 @@ def stored_experiment(raw_id: str) -> None:
         f"{md_escape(when_text(entry.created_at))}")
     st.caption(t("verify_stored", base=entry.baseline_name, bd=entry.baseline_sha256[:12], cand=entry.candidate_name,
                  cd=entry.candidate_sha256[:12]))
-    static_table(comparison_table(stored_deltas(entry.metrics)))
+    static_table(comparison_table(stored_deltas(entry.metrics), unsound=entry.overall == "unsound"))
     if entry.note:
         st.markdown(f"**{t('verify_note')}:** {md_escape(entry.note)}")
     static_table(workload_table(entry.workload))
@@ -332,7 +338,8 @@ def verify_page(slo: Slo) -> None:
     c = compare_runs(b, c_, slo, technique, kb)  # few requests: compared, never refused for that alone
     session.VERIFY_VERDICT.set(c.overall)
     _verdict(c, b.has_requests and c_.has_requests)
-    static_table(comparison_table(c.metrics))  # every row shown: no inner scroll hides the last one
+    # every row shown: no inner scroll hides the last one
+    static_table(comparison_table(c.metrics, unsound=c.overall == "unsound"))
     if c.overall == "unsound":  # bars coloured as gains would contradict the verdict above
         st.info(t("verify_no_bars_unsound"), icon=":material/block:")
     else:
@@ -352,7 +359,7 @@ def _compare_logs(base: Picked, cand: Picked, technique: str | None) -> None:
     assert c is not None
     session.VERIFY_VERDICT.set(c.overall)
     _verdict(c, False, logs=True)
-    static_table(comparison_table(c.metrics))
+    static_table(comparison_table(c.metrics, unsound=c.overall == "unsound"))
     if c.overall == "unsound":
         st.info(t("verify_no_bars_unsound"), icon=":material/block:")
     else:
