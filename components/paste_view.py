@@ -17,7 +17,8 @@ from triage.service.display import count, fmt_value, plain
 from triage.service.model import Hardware, Slo, TriageError
 from triage.service.pasted import Pasted, read_pasted
 
-CHART_HEIGHT = 240
+CHART_HEIGHT = 260
+TOP_MARGIN = 80  # the title's line, then the legend's
 
 
 def _figure(frame: pd.DataFrame, columns: list[tuple[str, str]], title: str, percent: bool = False) -> go.Figure:
@@ -26,7 +27,10 @@ def _figure(frame: pd.DataFrame, columns: list[tuple[str, str]], title: str, per
         if column in frame:
             values = frame[column] * (100 if percent else 1)
             fig.add_trace(go.Scatter(x=frame.index, y=values, mode="lines", name=name))
-    fig.update_layout(title=title, height=CHART_HEIGHT, margin=dict(l=10, r=10, t=60, b=10), legend=LEGEND_ABOVE,
+    # the title at the top of the figure, the legend on its own line below it, just above the plot (with both
+    # at the plot's top the legend ran over the title's tail at any width)
+    fig.update_layout(title=dict(text=title, y=1, yref="container", yanchor="top", pad=dict(t=8)),
+                      height=CHART_HEIGHT, margin=dict(l=10, r=10, t=TOP_MARGIN, b=10), legend=LEGEND_ABOVE,
                       yaxis=dict(ticksuffix=" %" if percent else "", rangemode="tozero"),
                       # vLLM's stamps carry no year (a placeholder one is used): the axis shows day and time only
                       xaxis=dict(tickformat="%H:%M:%S<br>%b %d", hoverformat="%b %d %H:%M:%S"))
@@ -43,8 +47,13 @@ def series_panels(frame: pd.DataFrame) -> None:
         _figure(frame, [("prompt_tps", t("paste_series_prompt")), ("gen_tps", t("paste_series_gen"))],
                 t("paste_series_tokens")),
     ]
-    for column, fig in zip(st.columns(3), charts, strict=True):
-        column.plotly_chart(fig, width="stretch", config={"displayModeBar": False})
+    # three columns at any width left each chart ~220 px beside the sidebar at 1024 px, and its legend, wrapped to
+    # two lines, rose over its title; a chart now keeps 260 px and the row wraps, as the Live panels do
+    st.html(f"<style>.st-key-{session.PASTE_SERIES.name} > div {{ min-width: 260px; }}</style>")
+    row = st.container(horizontal=True, key=session.PASTE_SERIES.name)
+    for fig in charts:
+        with row, st.container():
+            st.plotly_chart(fig, width="stretch", config={"displayModeBar": False})
 
 
 def _recognised(found: Pasted) -> str:

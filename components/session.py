@@ -273,6 +273,8 @@ BENCH_PASTE: Widget[str] = Widget("bench_paste", "components.paste_view",
                                   "text pasted instead of a file (a server log, a console summary, a /metrics scrape)")
 LIVE_PASTE: Widget[str] = Widget("live_paste", "components.paste_view",
                                  "text pasted on the Live page's snapshot source (a scrape, a server log, a summary)")
+PASTE_SERIES: Widget[Any] = Widget(
+    "paste_series", "components.paste_view", "the row of a pasted log's charts (its CSS wraps one under 260 px)")
 
 # the Verify page
 VERIFY_MODE: Widget[str] = Widget("verify_mode", _VERIFY, "compare two files or two Prometheus windows")
