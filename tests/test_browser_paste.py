@@ -86,7 +86,8 @@ SERIES_LAYOUT_JS = """() => Array.from(document.querySelectorAll('.st-key-paste_
   const a = t && t.getBoundingClientRect(), b = l && l.getBoundingClientRect();
   const overlap = !!(a && b) && a.left < b.right - 1 && b.left < a.right - 1 && a.top < b.bottom - 1
     && b.top < a.bottom - 1;
-  return {width: Math.round(gd.getBoundingClientRect().width), overlap, t: a && [a.top, a.bottom, a.left, a.right], l: b && [b.top, b.bottom, b.left, b.right]}; })"""
+  const box = r => r && [r.top, r.bottom, r.left, r.right];
+  return {width: Math.round(gd.getBoundingClientRect().width), overlap, title: box(a), legend: box(b)}; })"""
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
