@@ -16,7 +16,7 @@ from components.paste_view import SHOWN, paste_area
 from components.shell import lang, t, translated_choice
 from triage.service.display import md_escape, plain
 from triage.service.model import Slo, TriageError
-from triage.service.params import parse_live_link
+from triage.service.params import MAX_SCRAPE_INTERVAL_S, parse_live_link
 from triage.service.typed_urls import TypedUrls, live_typed_urls
 from triage.service.uploads import Held, Refused
 from triage.service.windows import Profile, demo_scenarios, prometheus_profiles
@@ -155,8 +155,8 @@ def _snapshots(minutes: float, end: datetime | None, slo: Slo | None = None) -> 
     cols = st.columns([2, 2, 1])
     before = cols[0].file_uploader(t("live_before"), key=session.SNAP_BEFORE.name)
     after = cols[1].file_uploader(t("live_after"), key=session.SNAP_AFTER.name)
-    interval = cols[2].number_input(t("live_interval"), min_value=1.0, value=60.0, step=5.0,
-                                    key=session.SNAP_INTERVAL.name)
+    interval = cols[2].number_input(t("live_interval"), min_value=1.0, max_value=MAX_SCRAPE_INTERVAL_S, value=60.0,
+                                    step=5.0, key=session.SNAP_INTERVAL.name)
     # each text is parsed once into the server's bounded snapshot cache and its bytes released; a refresh
     # rebuilds the pair from the digests
     got = [upload_store.take(widget, upload, upload_store.snapshot_cache())

@@ -347,3 +347,20 @@ def test_a_link_back_to_live_wins_over_the_session_choice():
     _away_and_back(at, {"source": "demo", "scenario": "healthy"})
     assert source(at).value == "demo"
     assert at.selectbox(key="live_scenario").value == "healthy"
+
+
+def test_an_absurd_snapshot_interval_is_refused_in_words_not_a_failed_page():
+    """'Seconds apart' took any number: 1e300 put the first snapshot before any date a chart can draw and the
+    page failed ('Something went wrong'). The input stops at an hour, as the CLI's --interval, and the core
+    refuses a larger value, whoever sends it, with one sentence."""
+    from triage.errors import TriageError
+    from triage.service.windows import parse_snapshot, parsed_snapshot_pair
+
+    at = live_page()
+    source(at).set_value("snapshots").run()
+    assert at.number_input(key="snap_interval").max == 3600
+    snap = parse_snapshot(Simulator("queueing", seed=1).render().encode(), "a.txt")
+    for bad in (1e300, 3600.5, float("inf"), 0.0):
+        with pytest.raises(TriageError, match=r"more than 0 and at most 3,600 s"):
+            parsed_snapshot_pair(snap, snap, bad)
+    parsed_snapshot_pair(snap, snap, 3600.0)
