@@ -75,7 +75,8 @@ def show(found: Pasted) -> None:
         series_panels(found.series)
     if found.readings:
         st.markdown(f"#### {t('paste_readings')}")
-        static_table(pd.DataFrame({"": [r.name for r in found.readings],
+        # each reading by its name in the reader's language (tree/ui.yaml log_reading_*), not its id
+        static_table(pd.DataFrame({"": [t(f"log_reading_{r.name}") for r in found.readings],
                                    t("sum_value"): [fmt_value(r.value, r.unit) for r in found.readings]}
                                   ).set_index(""))
     diagnosis_panel(found.diagnosis, found.label, found.engine)

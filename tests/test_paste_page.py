@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import streamlit as st
 
-from tests.apptest_tools import open_page, texts
+from tests.apptest_tools import open_page, static_tables, texts
 
 ROOT = Path(__file__).resolve().parent.parent
 LOGS = ROOT / "tests" / "fixtures" / "real" / "logs"
@@ -98,3 +98,21 @@ def test_text_that_cannot_be_read_with_no_file_shows_the_uploader_but_not_the_sa
     assert at.get("file_uploader")
     assert "bundled sample" not in texts(at) and not at.metric  # never the sample's numbers as if the user's
     assert "findings" not in at.session_state or not at.session_state["findings"]
+
+
+def test_the_logs_own_readings_are_named_in_the_readers_language():
+    """'From the log's own numbers' listed ids (kv_full_share, decode_tok_per_s_per_request) on the English and
+    the 中文 page alike; each reading the log parsers make now has a name in both languages."""
+    import re
+
+    from triage.knowledge.i18n import load_strings
+
+    made = set()
+    for path in (ROOT / "triage" / "sources" / "logs").glob("*.py"):
+        made |= set(re.findall(r'LogReading\(\s*"([a-z_]+)"', path.read_text(encoding="utf-8")))
+    assert len(made) >= 8 and not {f"log_reading_{n}" for n in made} - set(load_strings())
+    for lang, label in (("en", "Share of stats lines with the KV cache ≥ 95 %"), ("zh", "KV Cache ≥ 95% 的统计行占比")):
+        at = paste((LOGS / "vllm_v1_k8s_wrapped_kv_full.txt").read_text(), lang=lang)
+        table = static_tables(at)[0]  # the readings, above the findings
+        rows = list(table.index)
+        assert label in rows and not [r for r in rows if re.fullmatch(r"[a-z_]+", r)], rows
