@@ -172,6 +172,8 @@ def _snapshots(minutes: float, end: datetime | None, slo: Slo | None = None) -> 
         if None in got:
             st.info(t("live_snapshots_hint"))
         return None
+    if held[0].sha256 == held[1].sha256:  # one file twice: its rates all read 0, said rather than left to be read
+        st.warning(t("live_snapshots_same", before=held[0].name, after=held[1].name), icon=":material/warning:")
     return partial(live_source.snapshot_windows, held[0].digest, held[1].digest, interval)
 
 

@@ -359,8 +359,24 @@ def test_an_absurd_snapshot_interval_is_refused_in_words_not_a_failed_page():
     at = live_page()
     source(at).set_value("snapshots").run()
     assert at.number_input(key="snap_interval").max == 3600
-    snap = parse_snapshot(Simulator("queueing", seed=1).render().encode(), "a.txt")
+    sim = Simulator("queueing", seed=1)
+    snap = parse_snapshot(sim.render().encode(), "a.txt")
+    sim.advance(60)
+    later = parse_snapshot(sim.render().encode(), "b.txt")
     for bad in (1e300, 3600.5, float("inf"), 0.0):
         with pytest.raises(TriageError, match=r"more than 0 and at most 3,600 s"):
-            parsed_snapshot_pair(snap, snap, bad)
-    parsed_snapshot_pair(snap, snap, 3600.0)
+            parsed_snapshot_pair(snap, later, bad)
+    parsed_snapshot_pair(snap, later, 3600.0)
+
+
+def test_the_same_snapshot_twice_is_said():
+    """The same file as both snapshots read 0 req/s and 0 tok/s with no word why: the page now says the two are
+    one file, so only its gauges (running, waiting, KV usage) mean anything, and diagnoses those."""
+    text = Simulator("queueing", seed=1).render().encode()
+    at = live_page()
+    source(at).set_value("snapshots").run()
+    at.file_uploader(key="snap_before").upload("a.txt", text, "text/plain")
+    at.file_uploader(key="snap_after").upload("b.txt", text, "text/plain").run()
+    assert not at.exception, at.exception
+    assert any("the same file" in w.value and "b.txt" in w.value for w in at.warning), [w.value for w in at.warning]
+    assert at.metric  # the gauges are still diagnosed
