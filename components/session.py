@@ -229,6 +229,7 @@ SHOW_NOTE_CAUSE: WidgetFamily[bool] = WidgetFamily(
     "select-note:", _EVIDENCE, "button showing a noted cause in the tree, per cause id")
 TECH_CHECK: WidgetFamily[bool] = WidgetFamily(
     "check:", _TECH, "a technique's checklist box, per (technique id, line)")
+TECH_KNOBS: Widget[Any] = Widget("tech_knobs", _TECH, "a technique's knob tables (their CSS fits them to the page)")
 
 # the Live page
 LIVE_REFRESH: Widget[int] = Widget("live_refresh", "components.refresh_picker", "seconds between Live refreshes")
