@@ -13,7 +13,6 @@ import streamlit as st
 from components import session
 from components.shell import t
 from triage.service.access import Policy, Role
-from triage.service.display import md_escape
 from triage.service.model import TriageError
 
 # url paths an anonymous visitor may open when allow_anonymous_demo = true: the tree's demo and the reference
@@ -102,7 +101,7 @@ def account_sidebar() -> None:
             return
         if access.signed_in:
             role = t(f"auth_role_{access.role.name.lower()}") if access.role else t("auth_role_none")
-            st.caption(t("auth_signed_in", name=md_escape(access.name), role=role))
+            st.caption(t("auth_signed_in", name=access.name, role=role))
             if st.button(t("auth_sign_out"), icon=":material/logout:", key=session.AUTH_SIGN_OUT.name):
                 st.logout()
         elif access.policy.allow_anonymous_demo and st.button(t("auth_sign_in"), icon=":material/login:",
@@ -116,7 +115,7 @@ def gate(pages: dict[str, list[Any]]) -> dict[str, list[Any]]:
     try:
         access = current()
     except (SecretsUnreadable, TriageError) as exc:
-        st.error(t("auth_secrets_broken", reason=md_escape(str(exc))))
+        st.error(t("auth_secrets_broken", reason=str(exc)))
         st.stop()
     if not access.auth_on or (access.signed_in and access.role is not None):
         return pages

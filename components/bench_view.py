@@ -10,6 +10,7 @@ import streamlit as st
 from components import bench_charts, bench_source, findings, session
 from components.evidence import diagnosis_panel
 from components.kpi import kpi_row
+from components.paste_view import EMPTY, REFUSED, SHOWN
 from components.shell import knowledge, t
 from components.static_table import static_table
 from components.verdict import verdict_block
@@ -19,7 +20,7 @@ from triage.service.model import Hardware, Run, Slo
 from triage.service.uploads import format_list, format_title
 from triage.service.verdict import run_engine
 
-PasteArea = Callable[[Slo, Hardware | None], bool]
+PasteArea = Callable[[Slo, Hardware | None], str]  # paste_view.paste_area: SHOWN, REFUSED or EMPTY
 
 
 def upload_area() -> list[tuple[str, str]]:
@@ -60,9 +61,10 @@ def file_in_url(loaded: bench_source.Loaded) -> None:
         st.query_params[FILE_PARAM] = loaded.digest
 
 
-def file_picker(failed: list[tuple[str, str]]) -> bench_source.Loaded | None:
-    """The file viewed (kept across pages); None when the user's upload was refused and nothing of theirs
-    loaded: then the page shows the error alone, not the sample's findings under the user's file name."""
+def file_picker(failed: list[tuple[str, str]], sample: bool = True) -> bench_source.Loaded | None:
+    """The file viewed (kept across pages); None when the user's upload (or, ``sample`` False, their pasted text)
+    was refused and nothing of theirs loaded: then the page shows the error alone, not the sample's findings as if
+    they were the user's."""
     store = bench_source.loaded()
     if store:
         options = [bench_source.SAMPLE_ID, *store]
@@ -73,7 +75,7 @@ def file_picker(failed: list[tuple[str, str]]) -> bench_source.Loaded | None:
     for name, reason in failed:
         st.error(t("upload_failed", name=name, reason=reason) + " "
                  + (t("kept_previous") if store else t("nothing_shown")))
-    if failed and not store:
+    if (failed or not sample) and not store:
         return None
     loaded = bench_source.current()
     if loaded.is_sample:
@@ -163,11 +165,12 @@ def _benchmark_body(slo: Slo, hardware: Hardware | None, paste: PasteArea | None
     st.caption(t("bench_hint"))
     answer = st.container()  # the verdict goes first, above the uploader, once the file viewed is diagnosed
     reopen_from_url()
-    if paste is not None and paste(slo, hardware):  # pasted text replaces the files below while it is there
+    pasted = paste(slo, hardware) if paste is not None else EMPTY
+    if pasted == SHOWN:  # pasted text replaces the files below while it is there
         return
-    refused = upload_area()
+    refused = upload_area()  # text refused: its error above, the user's files still here
     st.caption(t("bench_formats", formats=format_list()))  # below the uploader: the verdict stays above the fold
-    loaded = file_picker(refused)
+    loaded = file_picker(refused, sample=pasted != REFUSED)
     if loaded is None:
         findings.forget()
         return

@@ -12,11 +12,11 @@ from typing import Any
 import streamlit as st
 
 from components import live_source, session, upload_store
-from components.paste_view import paste_area
+from components.paste_view import SHOWN, paste_area
 from components.shell import lang, t, translated_choice
 from triage.service.display import md_escape, plain
 from triage.service.model import Slo, TriageError
-from triage.service.params import parse_live_link
+from triage.service.params import MAX_SCRAPE_INTERVAL_S, parse_live_link
 from triage.service.typed_urls import TypedUrls, live_typed_urls
 from triage.service.uploads import Held, Refused
 from triage.service.windows import Profile, demo_scenarios, prometheus_profiles
@@ -155,8 +155,8 @@ def _snapshots(minutes: float, end: datetime | None, slo: Slo | None = None) -> 
     cols = st.columns([2, 2, 1])
     before = cols[0].file_uploader(t("live_before"), key=session.SNAP_BEFORE.name)
     after = cols[1].file_uploader(t("live_after"), key=session.SNAP_AFTER.name)
-    interval = cols[2].number_input(t("live_interval"), min_value=1.0, value=60.0, step=5.0,
-                                    key=session.SNAP_INTERVAL.name)
+    interval = cols[2].number_input(t("live_interval"), min_value=1.0, max_value=MAX_SCRAPE_INTERVAL_S, value=60.0,
+                                    step=5.0, key=session.SNAP_INTERVAL.name)
     # each text is parsed once into the server's bounded snapshot cache and its bytes released; a refresh
     # rebuilds the pair from the digests
     got = [upload_store.take(widget, upload, upload_store.snapshot_cache())
@@ -167,11 +167,13 @@ def _snapshots(minutes: float, end: datetime | None, slo: Slo | None = None) -> 
     held = [item[0] for item in got if isinstance(item, tuple)]
     held = _kept_pair(held, got)
     if len(held) < 2:
-        if slo is not None and paste_area(slo, widget=session.LIVE_PASTE):
+        if slo is not None and paste_area(slo, widget=session.LIVE_PASTE) == SHOWN:
             return None
         if None in got:
             st.info(t("live_snapshots_hint"))
         return None
+    if held[0].sha256 == held[1].sha256:  # one file twice: its rates all read 0, said rather than left to be read
+        st.warning(t("live_snapshots_same", before=held[0].name, after=held[1].name), icon=":material/warning:")
     return partial(live_source.snapshot_windows, held[0].digest, held[1].digest, interval)
 
 
@@ -190,7 +192,7 @@ def _kept_pair(held: list[Held], got: Sequence[object]) -> list[Held]:
         session.LIVE_SNAPSHOTS.clear()
         return held
     left, right = st.columns([4, 1], vertical_alignment="center")
-    left.caption(t("live_snapshots_kept", before=md_escape(kept[0].name), after=md_escape(kept[1].name)))
+    left.caption(t("live_snapshots_kept", before=kept[0].name, after=kept[1].name))
     # a callback: the run the click starts no longer shows the pair
     right.button(t("live_snapshots_forget"), key=session.SNAP_FORGET.name, on_click=_forget_pair)
     return list(kept)

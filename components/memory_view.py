@@ -84,9 +84,9 @@ def _seed(widget: session.Widget[Any], default: Any, refused: list[str],
     value = default if raw is None else _from_url(param, raw, choices)
     if value is None:
         shown = raw if raw is not None and len(raw) <= MAX_SHOWN else f"{(raw or '')[:MAX_SHOWN]}…"
-        refused.append(t("mem_url_refused", param=param, value=md_escape(shown),
-                         accepted=md_escape(_accepted(param, choices)),
-                         used=md_escape(number(default) if isinstance(default, (int, float)) else str(default))))
+        refused.append(t("mem_url_refused", param=param, value=shown,
+                         accepted=_accepted(param, choices),
+                         used=number(default) if isinstance(default, (int, float)) else str(default)))
         value = default
     widget.seed(value)
 

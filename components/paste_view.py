@@ -12,11 +12,13 @@ from components.chart_style import LEGEND_ABOVE
 from components.evidence import diagnosis_panel
 from components.shell import knowledge, t
 from components.static_table import static_table
+from components.verdict import verdict_block
 from triage.service.display import count, fmt_value, plain
 from triage.service.model import Hardware, Slo, TriageError
 from triage.service.pasted import Pasted, read_pasted
 
-CHART_HEIGHT = 240
+CHART_HEIGHT = 260
+TOP_MARGIN = 80  # the title's line, then the legend's
 
 
 def _figure(frame: pd.DataFrame, columns: list[tuple[str, str]], title: str, percent: bool = False) -> go.Figure:
@@ -25,7 +27,10 @@ def _figure(frame: pd.DataFrame, columns: list[tuple[str, str]], title: str, per
         if column in frame:
             values = frame[column] * (100 if percent else 1)
             fig.add_trace(go.Scatter(x=frame.index, y=values, mode="lines", name=name))
-    fig.update_layout(title=title, height=CHART_HEIGHT, margin=dict(l=10, r=10, t=60, b=10), legend=LEGEND_ABOVE,
+    # the title at the top of the figure, the legend on its own line below it, just above the plot (with both
+    # at the plot's top the legend ran over the title's tail at any width)
+    fig.update_layout(title=dict(text=title, y=1, yref="container", yanchor="top", pad=dict(t=8)),
+                      height=CHART_HEIGHT, margin=dict(l=10, r=10, t=TOP_MARGIN, b=10), legend=LEGEND_ABOVE,
                       yaxis=dict(ticksuffix=" %" if percent else "", rangemode="tozero"),
                       # vLLM's stamps carry no year (a placeholder one is used): the axis shows day and time only
                       xaxis=dict(tickformat="%H:%M:%S<br>%b %d", hoverformat="%b %d %H:%M:%S"))
@@ -42,8 +47,13 @@ def series_panels(frame: pd.DataFrame) -> None:
         _figure(frame, [("prompt_tps", t("paste_series_prompt")), ("gen_tps", t("paste_series_gen"))],
                 t("paste_series_tokens")),
     ]
-    for column, fig in zip(st.columns(3), charts, strict=True):
-        column.plotly_chart(fig, width="stretch", config={"displayModeBar": False})
+    # three columns at any width left each chart ~220 px beside the sidebar at 1024 px, and its legend, wrapped to
+    # two lines, rose over its title; a chart now keeps 260 px and the row wraps, as the Live panels do
+    st.html(f"<style>.st-key-{session.PASTE_SERIES.name} > div {{ min-width: 260px; }}</style>")
+    row = st.container(horizontal=True, key=session.PASTE_SERIES.name)
+    for fig in charts:
+        with row, st.container():
+            st.plotly_chart(fig, width="stretch", config={"displayModeBar": False})
 
 
 def _recognised(found: Pasted) -> str:
@@ -57,6 +67,7 @@ def _recognised(found: Pasted) -> str:
 
 
 def show(found: Pasted) -> None:
+    verdict_block(found.diagnosis, found.engine, found.label)  # first, as for a file: the answer, then the detail
     st.success(_recognised(found), icon=":material/check_circle:")
     if found.kind == "scrape" and found.facts.get("implausible"):
         st.warning(t("paste_scrape_implausible", n=found.facts["implausible"]))
@@ -64,10 +75,11 @@ def show(found: Pasted) -> None:
         series_panels(found.series)
     if found.readings:
         st.markdown(f"#### {t('paste_readings')}")
-        static_table(pd.DataFrame({"": [r.name for r in found.readings],
+        # each reading by its name in the reader's language (tree/ui.yaml log_reading_*), not its id
+        static_table(pd.DataFrame({"": [t(f"log_reading_{r.name}") for r in found.readings],
                                    t("sum_value"): [fmt_value(r.value, r.unit) for r in found.readings]}
                                   ).set_index(""))
-    diagnosis_panel(found.diagnosis, found.label)
+    diagnosis_panel(found.diagnosis, found.label, found.engine)
 
 
 def _kept(widget: session.Widget[str]) -> None:
@@ -87,20 +99,24 @@ def _keep(widget: session.Widget[str], text: str | None) -> None:
         texts.pop(widget.name, None)  # cleared by the user: nothing comes back
 
 
-def paste_area(slo: Slo, hardware: Hardware | None = None, widget: session.Widget[str] = session.BENCH_PASTE) -> bool:
-    """The text area; True when it holds text (then its diagnosis, or why it was refused, fills the page)."""
+SHOWN, REFUSED, EMPTY = "shown", "refused", "empty"  # what paste_area did with the text area's text
+
+
+def paste_area(slo: Slo, hardware: Hardware | None = None, widget: session.Widget[str] = session.BENCH_PASTE) -> str:
+    """The text area. SHOWN: its text was diagnosed and fills the page; REFUSED: why it could not be read is said,
+    and the page goes on with its other sources (the files the user loaded stay on screen); EMPTY: no text."""
     _kept(widget)
     with st.expander(t("paste_heading"), expanded=bool(widget.value())):
         text = st.text_area(t("paste_label"), key=widget.name, height=160)
     _keep(widget, text)
     if not text or not text.strip():
-        return False
+        return EMPTY
     try:
         found = read_pasted(knowledge(), text, slo, hardware)
     except TriageError as exc:
         findings.forget()
         st.error(t("paste_refused", reason=exc.reason))
-        return True
-    findings.remember(found.label, found.diagnosis)  # before anything is drawn: a switch away from here keeps it
+        return REFUSED
+    findings.remember(found.label, found.diagnosis, found.engine)  # before anything is drawn: a page switch keeps it
     show(found)
-    return True
+    return SHOWN

@@ -14,7 +14,6 @@ from components.evidence import findings_block, symptom_summary
 from components.findings import current_diagnosis, current_engine, remember, showing_sample, unfinished_text
 from components.node_panel import technique_link
 from components.shell import knowledge, lang, t, translated_choice
-from triage.service.display import md_escape
 from triage.service.model import Diagnosis, TriageError
 from triage.service.params import int_param
 from triage.service.retro import (
@@ -93,7 +92,7 @@ def current_step(s: RetroState) -> int:
     elif raw is not None:  # said, not silently replaced by the step in progress
         shown = raw if len(raw) <= 20 else f"{raw[:20]}…"
         s.step = max(0, min(int(s.step), last - 1))
-        st.warning(t("retro_step_refused", value=md_escape(shown), last=last, step=s.step + 1),
+        st.warning(t("retro_step_refused", value=shown, last=last, step=s.step + 1),
                    icon=":material/link_off:")
         st.query_params[STEP_PARAM] = str(s.step + 1)  # the link now names the step shown
     s.step = max(0, min(int(s.step), len(load_steps()) - 1))

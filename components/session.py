@@ -229,6 +229,7 @@ SHOW_NOTE_CAUSE: WidgetFamily[bool] = WidgetFamily(
     "select-note:", _EVIDENCE, "button showing a noted cause in the tree, per cause id")
 TECH_CHECK: WidgetFamily[bool] = WidgetFamily(
     "check:", _TECH, "a technique's checklist box, per (technique id, line)")
+TECH_KNOBS: Widget[Any] = Widget("tech_knobs", _TECH, "a technique's knob tables (their CSS fits them to the page)")
 
 # the Live page
 LIVE_REFRESH: Widget[int] = Widget("live_refresh", "components.refresh_picker", "seconds between Live refreshes")
@@ -273,6 +274,8 @@ BENCH_PASTE: Widget[str] = Widget("bench_paste", "components.paste_view",
                                   "text pasted instead of a file (a server log, a console summary, a /metrics scrape)")
 LIVE_PASTE: Widget[str] = Widget("live_paste", "components.paste_view",
                                  "text pasted on the Live page's snapshot source (a scrape, a server log, a summary)")
+PASTE_SERIES: Widget[Any] = Widget(
+    "paste_series", "components.paste_view", "the row of a pasted log's charts (its CSS wraps one under 260 px)")
 
 # the Verify page
 VERIFY_MODE: Widget[str] = Widget("verify_mode", _VERIFY, "compare two files or two Prometheus windows")

@@ -9,6 +9,7 @@ from components.shell import knowledge, lang, t, translated_choice
 from triage.service.knowledge import resolve_slo
 from triage.service.memory import load_gpus, load_models
 from triage.service.model import Hardware, Slo
+from triage.service.params import MAX_SLO_S
 
 
 def slo_sidebar() -> Slo:
@@ -24,10 +25,11 @@ def slo_sidebar() -> Slo:
         ttft = tpot = None
         if custom:
             base = kb.slo_presets[preset].values
-            ttft = st.number_input(t("slo_ttft"), min_value=0.001, value=float(base["ttft_p99_s"]), step=0.1,
-                                   format="%.3f", key=session.SLO_TTFT.name, persist_state="session")
-            tpot = st.number_input(t("slo_tpot"), min_value=0.001, value=float(base["tpot_p99_s"]), step=0.01,
-                                   format="%.3f", key=session.SLO_TPOT.name, persist_state="session")
+            # at most a day, as the CLI: 1e300 was taken, and the KPI read a 300-digit "vs SLO"
+            ttft = st.number_input(t("slo_ttft"), min_value=0.001, max_value=MAX_SLO_S, value=float(base["ttft_p99_s"]),
+                                   step=0.1, format="%.3f", key=session.SLO_TTFT.name, persist_state="session")
+            tpot = st.number_input(t("slo_tpot"), min_value=0.001, max_value=MAX_SLO_S, value=float(base["tpot_p99_s"]),
+                                   step=0.01, format="%.3f", key=session.SLO_TPOT.name, persist_state="session")
     return resolve_slo(kb, preset, ttft_p99_s=ttft, tpot_p99_s=tpot)
 
 

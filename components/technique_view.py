@@ -18,6 +18,14 @@ from triage.service.knowledge import (
 )
 
 DIAGNOSE_PAGE = "pages/diagnose.py"
+# The knob table fits its column: at 1024 px a flag ("cudagraph_mode=FULL_DECODE_ONLY") and a JSON example in a
+# meaning never broke, the table grew to ~750 px in ~560 and the meanings ran out of sight behind a sideways
+# scroll. Fixed columns (flag 30 %, default 20 %, meaning 50 %) whose long words break anywhere.
+_FIT_KNOBS = (f"<style>.st-key-{session.TECH_KNOBS.name} table {{ table-layout: fixed; width: 100%; }}"
+              f".st-key-{session.TECH_KNOBS.name} :is(th, td, th *, td *) {{ overflow-wrap: anywhere !important;"
+              " white-space: normal !important; }"
+              f".st-key-{session.TECH_KNOBS.name} tr > :nth-child(1) {{ width: 30%; }}"
+              f".st-key-{session.TECH_KNOBS.name} tr > :nth-child(2) {{ width: 20%; }}</style>")
 
 
 def _gain(tech: Technique) -> None:
@@ -42,7 +50,9 @@ def _knobs(tech: Technique) -> None:
     kb = knowledge()
     maps = kb.engines  # tab names and status lines come from tree/engines/<id>.yaml
     engines = [e for e in kb.serving if e in tech.knobs]  # the serving engines this technique gives knobs for
-    for tab, engine in zip(st.tabs([maps[e].title for e in engines]), engines):
+    st.html(_FIT_KNOBS)
+    box = st.container(key=session.TECH_KNOBS.name)  # the tabs inside it: their tables take _FIT_KNOBS
+    for tab, engine in zip(box.tabs([maps[e].title for e in engines]), engines):
         knobs = tech.knobs[engine]
         status = maps[engine].status if engine in maps else None
         with tab:

@@ -104,7 +104,7 @@ def _pick(side: str) -> Picked | None:
         return None
     held, bench = got
     if isinstance(bench, LogSeries):
-        st.caption(t("verify_log_read", what=md_escape(side_title(bench))))
+        st.caption(t("verify_log_read", what=side_title(bench)))
         return held.name, held.sha256, bench
     labels = [f"{i}. {r.label}" for i, r in enumerate(bench.runs, start=1)]
     run_key = (session.VERIFY_BASE_RUN if side == "base" else session.VERIFY_CAND_RUN).name
@@ -150,17 +150,23 @@ def _label(m: MetricDelta) -> str:
     return _label_of(m.metric, m.label)
 
 
-def comparison_table(metrics: list[MetricDelta]) -> pd.DataFrame:
-    """One row per metric: both values in their units, the change, its interval and the verdict, in words."""
+def comparison_table(metrics: list[MetricDelta], unsound: bool = False) -> pd.DataFrame:
+    """One row per metric: both values in their units, the change, its interval and the verdict, in words. In an
+    unsound comparison no row is called a gain or a regression (the page says its changes are no evidence)."""
     def interval(m: MetricDelta) -> str:
         return fmt_interval(m.interval, m.scale) if m.interval else t("verify_no_interval")
+
+    def verdict(m: MetricDelta) -> str:
+        if unsound:
+            return verdict_text("not comparable")
+        return f"{VERDICT_ICON.get(m.verdict, '')} {verdict_text(m.verdict)}"
 
     columns = [t(k) for k in ("verify_metric", "verify_baseline", "verify_candidate", "verify_change",
                               "verify_interval", "verify_verdict")]
     return pd.DataFrame([[
         _label(m), fmt_value(m.baseline, m.unit), fmt_value(m.candidate, m.unit),
         fmt_relative(m.delta, m.scale), interval(m),
-        f"{VERDICT_ICON.get(m.verdict, '')} {verdict_text(m.verdict)}".strip(),
+        verdict(m).strip(),
     ] for m in metrics], columns=columns).set_index(columns[0])
 
 
@@ -228,14 +234,14 @@ def _headline(c: Comparison) -> str:
 
 def _verdict(c: Comparison, per_request: bool, logs: bool = False) -> None:
     box = {"gain confirmed": st.success, "regression": st.error, "unsound": st.error}.get(c.overall, st.info)
-    box(f"**{t('verify_overall')}: {verdict_text(c.overall)}** — {md_escape(_headline(c))}")
+    box(f"**{t('verify_overall')}: {verdict_text(c.overall)}** — {_headline(c)}")  # t() escaped its pieces
     if c.technique and c.technique in knowledge().techniques:
         expected = " ".join(knowledge().techniques[c.technique].expected_gain.seed.get(lang()).split())
         st.caption(t("verify_expected", text=expected))
     for note in c.refused_notes:  # these sentences quote model names and labels from the files
-        st.error(md_escape(note_text(note)), icon=":material/block:")
+        st.error(note_text(note), icon=":material/block:")  # t() escaped the words quoted from the files
     for note in c.warning_notes:
-        st.warning(md_escape(note_text(note)))
+        st.warning(note_text(note))
     if logs:
         st.caption(t("verify_basis_logs", tol=number(SUMMARY_TOLERANCE_PCT)))
         return
@@ -278,7 +284,7 @@ def stored_experiment(raw_id: str) -> None:
         f"{md_escape(when_text(entry.created_at))}")
     st.caption(t("verify_stored", base=entry.baseline_name, bd=entry.baseline_sha256[:12], cand=entry.candidate_name,
                  cd=entry.candidate_sha256[:12]))
-    static_table(comparison_table(stored_deltas(entry.metrics)))
+    static_table(comparison_table(stored_deltas(entry.metrics), unsound=entry.overall == "unsound"))
     if entry.note:
         st.markdown(f"**{t('verify_note')}:** {md_escape(entry.note)}")
     static_table(workload_table(entry.workload))
@@ -332,7 +338,8 @@ def verify_page(slo: Slo) -> None:
     c = compare_runs(b, c_, slo, technique, kb)  # few requests: compared, never refused for that alone
     session.VERIFY_VERDICT.set(c.overall)
     _verdict(c, b.has_requests and c_.has_requests)
-    static_table(comparison_table(c.metrics))  # every row shown: no inner scroll hides the last one
+    # every row shown: no inner scroll hides the last one
+    static_table(comparison_table(c.metrics, unsound=c.overall == "unsound"))
     if c.overall == "unsound":  # bars coloured as gains would contradict the verdict above
         st.info(t("verify_no_bars_unsound"), icon=":material/block:")
     else:
@@ -352,7 +359,7 @@ def _compare_logs(base: Picked, cand: Picked, technique: str | None) -> None:
     assert c is not None
     session.VERIFY_VERDICT.set(c.overall)
     _verdict(c, False, logs=True)
-    static_table(comparison_table(c.metrics))
+    static_table(comparison_table(c.metrics, unsound=c.overall == "unsound"))
     if c.overall == "unsound":
         st.info(t("verify_no_bars_unsound"), icon=":material/block:")
     else:

@@ -232,3 +232,14 @@ def test_latency_over_the_run_draws_tpot_on_its_own_axis():
     axis = {d["name"]: d.get("yaxis", "y") for d in spec["data"]}
     assert axis == {"TTFT": "y", "TPOT": "y2"}
     assert spec["layout"]["yaxis2"]["overlaying"] == "y" and spec["layout"]["yaxis2"]["rangemode"] == "tozero"
+
+
+def test_custom_slo_inputs_stop_at_a_day_as_the_cli():
+    """The sidebar's own TTFT / TPOT targets took any number: 1e300 s was accepted and the KPI card read a
+    300-digit 'vs SLO'. They stop at a day, the bound of the CLI's --ttft-slo / --tpot-slo."""
+    at = bench_page()
+    at.toggle(key="slo_custom").set_value(True).run()
+    assert not at.exception, at.exception
+    assert at.number_input(key="slo_ttft").max == at.number_input(key="slo_tpot").max == 86_400
+    out = run_triage("diagnose", str(SAMPLE), "--ttft-slo", "86401")
+    assert out.returncode == 2 and "out of range" in out.stderr

@@ -78,3 +78,35 @@ def test_a_scrape_pasted_on_live_is_diagnosed_and_kept_with_its_source_across_a_
         expect(page.get_by_role("radio", name="Two snapshots", exact=True)).to_be_checked()
         assert "source=snapshots" in page.url
         assert page.locator(".st-key-live_paste textarea").input_value() == text
+
+
+# Per chart of the pasted log: its width and whether its title and legend boxes overlap (by over 1 px).
+SERIES_LAYOUT_JS = """() => Array.from(document.querySelectorAll('.st-key-paste_series .js-plotly-plot')).map(gd => {
+  const t = gd.querySelector('.gtitle'), l = gd.querySelector('.legend');
+  const a = t && t.getBoundingClientRect(), b = l && l.getBoundingClientRect();
+  const overlap = !!(a && b) && a.left < b.right - 1 && b.left < a.right - 1 && a.top < b.bottom - 1
+    && b.top < a.bottom - 1;
+  const box = r => r && [r.top, r.bottom, r.left, r.right];
+  return {width: Math.round(gd.getBoundingClientRect().width), overlap, title: box(a), legend: box(b)}; })"""
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+def test_a_pasted_logs_charts_keep_their_width_and_legend_clear_of_the_title_at_1024_px(app_url, lang):
+    """Three columns at any width left each chart ~220 px beside the sidebar at 1024 px, and its legend, wrapped
+    to two lines, rose over the chart's title ('Requests' under 'running / waiting'); each now keeps 260 px."""
+    from playwright.sync_api import expect
+
+    with chromium_page() as page:
+        page.set_viewport_size({"width": 1024, "height": 900})
+        page.goto(f"{app_url}/benchmark?lang={lang}")
+        page.get_by_text({"en": "Or paste text", "zh": "或粘贴文本"}[lang]).click()
+        area = page.locator(".st-key-bench_paste textarea")
+        expect(area).to_be_visible(timeout=60000)
+        area.fill(LOG.read_text())
+        after_rerun(page, lambda: area.press("Control+Enter"))
+        # drawn: three charts, two with a legend (KV usage has one line and none)
+        page.wait_for_function("document.querySelectorAll('.st-key-paste_series .js-plotly-plot .legend').length"
+                               " === 2", timeout=30000)
+        script_finished(page)
+        charts = page.evaluate(SERIES_LAYOUT_JS)
+        assert len(charts) == 3 and all(c["width"] >= 255 and not c["overlap"] for c in charts), charts

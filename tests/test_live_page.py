@@ -347,3 +347,36 @@ def test_a_link_back_to_live_wins_over_the_session_choice():
     _away_and_back(at, {"source": "demo", "scenario": "healthy"})
     assert source(at).value == "demo"
     assert at.selectbox(key="live_scenario").value == "healthy"
+
+
+def test_an_absurd_snapshot_interval_is_refused_in_words_not_a_failed_page():
+    """'Seconds apart' took any number: 1e300 put the first snapshot before any date a chart can draw and the
+    page failed ('Something went wrong'). The input stops at an hour, as the CLI's --interval, and the core
+    refuses a larger value, whoever sends it, with one sentence."""
+    from triage.errors import TriageError
+    from triage.service.windows import parse_snapshot, parsed_snapshot_pair
+
+    at = live_page()
+    source(at).set_value("snapshots").run()
+    assert at.number_input(key="snap_interval").max == 3600
+    sim = Simulator("queueing", seed=1)
+    snap = parse_snapshot(sim.render().encode(), "a.txt")
+    sim.advance(60)
+    later = parse_snapshot(sim.render().encode(), "b.txt")
+    for bad in (1e300, 3600.5, float("inf"), 0.0):
+        with pytest.raises(TriageError, match=r"more than 0 and at most 3,600 s"):
+            parsed_snapshot_pair(snap, later, bad)
+    parsed_snapshot_pair(snap, later, 3600.0)
+
+
+def test_the_same_snapshot_twice_is_said():
+    """The same file as both snapshots read 0 req/s and 0 tok/s with no word why: the page now says the two are
+    one file, so only its gauges (running, waiting, KV usage) mean anything, and diagnoses those."""
+    text = Simulator("queueing", seed=1).render().encode()
+    at = live_page()
+    source(at).set_value("snapshots").run()
+    at.file_uploader(key="snap_before").upload("a.txt", text, "text/plain")
+    at.file_uploader(key="snap_after").upload("b.txt", text, "text/plain").run()
+    assert not at.exception, at.exception
+    assert any("the same file" in w.value and "b.txt" in w.value for w in at.warning), [w.value for w in at.warning]
+    assert at.metric  # the gauges are still diagnosed

@@ -128,3 +128,14 @@ def numbers(at) -> list[str]:
     at.session_state["mem_details"] = True  # the user opens "All numbers"
     at.run()
     return [v for tb in at.table for v in tb.value.iloc[:, 0]]
+
+
+def test_a_refused_value_is_quoted_as_typed():
+    """The refused value, the accepted ones and the one used are escaped once, by t(): escaped twice (as they
+    were) the warning read "gpu=rtx\\_9999" with a backslash the link never had."""
+    import re
+
+    at = open_page("pages/memory.py", gpu="rtx_9999")
+    assert not at.exception, at.exception
+    (said,) = [re.sub(r"\\([!-/:-@\[-`{-~])", r"\1", w.value) for w in at.warning]  # as the Markdown reads
+    assert "gpu=rtx_9999 is not accepted" in said and "\\" not in said, said

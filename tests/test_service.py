@@ -239,7 +239,7 @@ def test_snapshot_pair(kb):
     pair = snapshot_pair(before, sim.render().encode(), ("a.txt", "b.txt"), 120, clock=Clock(T0 + 120))
     assert pair.baseline is None and pair.label == "a.txt → b.txt"
     assert refresh(kb, pair, resolve_slo(kb)).live.readings.window_seconds == pytest.approx(120)
-    with pytest.raises(TriageError, match="positive"):
+    with pytest.raises(TriageError, match="more than 0"):
         snapshot_pair(before, before, ("a", "b"), 0)
     with pytest.raises(TriageError, match="not UTF-8") as exc:
         snapshot_pair(b"\xff\xfe", before, ("bad.bin", "b"), 60)

@@ -63,6 +63,8 @@ def test_different_workload_is_refused():
     table = static_tables(at)[0]
     assert all(v.endswith(("ms", " s", "%", "req/s", "tok/s", "/s")) or v == "—"
                for v in table["Baseline"].astype(str)), table["Baseline"].tolist()
+    # the changes are no evidence: no row is called a gain or a regression under "unsound"
+    assert set(table["Verdict"]) == {"not comparable"}, table["Verdict"].tolist()
 
 
 def test_waits_for_two_files():
@@ -113,3 +115,33 @@ def test_chart_legends_sit_above_the_plot_on_benchmark_and_verify():
         assert legends, "no chart with a legend drawn"
         for legend in legends:
             assert legend.get("yanchor") == "bottom" and legend.get("y", 0) >= 1, legend
+
+
+PUNCT = r"""\\([!-/:-@\[-`{-~])"""
+
+
+def _rendered(markdown: str) -> str:
+    """What a reader sees of Markdown source as far as escapes go: each backslash-escaped punctuation mark once."""
+    import re
+
+    return re.sub(PUNCT, r"\1", markdown)
+
+
+def test_notes_and_headline_read_without_stray_backslashes():
+    """Words quoted from the files (a definition's "ITL: …", "(e2e − ttft)/(out − 1)") and a change's interval
+    "[-5.1 %, -1.2 %]" are escaped once: escaped twice, the reader saw "ITL\\:" and "\\(e2e − ttft\\)"."""
+    from pathlib import Path
+
+    bench = Path(__file__).resolve().parent / "fixtures" / "bench"
+    at = page("pages/verify.py")
+    at.file_uploader(key="verify_base").upload("vllm_detailed.json", (bench / "vllm_detailed.json").read_bytes(),
+                                               "application/json")
+    at.file_uploader(key="verify_cand").upload("sglang_bench.jsonl", (bench / "sglang_bench.jsonl").read_bytes(),
+                                               "application/json").run()
+    assert not at.exception, at.exception
+    notes = [_rendered(x.value) for x in [*at.warning, *at.error]]
+    assert any("defined differently" in n for n in notes), notes
+    assert not [n for n in notes if "\\" in n], notes
+    at = upload_pair(page("pages/verify.py"), csv(ttft_base=0.4, seed=1), csv(ttft_base=0.2, seed=2))
+    (headline,) = [_rendered(x.value) for x in at.success]
+    assert "[" in headline and "\\" not in headline, headline

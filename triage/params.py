@@ -9,6 +9,8 @@ from collections.abc import Container
 MAX_PARAM_CHARS = 200
 ID_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:\-]{0,99}$")
 SQLITE_MAX_ID = 2**63 - 1
+MAX_SLO_S = 86_400.0  # an SLO in seconds: at most a day (CLI --ttft-slo / --tpot-slo, the sidebar's custom SLO)
+MAX_SCRAPE_INTERVAL_S = 3_600.0  # seconds between two /metrics snapshots (CLI --interval, Live)
 
 
 def int_param(raw: object, low: int, high: int) -> int | None:

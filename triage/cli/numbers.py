@@ -7,6 +7,7 @@ import math
 from collections.abc import Callable
 
 from triage.knowledge.units import plain
+from triage.params import MAX_SCRAPE_INTERVAL_S, MAX_SLO_S
 
 
 def real(low: float, high: float, *, low_open: bool = True) -> Callable[[str], float]:
@@ -42,8 +43,8 @@ def integer(low: int, high: int) -> Callable[[str], int]:
     return convert
 
 
-SECONDS = real(0, 86_400)             # an SLO or a duration in seconds: positive, at most a day
+SECONDS = real(0, MAX_SLO_S)          # an SLO or a duration in seconds: positive, at most a day
 TIMEOUT = real(0, 600)                # a network timeout
-INTERVAL = real(0, 3_600)             # seconds between two scrapes
+INTERVAL = real(0, MAX_SCRAPE_INTERVAL_S)  # seconds between two scrapes
 RUN_NUMBER = integer(1, 100_000)
 PARALLEL = integer(1, 1_024)          # TP / PP sizes

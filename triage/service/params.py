@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from triage.params import SQLITE_MAX_ID, int_param, shown_param
+from triage.params import MAX_SCRAPE_INTERVAL_S, MAX_SLO_S, SQLITE_MAX_ID, int_param, shown_param
 from triage.report.links import parse_live_link
 
-__all__ = ["SQLITE_MAX_ID", "int_param", "parse_live_link", "shown_param"]
+__all__ = ["MAX_SCRAPE_INTERVAL_S", "MAX_SLO_S", "SQLITE_MAX_ID", "int_param", "parse_live_link", "shown_param"]

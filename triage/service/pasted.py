@@ -11,6 +11,7 @@ import pandas as pd
 from triage.diagnosis.benchmark import diagnose_run
 from triage.diagnosis.roofline import Hardware
 from triage.diagnosis.rules import Diagnosis, Slo
+from triage.diagnosis.verdict import engine_id
 from triage.errors import TriageError
 from triage.knowledge.loader import KnowledgeBase
 from triage.sources import logs
@@ -32,6 +33,7 @@ class Pasted:
     label: str
     series: pd.DataFrame | None = None
     readings: list[LogReading] | None = None
+    engine: str | None = None      # the engine the text names (a log's, a scrape's metrics, a file's backend)
 
 
 def log_frame(log: LogSeries) -> pd.DataFrame:
@@ -53,7 +55,7 @@ def _log(kb: KnowledgeBase, data: bytes, fmt: logs.LogFormat, slo: Slo) -> Paste
         raise TriageError(f"nothing to diagnose: {found.live.diagnosis.empty}", where=PASTED)
     facts: dict[str, float | str] = {"stats": log.stats_lines, "minutes": log.span_s / 60, "skipped": log.skipped}
     return Pasted("log", log.title, facts, found.live.diagnosis, f"{PASTED} · {log.title}", log_frame(log),
-                  found.readings)
+                  found.readings, found.live.engine)
 
 
 def _scrape(kb: KnowledgeBase, data: bytes, slo: Slo, hardware: Hardware | None) -> Pasted:
@@ -66,7 +68,7 @@ def _scrape(kb: KnowledgeBase, data: bytes, slo: Slo, hardware: Hardware | None)
     if live.diagnosis.empty:
         raise TriageError(f"nothing to diagnose: {live.diagnosis.empty}", where=PASTED)
     facts: dict[str, float | str] = {"engine": window.engine.title, "implausible": len(window.implausible)}
-    return Pasted("scrape", "/metrics", facts, live.diagnosis, f"{PASTED} · /metrics")
+    return Pasted("scrape", "/metrics", facts, live.diagnosis, f"{PASTED} · /metrics", engine=live.engine)
 
 
 def _benchmark(kb: KnowledgeBase, data: bytes, slo: Slo, hardware: Hardware | None) -> Pasted:
@@ -78,7 +80,8 @@ def _benchmark(kb: KnowledgeBase, data: bytes, slo: Slo, hardware: Hardware | No
     if diag.empty:
         raise TriageError(f"nothing to diagnose: {diag.empty}", where=PASTED)
     facts: dict[str, float | str] = {"runs": len(bench.runs), "run": run.label}
-    return Pasted("benchmark", format_title(bench.format), facts, diag, f"{PASTED} · {run.label}")
+    return Pasted("benchmark", format_title(bench.format), facts, diag, f"{PASTED} · {run.label}",
+                  engine=engine_id(run.meta.get("backend"), kb))
 
 
 def read_pasted(kb: KnowledgeBase, text: str, slo: Slo, hardware: Hardware | None = None) -> Pasted:

@@ -13,6 +13,8 @@ from triage.bounded import MAX_METRICS_BYTES, MB
 from triage.diagnosis.window import window_signals
 from triage.errors import TriageError
 from triage.knowledge.loader import KnowledgeBase
+from triage.knowledge.units import plain
+from triage.params import MAX_SCRAPE_INTERVAL_S
 from triage.run import Run
 from triage.safe_text import redact_url
 from triage.sources.metrics.demo_feed import DemoFeed, shared_feed, warm
@@ -141,8 +143,11 @@ def parsed_snapshot_pair(before: Snapshot, after: Snapshot, interval: float, mat
 
 
 def _check_interval(interval: float) -> None:
-    if not interval > 0:
-        raise TriageError("the interval between the snapshots must be positive", key="interval")
+    """Positive and at most an hour (as the CLI's --interval): a larger one placed the first snapshot before
+    any date a chart can draw (1e300 s ago) and the page failed."""
+    if not 0 < interval <= MAX_SCRAPE_INTERVAL_S:
+        raise TriageError(f"the interval between the snapshots must be more than 0 and at most "
+                          f"{plain(MAX_SCRAPE_INTERVAL_S)} s (an hour)", key="interval")
 
 
 def prometheus_pair(profile: Profile | str, end: datetime | None, minutes: float, match: dict[str, str],
