@@ -341,3 +341,13 @@ def test_readings_from_columns_match_the_per_sample_formulas() -> None:
     assert found.get("decode_during_prefill_ratio", ratio) == ratio
     kv = [s.kv for s in samples if s.kv is not None]
     assert found["kv_full_share"] == len([v for v in kv if v >= 0.95]) / len(kv)
+
+
+@pytest.mark.parametrize(("name", "engine", "others"), [("vllm_v1_apiserver_kv_full.txt", "vllm", ("sglang", "tgi")),
+                                                        ("sglang_decode_kv_full.txt", "sglang", ("vllm", "tgi"))])
+def test_a_logs_first_action_is_for_the_engine_it_names(name: str, engine: str, others: tuple[str, ...]) -> None:
+    """The log names its engine: the terminal gives that engine's first action, not every engine's flags."""
+    out = run_triage("diagnose", REAL / name)
+    actions = [line for line in out.stdout.splitlines() if "first action:" in line]
+    assert out.returncode == 0 and actions, out.stdout
+    assert all(f"{engine} --" in a and not any(f"{o} --" in a for o in others) for a in actions), actions

@@ -19,6 +19,7 @@ from triage.cli.log_output import (
 from triage.cli.text_input import read_source
 from triage.diagnosis.roofline import Hardware
 from triage.diagnosis.rules import resolve_slo
+from triage.diagnosis.verdict import engine_id
 from triage.errors import TriageError
 from triage.knowledge.loader import DEFAULT_TREE_DIR, load_knowledge
 from triage.knowledge.messages import message_text
@@ -61,7 +62,7 @@ def _diagnose_live(kb, args: argparse.Namespace) -> int:
     else:
         header = [f"source: {label} (engine {live.engine}, window {fmt_value(live.readings.window_seconds, 's')})",
                   *live.readings.errors]
-        print(diagnosis_text(kb, live.diagnosis, header))
+        print(diagnosis_text(kb, live.diagnosis, header, engine=live.engine))
     return 0
 
 
@@ -212,7 +213,7 @@ def cmd_diagnose(args: argparse.Namespace) -> int:
         print(json.dumps(out, ensure_ascii=False, indent=2))
     else:
         header = [f"source: {bench.source} ({bench.format}), run {number} of {len(bench.runs)}: {run.label}"]
-        print(diagnosis_text(kb, diag, header + bench.notes))
+        print(diagnosis_text(kb, diag, header + bench.notes, engine=engine_id(run.meta.get("backend"), kb)))
     return 0
 
 

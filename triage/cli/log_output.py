@@ -65,7 +65,7 @@ def print_scrape_diagnosis(kb, args: argparse.Namespace, window, live) -> int:
         return 0
     header = [f"source: {name} (one /metrics scrape, engine {live.engine})",
               f"window: {SINCE_START}; {uptime_text(window)}", *live.readings.errors]
-    print(diagnosis_text(kb, live.diagnosis, header, blind="one scrape"))
+    print(diagnosis_text(kb, live.diagnosis, header, blind="one scrape", engine=live.engine))
     return 0
 
 
@@ -78,7 +78,7 @@ def print_log_diagnosis(kb, args: argparse.Namespace, found: LogDiagnosis) -> in
         print(json.dumps(out, ensure_ascii=False, indent=2))
         return 0
     header = [f"source: {name} ({found.log.summary()}), window: the log's span"]
-    text = diagnosis_text(kb, found.live.diagnosis, header, blind=BLIND)
+    text = diagnosis_text(kb, found.live.diagnosis, header, blind=BLIND, engine=found.live.engine)
     lines = [text, "", "From the log's own numbers:"] + [f"  · {r.text}" for r in found.readings]
     if not found.readings:
         lines.append("  (nothing beyond the signals above)")

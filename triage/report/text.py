@@ -53,7 +53,7 @@ def _symptoms(kb: KnowledgeBase, diag: Diagnosis, lang: str, blind: str) -> list
     return lines
 
 
-def _findings(kb: KnowledgeBase, diag: Diagnosis, lang: str, blind: str) -> list[str]:
+def _findings(kb: KnowledgeBase, diag: Diagnosis, lang: str, blind: str, engine: str | None = None) -> list[str]:
     if not diag.findings:
         if any(c.present for c in diag.symptoms):
             return ["A symptom is present, but no cause could be pinned down from this source: the evidence its "
@@ -74,7 +74,7 @@ def _findings(kb: KnowledgeBase, diag: Diagnosis, lang: str, blind: str) -> list
                   for e in f.evidence if e.holds is not None]
         if f.not_measurable:
             lines.append(f"    not measurable from {blind}: {', '.join(f.not_measurable)}")
-        actions = first_actions(kb, f.cause, None, diag.signals)
+        actions = first_actions(kb, f.cause, engine, diag.signals)
         if actions:
             lines.append("    first action: " + " · ".join(f"{a.engine} {a.command}" for a in actions)
                          + (" (client side)" if actions[0].client else " (cluster side)" if actions[0].cluster else ""))
@@ -88,11 +88,12 @@ def _findings(kb: KnowledgeBase, diag: Diagnosis, lang: str, blind: str) -> list
 
 
 def diagnosis_text(kb: KnowledgeBase, diag: Diagnosis, header: list[str], lang: str = "en",
-                   blind: str = "this source") -> str:
-    """The diagnosis for a terminal; ``blind`` names the source in "not measurable from …" ("a log")."""
+                   blind: str = "this source", engine: str | None = None) -> str:
+    """The diagnosis for a terminal; ``blind`` names the source in "not measurable from …" ("a log"); ``engine``:
+    the serving engine the data names (its first action only), None for every engine's."""
     slo = diag.slo.values
     lines = [*header, f"SLO: {diag.slo.name} — TTFT p99 ≤ {slo['ttft_p99_s']} s, TPOT p99 ≤ {slo['tpot_p99_s']} s", ""]
-    lines += _symptoms(kb, diag, lang, blind) + [""] + _findings(kb, diag, lang, blind)
+    lines += _symptoms(kb, diag, lang, blind) + [""] + _findings(kb, diag, lang, blind, engine)
     if diag.notes:
         lines += ["", "Notes (evidence without a symptom, not findings): "
                   + ", ".join(f.cause for f in diag.notes)]
