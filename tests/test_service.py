@@ -305,7 +305,8 @@ def test_ingest_parses_each_content_once_and_keeps_what_loaded():
     assert uploads.ingest([FakeUpload("2", "a.csv", GOOD)], cache)[0] == ["a.csv"] and cache.parsed == ["a.csv"]
     # a bad file: a message; what loaded stays, and stays viewed
     assert uploads.ingest([FakeUpload("3", "bad.json", BAD)], cache) == ([], ["bad.json"])
-    assert uploads.refused({"3"})[0][0] == "bad.json" and "bad.json" in uploads.refused({"3"})[0][1]
+    name, reason = uploads.refused({"3"})[0]  # shown as "Could not read {name}: {reason}": the name once
+    assert name == "bad.json" and reason and "bad.json" not in reason
     assert uploads.viewed == digest and list(uploads.loaded(cache)) == [digest]
     assert uploads.fresh([FakeUpload("3", "bad.json", BAD)]) == [], "a refused upload is not parsed again"
 
@@ -411,3 +412,10 @@ def test_a_session_keeps_scrape_buffers_for_its_last_few_urls_only():
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_an_error_line_for_a_named_file_names_it_once():
+    err = TriageError("not UTF-8 text", where="binary.json", key="line 3")
+    assert err.line() == "binary.json: line 3: not UTF-8 text"
+    assert err.line_for("binary.json") == "line 3: not UTF-8 text"
+    assert err.line_for("other.json") == err.line()

@@ -23,6 +23,12 @@ class TriageError(Exception):
         parts = [p for p in (self.where, self.key, self.reason) if p]
         return ": ".join(parts)
 
+    def line_for(self, name: str) -> str:
+        """``line()`` for a reader already told ``name`` ("Could not read {name}: …"): without ``where`` when it is
+        that name, so the file is not named twice."""
+        parts = [p for p in (self.where if self.where != name else "", self.key, self.reason) if p]
+        return ": ".join(parts)
+
 
 class UnknownFormat(TriageError):
     """Input read whole that matches none of the formats tried: a caller with more formats to try (server logs,

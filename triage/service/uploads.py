@@ -156,7 +156,7 @@ class Uploads:
             try:
                 digest, bench = cache.parse(upload.getvalue(), upload.name)
             except TriageError as exc:  # the error is kept by upload id: the bytes are not needed to show it
-                self.errors[upload.file_id] = (upload.name, exc.line())
+                self.errors[upload.file_id] = (upload.name, exc.line_for(upload.name))
                 bad.append(upload.name)
                 continue
             finally:
@@ -266,7 +266,7 @@ class SingleUploads:
             if digest not in cache:
                 raise TriageError(_too_large(cache), where=upload.name)
         except TriageError as exc:
-            self.refused[key] = (file_id, Refused(upload.name, exc.line()))
+            self.refused[key] = (file_id, Refused(upload.name, exc.line_for(upload.name)))
             return self.refused[key][1]
         self.held[key] = Held(file_id, upload.name, digest, whole)
         return self.held[key], value
