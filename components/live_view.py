@@ -17,7 +17,7 @@ from components.chart_style import LEGEND_ABOVE, show
 from components.evidence import diagnosis_panel
 from components.shell import knowledge, lang, t
 from components.verdict import verdict_block
-from triage.service.display import fmt_delta, fmt_value, md_escape, signed
+from triage.service.display import fmt_delta, fmt_value, md_escape, signed, time_axis
 from triage.service.knowledge import Panel, Text, line_points, message_text
 from triage.service.live import LiveResult, evidence_group, refresh
 from triage.service.model import SignalDelta, Slo, TriageError
@@ -88,17 +88,18 @@ def _change(d: SignalDelta) -> str:
 
 
 def _panel_figure(panel: Panel, result: LiveResult) -> go.Figure | None:
-    fig = go.Figure()
-    for line in panel.lines:
-        points = line_points(line, result.series)
-        if points:
-            fig.add_trace(go.Scatter(x=[datetime.fromtimestamp(p.t) for p in points], y=[p.value for p in points],
-                                     mode="lines", name=line.label))
-    if not fig.data:
+    drawn = [(line.label, points) for line in panel.lines if (points := line_points(line, result.series))]
+    if not drawn:
         return None
+    # a latency axis in ms under a second, else s, as its card and every number on the page
+    factor, unit = time_axis(max(abs(p.value) for _, points in drawn for p in points), panel.unit)
+    fig = go.Figure()
+    for label, points in drawn:
+        fig.add_trace(go.Scatter(x=[datetime.fromtimestamp(p.t) for p in points],
+                                 y=[p.value * factor for p in points], mode="lines", name=label))
     # plotly picks distinct time ticks for the span (a fixed "%H:%M" repeated one minute under 20 s ticks);
     # counts, rates, latencies and usage are drawn from zero so a small wobble does not look like a cliff
-    fig.update_layout(height=240, margin=dict(l=10, r=10, t=10, b=10), yaxis_title=panel.unit,
+    fig.update_layout(height=240, margin=dict(l=10, r=10, t=10, b=10), yaxis_title=unit,
                       legend=LEGEND_ABOVE, xaxis=dict(nticks=6),
                       yaxis=dict(rangemode="tozero"))
     return fig

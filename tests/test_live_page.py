@@ -380,3 +380,18 @@ def test_the_same_snapshot_twice_is_said():
     assert not at.exception, at.exception
     assert any("the same file" in w.value and "b.txt" in w.value for w in at.warning), [w.value for w in at.warning]
     assert at.metric  # the gauges are still diagnosed
+
+
+def test_a_latency_panel_is_in_ms_under_a_second_and_in_s_above():
+    """The TTFT panel's axis follows the one formatter's rule, as its card does: the queueing demo's TTFT is
+    seconds long, so its axis reads s (it read "20k" ms beside a card of "19.3 s"), a sub-second one ms."""
+    at = live_page()
+    spec = json.loads(next(c for c in at.get("plotly_chart") if c.key == "panel:ttft").proto.spec)
+    title = spec["layout"]["yaxis"]["title"]["text"]
+    peak = max(max(trace["y"]) for trace in spec["data"])
+    assert (title, peak >= 1) == ("s", True), (title, peak)
+    at.session_state["live_scenario"] = "healthy"
+    at = open_tab(at.run(), "Time to first token")
+    spec = json.loads(next(c for c in at.get("plotly_chart") if c.key == "panel:ttft").proto.spec)
+    title = spec["layout"]["yaxis"]["title"]["text"]
+    assert title == "ms" and max(max(trace["y"]) for trace in spec["data"]) < 1000

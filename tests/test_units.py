@@ -164,3 +164,11 @@ def test_benchmark_page_kpis(kb, _fresh_cache):
     seen = _metric_texts(at, kb, kb.kpis.benchmark)
     assert len(seen) >= 10 and not any(SCI.search(s) for s in seen)
     assert any("vs SLO" in s for s in seen)
+
+
+def test_a_time_axis_is_in_ms_under_a_second_and_in_s_above():
+    from triage.knowledge.units import time_axis
+
+    assert time_axis(19_300, "ms") == (0.001, "s") and time_axis(850, "ms") == (1.0, "ms")
+    assert time_axis(2.5, "s") == (1.0, "s") and time_axis(0.2, "s") == (1000.0, "ms")
+    assert time_axis(0, "ms") == (1.0, "ms") and time_axis(5, "%") == (1.0, "%")

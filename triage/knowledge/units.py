@@ -65,6 +65,17 @@ def display(value: float, unit: str) -> Display:
     return Display(1.0, suffix, _decimals(value), delta_suffix)
 
 
+def time_axis(peak: float, unit: str) -> tuple[float, str]:
+    """(factor, unit) for a chart axis of times given in ``unit`` ("s" or "ms") whose largest value is ``peak``:
+    the values times ``factor`` are in ms under a second, else in s, the rule every number here follows (a TTFT
+    axis of "20k" ms beside a card of "19.3 s" reads as two scales). Any other unit is kept as it is."""
+    if unit not in ("s", "ms"):
+        return 1.0, unit
+    to_s = 0.001 if unit == "ms" else 1.0
+    shown = display(abs(peak) * to_s, "s")
+    return to_s * shown.factor, shown.suffix.strip()
+
+
 def fmt_value(value: float | bool | None, unit: str = "", missing: str = MISSING) -> str:
     """One value in its unit: ``24.8 ms``, ``2.3 s``, ``93.4 %``, ``2.16×``, ``1,520 tok/s``, ``yes``."""
     if value is None:

@@ -19,9 +19,10 @@ from triage.knowledge.units import (
     plain,
     signed,
     signed_count,
+    time_axis,
 )
 from triage.safe_text import install_log_redaction, md_escape, redact_url
 
 __all__ = ["count", "fmt_against", "fmt_delta", "fmt_interval", "fmt_relative", "fmt_value", "gib",
            "install_log_redaction", "kib", "md_escape", "ms", "number", "percent", "plain", "redact_url", "signed",
-           "signed_count"]
+           "signed_count", "time_axis"]
