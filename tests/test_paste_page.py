@@ -116,3 +116,14 @@ def test_the_logs_own_readings_are_named_in_the_readers_language():
         table = static_tables(at)[0]  # the readings, above the findings
         rows = list(table.index)
         assert label in rows and not [r for r in rows if re.fullmatch(r"[a-z_]+", r)], rows
+
+
+def test_the_logs_own_readings_have_no_english_unit():
+    """A reading's unit is printed as it is on the 中文 page too: only symbols and the formatter's units (the
+    out-of-memory count read "3 lines")."""
+    import re
+
+    units = set()
+    for path in (ROOT / "triage" / "sources" / "logs").glob("*.py"):
+        units |= set(re.findall(r'LogReading\(\s*"[a-z_]+",\s*[^"\n]+?,\s*"([^"]*)"', path.read_text(encoding="utf-8")))
+    assert units and units <= {"", "req", "tok/s", "s", "fraction", "ratio"}, units

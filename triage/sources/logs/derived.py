@@ -161,7 +161,7 @@ def retractions(log: LogSeries) -> list[LogReading]:
                               f"{log.retractions:g} requests retracted because the KV cache pool was full (SGLang's "
                               "preemption: their KV is dropped and recomputed)"))
     if log.oom_lines:
-        out.append(LogReading("out_of_memory_lines", log.oom_lines, "lines",
+        out.append(LogReading("out_of_memory_lines", log.oom_lines, "",
                               f"{log.oom_lines} out-of-memory line(s) (CUDA out of memory / OutOfMemoryError)"))
     return out
 
