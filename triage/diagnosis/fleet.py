@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from triage.diagnosis.batch_cap import RUNNING, SERIES_POINTS, WAITING, put_running_cap, queued, series_samples
+from triage.diagnosis.batch_cap import RUNNING, SERIES_POINTS, WAITING, put_plateau, queued
 from triage.diagnosis.fleet_signals import Replica, fleet_signals
 from triage.diagnosis.roofline import Hardware
 from triage.diagnosis.rules import Diagnosis, Slo, diagnose
@@ -31,6 +31,7 @@ from triage.knowledge.recipes import recipe_needs, recipe_signals
 from triage.knowledge.replicas import duration_text, record_name, replica_labels, target_labels
 from triage.sources.metrics.prometheus_fleet import FleetWindow, GroupKey, Recorded
 from triage.sources.readings import Readings
+from triage.sources.running_plateau import queued_plateau
 
 
 @dataclass
@@ -145,14 +146,15 @@ def _rows(kb: KnowledgeBase, window: FleetWindow, slo: Slo, hardware: Hardware |
 
 
 def _put_running_caps(kb: KnowledgeBase, window: FleetWindow, signals: dict[GroupKey, SignalSet]) -> None:
-    """Each replica's ``running_cap`` as a single window of it reads it (diagnosis/batch_cap.py): the running and
-    waiting series of the replicas where requests waited, one grouped range query per series for all of them."""
+    """Each replica's ``running_cap`` as a single window of it reads it (diagnosis/batch_cap.py), for the replicas
+    where requests waited: their running series at the times requests waited, one range query for all of them
+    (Prometheus pairs the running and waiting series and sends only those points)."""
     keys = [key for key, out in signals.items() if queued(out)]
     if not keys:
         return
-    series = window.series_groups([RUNNING, WAITING], SERIES_POINTS, keys)
+    running = window.both_above_zero(RUNNING, WAITING, SERIES_POINTS, keys)
     for key in keys:
-        put_running_cap(kb, signals[key], window, groups=[series_samples(series[key])])
+        put_plateau(kb, signals[key], queued_plateau(running[key]))
 
 
 def _from_raw(kb: KnowledgeBase, window: FleetWindow, slo: Slo, hardware: Hardware | None) -> list[FleetRow]:
