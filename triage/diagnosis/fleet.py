@@ -205,10 +205,10 @@ def _from_recorded(kb: KnowledgeBase, window: FleetWindow, slo: Slo, hardware: H
     later, info = set(later_needs(kb)), set(info_needs(kb))
     _read_more(at_eval, [n for n in needs if n not in later and n not in info], groups, keys)
     _read_later(kb, at_eval, groups, keys, [n for n in needs if n in later])
-    def source(signal: str) -> Msg:
-        return Msg("server.recorded", series=record_name(signal, found.window), at=f"{found.at:%H:%M:%S}")
-
-    outs: dict[GroupKey, SignalSet] = {key: RecordedSignals(found.groups[key], source) for key in keys}
+    at = f"{found.at:%H:%M:%S}"  # one (frozen) message per signal, shared by every row: 200 rows put ~5,000
+    sources = {signal: Msg("server.recorded", series=record_name(signal, found.window), at=at)
+               for signal in found.signals}
+    outs: dict[GroupKey, SignalSet] = {key: RecordedSignals(found.groups[key], sources.__getitem__) for key in keys}
     rows = _rows(kb, at_eval, slo, hardware, {key: groups[key] for key in keys}, outs)
     read = FleetRead("recorded", found.at, rules, signals=found.signals,
                      raw_needs=[f"{n.kind}:{n.key}" + (f":{n.q:g}" if n.q is not None else "") for n in needs])
