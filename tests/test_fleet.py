@@ -81,6 +81,37 @@ def test_a_replica_pinned_at_its_cap_gets_the_cap_and_the_action_live_gives(kb, 
     assert healthy.signals.get("running_cap") is None  # no queue: no cap read, as on Live
 
 
+def test_running_while_waiting_is_one_narrowed_query_with_the_live_points(fleet_history):
+    """both_above_zero: one range query narrowed to the groups asked (others get nothing), and each group's points
+    are the running points of its single window's series at the times both it and the waiting one were above 0."""
+    from datetime import timedelta
+
+    from triage.diagnosis.batch_cap import RUNNING, SERIES_POINTS, WAITING, series_samples
+    from triage.sources.metrics.prometheus_fleet import FleetWindow
+    from triage.sources.metrics.prometheus_window import PrometheusWindow
+
+    stop, start = fleet_history.stop, fleet_history.stop - timedelta(minutes=15)
+    fleet = FleetWindow(fleet_history.server.url, start, stop, by=["instance"])
+    sent: list[str] = []
+    original = fleet._range
+    fleet._range = lambda q, *span: (sent.append(q), original(q, *span))[1]  # type: ignore[method-assign]
+    asked = [(("instance", "queueing"),), (("instance", "healthy"),), (("instance", "kv_pressure"),)]
+    got = fleet.both_above_zero(RUNNING, WAITING, SERIES_POINTS, asked)
+    assert len(sent) == 1 and 'instance=~"healthy|kv_pressure|queueing"' in sent[0] and list(got) == asked
+    for key in asked:
+        live = PrometheusWindow(fleet_history.server.url, start, stop, match=dict(key))
+        samples = series_samples(live.series([RUNNING, WAITING], SERIES_POINTS))
+        assert got[key] == [r for r, w in samples if r > 0 and w > 0]
+    assert len(got[(("instance", "queueing"),)]) >= 3  # the queueing replica waited: there is something to compare
+
+
+def test_a_selector_narrowed_to_label_values_escapes_them():
+    from triage.sources.metrics.snapshot_window import selector
+
+    assert selector("m", {"job": "a"}, {"pod": ["x.1", 'q"r', "x.1"]}) == 'm{job="a",pod=~"q\\"r|x\\\\.1"}'
+    assert selector("m", {}) == "m" and selector("m", {}, {"pod": ["p"]}) == 'm{pod=~"p"}'
+
+
 def test_two_labels_and_a_match(fleet_history):
     done = cli("--prometheus", fleet_history.server.url, "--end", fleet_history.stop.isoformat(), "--by", "instance",
                "--by", "engine", "--match", 'model_name="meta-llama/Llama-3.1-8B-Instruct"', "--json")

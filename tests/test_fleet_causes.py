@@ -86,6 +86,26 @@ def test_peer_ratio_against_the_others_median_of_the_same_model(kb):
     assert two["replica_ttft_p99_over_median"] == pytest.approx(4.0)  # two replicas: the other one is the median
 
 
+def test_each_peer_median_is_the_median_of_the_others_values(kb):
+    """The peer medians come from one sorted pool per model with the replica's own value taken out: each equals
+    statistics.median over the other replicas of its model (over every other replica when it has no model label),
+    with ties, even and odd counts, a replica alone with its model, and one measuring nothing."""
+    from statistics import median
+
+    from triage.diagnosis.fleet_signals import _peer_ratios
+
+    rates = [("a", "m1", 2.0), ("b", "m1", 2.0), ("c", "m1", 5.0), ("d", "m1", 1.0), ("e", "m2", 3.0),
+             ("f", None, 4.0), ("g", None, 2.0), ("h", "m3", 7.0), ("i", "m1", None)]
+    fleet = [replica(kb, name, model, **({"req_per_s": v} if v is not None else {})) for name, model, v in rates]
+    got = {r.labels["instance"]: pr for r in fleet if (pr := _peer_ratios(fleet, "req_per_s").get(id(r)))}
+    want = {}
+    for name, model, v in rates:
+        peers = [pv for other, om, pv in rates if other != name and pv is not None and (model is None or om == model)]
+        if v is not None and peers and median(peers) > 0:
+            want[name] = (v / median(peers), median(peers), len(peers))
+    assert got == want and set(got) == {"a", "b", "c", "d", "f", "g"}  # e and h are alone with their model
+
+
 def test_a_replica_with_too_little_traffic_is_no_straggler(kb):
     """A p99 over a handful of requests is noise: replicas finishing under the guard's 0.1 requests/s are left out of
     the peer comparison (and out of the median), in Python and in the rule export's PromQL."""

@@ -15,7 +15,7 @@ from triage.knowledge.loader import KnowledgeBase
 from triage.knowledge.messages import Msg
 from triage.knowledge.needs import Need, SeriesPoint
 from triage.sources.readings import MetricWindow
-from triage.sources.running_plateau import Samples, plateau
+from triage.sources.running_plateau import Plateau, Samples, plateau
 
 SERIES_POINTS = 240
 RUNNING = Need("gauge_mean", "running")
@@ -48,6 +48,10 @@ def put_running_cap(kb: KnowledgeBase, out: SignalSet, window: MetricWindow,
         return
     if groups is None:
         groups = [series_samples(window.series([RUNNING, WAITING], SERIES_POINTS))]
-    found = next((p for g in groups if (p := plateau(g)) is not None), None)
+    put_plateau(kb, out, next((p for g in groups if (p := plateau(g)) is not None), None))
+
+
+def put_plateau(kb: KnowledgeBase, out: SignalSet, found: Plateau | None) -> None:
+    """Record a running plateau found as ``running_cap`` (nothing when none was)."""
     if found is not None:
         out.put(kb, "running_cap", found.cap, Msg("server.running_plateau", held=found.held, queued=found.queued))

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from triage.diagnosis.batch_cap import RUNNING, SERIES_POINTS, WAITING, put_running_cap, queued, series_samples
+from triage.diagnosis.batch_cap import RUNNING, SERIES_POINTS, WAITING, put_plateau, queued
 from triage.diagnosis.fleet_signals import Replica, fleet_signals
 from triage.diagnosis.roofline import Hardware
 from triage.diagnosis.rules import Diagnosis, Slo, diagnose
@@ -31,6 +31,7 @@ from triage.knowledge.recipes import recipe_needs, recipe_signals
 from triage.knowledge.replicas import duration_text, record_name, replica_labels, target_labels
 from triage.sources.metrics.prometheus_fleet import FleetWindow, GroupKey, Recorded
 from triage.sources.readings import Readings
+from triage.sources.running_plateau import queued_plateau
 
 
 @dataclass
@@ -145,14 +146,15 @@ def _rows(kb: KnowledgeBase, window: FleetWindow, slo: Slo, hardware: Hardware |
 
 
 def _put_running_caps(kb: KnowledgeBase, window: FleetWindow, signals: dict[GroupKey, SignalSet]) -> None:
-    """Each replica's ``running_cap`` as a single window of it reads it (diagnosis/batch_cap.py): the running and
-    waiting series of the replicas where requests waited, one grouped range query per series for all of them."""
+    """Each replica's ``running_cap`` as a single window of it reads it (diagnosis/batch_cap.py), for the replicas
+    where requests waited: their running series at the times requests waited, one range query for all of them
+    (Prometheus pairs the running and waiting series and sends only those points)."""
     keys = [key for key, out in signals.items() if queued(out)]
     if not keys:
         return
-    series = window.series_groups([RUNNING, WAITING], SERIES_POINTS, keys)
+    running = window.both_above_zero(RUNNING, WAITING, SERIES_POINTS, keys)
     for key in keys:
-        put_running_cap(kb, signals[key], window, groups=[series_samples(series[key])])
+        put_plateau(kb, signals[key], queued_plateau(running[key]))
 
 
 def _from_raw(kb: KnowledgeBase, window: FleetWindow, slo: Slo, hardware: Hardware | None) -> list[FleetRow]:
@@ -203,10 +205,10 @@ def _from_recorded(kb: KnowledgeBase, window: FleetWindow, slo: Slo, hardware: H
     later, info = set(later_needs(kb)), set(info_needs(kb))
     _read_more(at_eval, [n for n in needs if n not in later and n not in info], groups, keys)
     _read_later(kb, at_eval, groups, keys, [n for n in needs if n in later])
-    def source(signal: str) -> Msg:
-        return Msg("server.recorded", series=record_name(signal, found.window), at=f"{found.at:%H:%M:%S}")
-
-    outs: dict[GroupKey, SignalSet] = {key: RecordedSignals(found.groups[key], source) for key in keys}
+    at = f"{found.at:%H:%M:%S}"  # one (frozen) message per signal, shared by every row: 200 rows put ~5,000
+    sources = {signal: Msg("server.recorded", series=record_name(signal, found.window), at=at)
+               for signal in found.signals}
+    outs: dict[GroupKey, SignalSet] = {key: RecordedSignals(found.groups[key], sources.__getitem__) for key in keys}
     rows = _rows(kb, at_eval, slo, hardware, {key: groups[key] for key in keys}, outs)
     read = FleetRead("recorded", found.at, rules, signals=found.signals,
                      raw_needs=[f"{n.kind}:{n.key}" + (f":{n.q:g}" if n.q is not None else "") for n in needs])

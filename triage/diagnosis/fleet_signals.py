@@ -6,7 +6,9 @@ fleet, and a spread or a share over it would read as an even, healthy one."""
 
 from __future__ import annotations
 
+import math
 import operator
+from bisect import bisect_left
 from collections.abc import Sequence
 from dataclasses import dataclass
 from statistics import median
@@ -133,32 +135,66 @@ def _with_traffic(replicas: Sequence[Replica], spec: PeerRatio) -> list[Replica]
     return [r for r in replicas if (v := _value(r, guard.signal)) is not None and v >= guard.min]
 
 
+def _median_without(pool: list[float], i: int) -> float | None:
+    """``statistics.median`` of the sorted ``pool`` without its ``i``-th value (None when nothing is left)."""
+    n = len(pool) - 1
+    if n < 1:
+        return None
+    half = n // 2
+    def at(j: int) -> float:
+        return pool[j if j < i else j + 1]
+    return at(half) if n % 2 else (at(half - 1) + at(half)) / 2
+
+
+def _peer_ratios(replicas: Sequence[Replica], name: str) -> dict[int, tuple[float, float, int]]:
+    """``_peer_ratio`` of every replica measuring ``name`` (by id), with its peers' count, from one sorted pool of
+    values per model instead of a scan of the fleet per replica (200 replicas: 160,000 signal look-ups)."""
+    measured = _measured(replicas, name)
+    if not all(math.isfinite(v) for _, v in measured):  # (put refuses them) an order-free pool needs numbers
+        return {id(r): (*pr, len(_peers(replicas, r, name))) for r, _ in measured
+                if (pr := _peer_ratio(replicas, r, name)) is not None}
+    pools: dict[str | None, list[float]] = {None: [v for _, v in measured]}
+    for r, v in measured:
+        if (model := r.labels.get(PEER_LABEL)) is not None:
+            pools.setdefault(model, []).append(v)
+    for pool in pools.values():
+        pool.sort()
+    out = {}
+    for r, v in measured:
+        pool = pools[r.labels.get(PEER_LABEL)]
+        mid = _median_without(pool, bisect_left(pool, v))
+        if mid is not None and mid > 0:
+            out[id(r)] = (v / mid, mid, len(pool) - 1)
+    return out
+
+
 def _straggler(replicas: Sequence[Replica], spec: PeerRatio) -> tuple[float, Msg | None]:
     """The peer ratio of ``spec.signal``: the largest over replicas, or at the replica furthest above its peers on
     any of ``spec.at``; with a guard, over the replicas with enough traffic only."""
     replicas = _with_traffic(replicas, spec)
+    ratios = {name: _peer_ratios(replicas, name) for name in (spec.signal, *spec.at)}
     if not spec.at:
-        found = [(r, pr) for r in replicas if (pr := _peer_ratio(replicas, r, spec.signal)) is not None]
+        found = [(r, pr) for r in replicas if (pr := ratios[spec.signal].get(id(r))) is not None]
         if not found:
             return float("nan"), None
-        r, (ratio, mid) = max(found, key=lambda x: x[1][0])
-        return ratio, Msg("fleet.straggler", s=spec.signal, who=who(r.labels), v=_num(ratio * mid),
-                          n=len(_peers(replicas, r, spec.signal)), m=_num(mid))
+        r, (ratio, mid, peers) = max(found, key=lambda x: x[1][0])
+        return ratio, Msg("fleet.straggler", s=spec.signal, who=who(r.labels), v=_num(ratio * mid), n=peers,
+                          m=_num(mid))
     worst: tuple[float, Replica, str] | None = None
     for r in replicas:
         for name in spec.at:
-            pr = _peer_ratio(replicas, r, name)
+            pr = ratios[name].get(id(r))
             if pr is not None and (worst is None or pr[0] > worst[0]):
                 worst = (pr[0], r, name)
     if worst is None:
         return float("nan"), None
     _, r, name = worst
-    pr = _peer_ratio(replicas, r, spec.signal)
-    if pr is None:
+    found_pr = ratios[spec.signal].get(id(r))
+    if found_pr is None:
         return float("nan"), None
-    ratio, mid = pr
+    ratio, mid, peers = found_pr
     return ratio, Msg("fleet.straggler_at", s=spec.signal, who=who(r.labels), v=_num(ratio * mid), at=name,
-                      n=len(_peers(replicas, r, spec.signal)), m=_num(mid))
+                      n=peers, m=_num(mid))
 
 
 def compute(recipe: FleetRecipe, replicas: Sequence[Replica]) -> tuple[float, Msg | None]:

@@ -6,6 +6,7 @@ the verdict's ``running_cap`` (diagnosis/batch_cap.py) call ``plateau`` on the s
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -39,7 +40,13 @@ def plateau(samples: Samples) -> Plateau | None:
     holds (within AT_PEAK) in at least PLATEAU_SHARE of them; None when the running count moves."""
     pairs = np.asarray(samples, dtype=np.float64).reshape(-1, 2)
     running, waiting = pairs[:, 0], pairs[:, 1]
-    queued = running[queued_rows(running, waiting)]
+    return queued_plateau(running[queued_rows(running, waiting)])
+
+
+def queued_plateau(running: Sequence[float] | np.ndarray) -> Plateau | None:
+    """``plateau`` from the running counts of its queued rows only (e.g. kept by Prometheus, which compared the
+    series)."""
+    queued = np.asarray(running, dtype=np.float64)
     if len(queued) < MIN_QUEUED:
         return None
     peak = float(queued.max())

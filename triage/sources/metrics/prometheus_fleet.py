@@ -18,7 +18,6 @@ from triage.sources.metrics.prometheus_window import (
     PrometheusWindow,
     Query,
     QueryFailed,
-    _points,
     bucket_pairs,
     buckets_promql,
     promql,
@@ -222,29 +221,32 @@ class FleetWindow(PrometheusWindow):
                         shifted._per_group(plan, results[len(texts):], keys))
 
     def series(self, needs: list[Need], points: int = 60) -> dict[Need, list[SeriesPoint]]:
-        raise TriageError("a fleet window has no time series of its own; read them per group (series_groups)")
+        raise TriageError("a fleet window has no time series of its own (both_above_zero reads some per group)")
 
-    def series_groups(self, needs: list[Need], points: int = 60,
-                      groups: list[GroupKey] | None = None) -> dict[GroupKey, dict[Need, list[SeriesPoint]]]:
-        """Range queries grouped by the fleet's labels, one per need for the whole fleet: per group (those of
-        ``groups`` only, when given), what ``series`` of a window matching it draws. Gauge and rate needs of the
-        serving engine only (a quantile's or an add-on's series is not split by group: it stays empty)."""
+    def both_above_zero(self, value: Need, other: Need, points: int,
+                        groups: list[GroupKey]) -> dict[GroupKey, list[float]]:
+        """For each of ``groups``: ``value``'s points, as ``series`` of a window matching the group draws them, at the
+        times both its and ``other``'s points are above 0 (e.g. the running count while requests waited). One range
+        query for those groups only (their label values narrow every selector), the two series compared by
+        Prometheus, so only the points kept are sent. Gauge and rate needs of the serving engine; else, or when the
+        query fails, every group gets no point."""
+        out: dict[GroupKey, list[float]] = {key: [] for key in groups}
         first, end, step, lookback = self._series_span(points)
-        queries = [] if self.empty else [q for q in self._plan(needs, Readings(), lookback)
-                                         if q.need.kind not in ("info", "quantile") and self._labels_for(q) == self.by]
-        texts = [promql(q.need, q.resolved, lookback, self.by) for q in queries]
-        results = self._run([partial(self._range, text, first, end, step) for text in texts])
-        self._raise_if_all_fatal(results)
-        out: dict[GroupKey, dict[Need, list[SeriesPoint]]] = {key: {n: [] for n in needs} for key in groups or []}
-        for query, result in zip(queries, results):
-            if isinstance(result, QueryFailed):
-                continue
-            for item in result:
-                key = self._key(item["metric"], self.by)
-                if groups is None:
-                    out.setdefault(key, {n: [] for n in needs})
-                if key in out:
-                    out[key][query.need] = _points([item])
+        queries = [] if self.empty or not groups else [
+            q for q in self._plan([value, other], Readings(), lookback)
+            if q.need.kind not in ("info", "quantile") and self._labels_for(q) == self.by]
+        if len(queries) < 2:
+            return out
+        among = {label: [dict(key)[label] for key in groups] for label in self.by}
+        kept, cond = (promql(q.need, q.resolved, lookback, self.by, among) for q in queries)
+        result = self._run([partial(self._range, f"({kept}) > 0 and ({cond}) > 0", first, end, step)])
+        self._raise_if_all_fatal(result)
+        if isinstance(result[0], QueryFailed):
+            return out
+        for item in result[0]:
+            key = self._key(item["metric"], self.by)
+            if key in out:
+                out[key] = [float(v) for _, v in item["values"]]
         return out
 
     def _groups(self, answers: list[tuple[list[Query], Any]]) -> list[GroupKey]:

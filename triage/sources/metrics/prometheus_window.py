@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -87,20 +87,22 @@ def quantile_value(q: float, pairs: list[tuple[float, float]]) -> tuple[float | 
     return (None, NO_OBSERVATIONS) if math.isnan(value) else (value, "")
 
 
-def promql(need: Need, r: Resolved, range_s: int, by: tuple[str, ...] = ()) -> str:
+def promql(need: Need, r: Resolved, range_s: int, by: tuple[str, ...] = (),
+           among: Mapping[str, Iterable[str]] | None = None) -> str:
     """The PromQL answering ``need`` over the ``range_s`` seconds before the evaluation time: one answer for the
-    whole selection, or one per group of the ``by`` labels (a fleet's replicas). Info needs answer every series."""
+    whole selection, or one per group of the ``by`` labels (a fleet's replicas); ``among`` (label → values) keeps the
+    series whose labels take those values only (gauge, rate and mean needs). Info needs answer every series."""
     w, agg_by = f"[{range_s}s]", _by(by)
-    sel = selector(r.name, r.match)
+    sel = selector(r.name, r.match, among)
     if need.kind == "rate":
         name = r.name + "_count" if r.spec.type == "histogram" else r.name
         agg_by = _by((need.by, *by)) if need.by else agg_by
-        return f"sum{agg_by} (increase({selector(name, r.match)}{w})) / {range_s}"
+        return f"sum{agg_by} (increase({selector(name, r.match, among)}{w})) / {range_s}"
     if need.kind == "quantile":
         return f"histogram_quantile({need.q!r}, {buckets_promql(r, range_s, by)})"
     if need.kind == "hist_mean":
-        return (f"sum{agg_by} (increase({selector(r.name + '_sum', r.match)}{w}))"
-                f" / sum{agg_by} (increase({selector(r.name + '_count', r.match)}{w}))")
+        return (f"sum{agg_by} (increase({selector(r.name + '_sum', r.match, among)}{w}))"
+                f" / sum{agg_by} (increase({selector(r.name + '_count', r.match, among)}{w}))")
     agg = gauge_agg(r.spec)
     if need.kind in OVER_TIME:
         return gauge_over_window(need.kind, f"{agg}{agg_by} ({sel})", range_s)

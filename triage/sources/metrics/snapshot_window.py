@@ -236,12 +236,12 @@ def _monotonic(buckets: list[tuple[float, float]]) -> list[tuple[float, float]]:
     return out
 
 
-def selector(name: str, match: Mapping[str, str]) -> str:
-    """``name{k="v",…}`` with PromQL string escaping."""
-    if not match:
-        return name
-    inner = ",".join(f'{k}="{_escape(v)}"' for k, v in sorted(match.items()))
-    return f"{name}{{{inner}}}"
+def selector(name: str, match: Mapping[str, str], among: Mapping[str, Iterable[str]] | None = None) -> str:
+    """``name{k="v",…}`` with PromQL string escaping; ``among``: label → the values it may take (``k=~"a|b"``)."""
+    inner = [f'{k}="{_escape(v)}"' for k, v in sorted(match.items())]
+    inner += [f'{k}=~"{_escape("|".join(re.escape(v) for v in sorted(set(values))))}"'
+              for k, values in sorted((among or {}).items())]
+    return f"{name}{{{','.join(inner)}}}" if inner else name
 
 
 def _escape(value: str) -> str:
