@@ -17,8 +17,8 @@ from triage.sources.metrics.since_start import looks_like_metrics
 
 STDIN = "-"
 MAX_LOG_BYTES = 64 * 1024 * 1024 * 1024  # a log is streamed, never held whole: only absurd sizes are refused
-# A log's chunks are its blocks (vllm._spans reads them in place): 2 MB halves the per-block steps of 1 MB ones and
-# keeps test_log_memory's bound with blocks read ahead on threads
+# A log's chunks are its blocks (vllm._spans reads them in place): 2 MB halves the per-block steps of 1 MB ones and,
+# with the one chunk read ahead (prefetch.py), keeps test_log_memory's bound
 LOG_CHUNK = 2 * MB
 
 

@@ -88,8 +88,11 @@ def private_folder(name: str) -> Path | None:
     return folder
 
 
+CHECKED = "checked-trees"  # the records' folder in the cache
+
+
 def _cache_dir() -> Path:
-    return cache_root() / "checked-trees"
+    return cache_root() / CHECKED
 
 
 def _key(root: Path) -> tuple[Path, str]:
@@ -107,7 +110,7 @@ def recall(root: Path) -> tuple[dict[str, Any] | None, tuple[Path, str] | None]:
         key = _key(root)
     except OSError:
         return None, None
-    if private_folder(_cache_dir().name) is None:
+    if private_folder(CHECKED) is None:
         return None, None  # nothing is read from, or written to, a folder others may write to
     try:
         data = json.loads(key[0].read_text(encoding="utf-8"))

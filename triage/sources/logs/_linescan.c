@@ -66,8 +66,8 @@ static void pattern_of(uint64_t *out, const unsigned char *p, Py_ssize_t n, cons
             tail[i - 8 * words] = is_digit(p[i]) ? '0' : p[i];
         memcpy(&out[words], tail, 8);
     }
-    if (marker_len == 0)
-        return;
+    if (marker_len == 0 || marker_len > n)
+        return; /* (the search below would start its bound before the line) */
     /* the marker's first byte by memchr, then the rest compared: glibc's memmem sets up tables on every call,
      * which costs more than the search in a line this short */
     unsigned char *bytes = (unsigned char *)out;

@@ -16,6 +16,13 @@ K8S_PREFIX = re.compile(rb"^\S+ (?:stdout|stderr) [FP] ")
 YEARLESS = 2000  # vLLM's stamp has no year: a leap year, so "02-29" is a valid date, advanced at a new year
 
 
+def vllm_stamp(line: bytes) -> re.Match[bytes] | None:
+    """vLLM's stamp in a line as ``Clock.stamp`` reads it (the bulk readers take its place from here too)."""
+    at = line.find(b"INFO ")  # most stamps are INFO: match there before searching the whole line
+    m = VLLM_STAMP.match(line, at) if at >= 0 else None
+    return m or VLLM_STAMP.search(line)
+
+
 def iter_lines(chunks: Iterable[bytes]) -> Iterator[bytes]:
     """Whole lines from byte chunks, without their line ends, holding only one partial line at a time; a
     Kubernetes partial line ("stdout P") is joined to its continuation."""
@@ -49,9 +56,7 @@ class Clock:
         self._days: dict[tuple[int, int, int], float | None] = {}  # (year, month, day) → epoch of midnight
 
     def stamp(self, line: bytes) -> float | None:
-        at = line.find(b"INFO ")  # most stamps are INFO: match there before searching the whole line
-        m = VLLM_STAMP.match(line, at) if at >= 0 else None
-        m = m or VLLM_STAMP.search(line)
+        m = vllm_stamp(line)
         if m:
             return self.yearless_time(int(m[1]), int(m[2]), int(m[3]), int(m[4]), int(m[5]))
         iso = None if self.yearless else ISO_STAMP.search(line)

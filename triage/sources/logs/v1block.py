@@ -89,6 +89,7 @@ FIELDS = (("prompt_tps", True), ("gen_tps", True), ("running", False), ("waiting
           ("kv", True), ("prefix_hit", True))  # Form.spans' order; True: "%.1f", False: "%d"
 MIX = U64(0x9E3779B97F4A7C15)
 ZERO_DIGITS = bytes.maketrans(b"123456789", b"000000000")
+EMPTY_LAYOUT = (0,) * (3 * len(FIELDS) + 1)  # a layout table's one row when no line has a layout
 STAMP_DIGITS = np.array([0, 1, 3, 4, 6, 7, 9, 10, 12, 13])  # the digits of "MM-DD hh:mm:ss" from the month's
 # Per line length, the bits of a packed row that fall inside the line (rows are right-aligned).
 IN_LINE = np.packbits(np.arange(WIDTH) >= WIDTH - np.arange(WIDTH + 1)[:, None], axis=1)
@@ -197,7 +198,7 @@ def stats_rows(blk: Block, start: int, newlines: np.ndarray,
         form_of_row[todo[same]] = taken[group[same]]
         todo = todo[~same]  # lines that differ from their pattern's first line: read in the next round
     ok &= form_of_row >= 0
-    table = np.array(layouts or [(0,) * (3 * len(FIELDS) + 1)])[np.maximum(form_of_row, 0)]
+    table = np.array(layouts or [EMPTY_LAYOUT])[np.maximum(form_of_row, 0)]
     flat = Block(rows)  # the rows one after another
     base = np.arange(n) * width
     keep = np.flatnonzero(ok)

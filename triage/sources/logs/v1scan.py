@@ -16,7 +16,7 @@ from types import ModuleType
 
 import numpy as np
 
-from triage.sources.logs.v1block import FIELDS, ZERO_DIGITS, Form, Rows, number_layout
+from triage.sources.logs.v1block import EMPTY_LAYOUT, FIELDS, ZERO_DIGITS, Form, Rows, number_layout
 
 _linescan: ModuleType | None
 try:
@@ -24,7 +24,6 @@ try:
 except ImportError:  # pragma: no cover - a machine without a C compiler
     _linescan = None
 
-EMPTY_LAYOUT = (0,) * (3 * len(FIELDS) + 1)
 # Digits right after this text stay in a line's pattern: "Engine 001: " names the engine (VllmLogParser reads it)
 ENGINE_MARK = b"Engine "
 ENGINE_DIGITS = re.compile(re.escape(ENGINE_MARK) + rb"(\d*)")  # the digits the scanner keeps, for _reading's key
@@ -37,7 +36,7 @@ def available() -> bool:
 
 
 def count(buf: bytes, start: int, end: int, needle: bytes) -> int:
-    """``buf.count(needle, start, end)`` by the C scanner (glibc's memmem)."""
+    """``buf.count(needle, start, end)`` by the C scanner (16 places at a time, then memcmp)."""
     assert _linescan is not None
     return int(_linescan.count(buf, start, end, needle))
 
@@ -46,11 +45,10 @@ def count(buf: bytes, start: int, end: int, needle: bytes) -> int:
 class SpecForm:
     """Where the careful path reads a SpecDecoding line (``VllmLogParser._spec``): the spans of the accepted and
     drafted token counts and of the acceptance rate's percent ((-1, -1): the line has none) and the offset of the
-    stamp's month digits; ``marks``: how often the line holds "SpecDecoding metrics" (the caller counts it)."""
+    stamp's month digits."""
 
     spans: tuple[tuple[int, int], tuple[int, int], tuple[int, int]]
     stamp: int
-    marks: int = 1
 
 
 @dataclass
@@ -117,14 +115,15 @@ def _read(buf: bytes, found: np.ndarray, form_of_group: np.ndarray, kind_of_grou
                                        np.array(layouts, np.int64))
     value = np.frombuffer(values, np.float64).reshape(-1, len(FIELDS))
     stamp = np.frombuffer(stamps, np.int64).reshape(-1, 5)
-    mine = value[~spec] if spec.any() else value
-    month, day, hh, mm, ss = (stamp[~spec] if spec.any() else stamp).T
+    mixed = bool(spec.any())
+    mine = value[~spec] if mixed else value
+    month, day, hh, mm, ss = (stamp[~spec] if mixed else stamp).T
     numbers = {name: mine[:, i] for i, (name, _) in enumerate(FIELDS)}
     numbers["kv"] = numbers["kv"] / 100
     numbers["prefix_hit"] = numbers["prefix_hit"] / 100
     rows = Rows(month, day, hh, mm, ss, [f.engine for f, _ in stats], [f.marks for f, _ in stats],
-                forms[~spec] if spec.any() else forms, numbers)
-    if not spec.any():
+                forms[~spec] if mixed else forms, numbers)
+    if not mixed:
         return rows, None
     theirs = value[spec]
     return rows, SpecRows(spec, tuple(stamp.T), theirs[:, 0], theirs[:, 1], theirs[:, 2] / 100)

@@ -27,7 +27,7 @@ from functools import lru_cache
 import numpy as np
 
 from triage.sources.logs import v1scan
-from triage.sources.logs.lines import K8S_PARTIAL, VLLM_STAMP, Clock, iter_lines
+from triage.sources.logs.lines import K8S_PARTIAL, Clock, iter_lines, vllm_stamp
 from triage.sources.logs.registry import LogFormat, register
 from triage.sources.logs.series import (
     ColumnRuns,
@@ -377,7 +377,8 @@ def _count(pairs: tuple[np.ndarray, np.ndarray], two: bytes) -> int:
 
 @dataclass(frozen=True)
 class Bulk:
-    """What numpy read of a block: its standard stats lines and its count of lines."""
+    """What the bulk path read of a block: its standard stats lines, its SpecDecoding lines (the C scanner only)
+    and its count of lines."""
 
     rows: Rows
     spec: SpecRows | None
@@ -441,9 +442,7 @@ def _spec_form(line: bytes) -> v1scan.SpecForm | None:
             b"Prefix cache hit rate: GPU" in line and V0_PREFIX.search(line):
         return None  # an earlier branch of _line
     sm = SPEC_V1.search(line)
-    at = line.find(b"INFO ")
-    stamp = VLLM_STAMP.match(line, at) if at >= 0 else None
-    stamp = stamp or VLLM_STAMP.search(line)
+    stamp = vllm_stamp(line)
     if sm is None or stamp is None:
         return None
     spans = {b"Accepted": (-1, -1), b"Drafted": (-1, -1), b"%": (-1, -1)}
@@ -473,9 +472,7 @@ def _zeroed_form(line: bytes) -> Form | None:
     fast = V1_FAST.match(line, key_at) if m is not None else None
     if m is None or fast is None or not COMPLETE.search(line, m.end()):
         return None
-    at = line.find(b"INFO ")
-    stamp = VLLM_STAMP.match(line, at) if at >= 0 else None
-    stamp = stamp or VLLM_STAMP.search(line)
+    stamp = vllm_stamp(line)
     if stamp is None:
         return None
     engine = m.group(1).decode() if m.group(1) else ("aggregated" if m.group(2) else "000")
@@ -575,16 +572,10 @@ class _blocks:
         """The whole lines of ``rest`` + ``parts`` as a block; what follows them becomes ``rest``."""
         buf = b"".join([bytes(FRONT), self.rest, *parts, bytes(PAD)])
         size = len(buf) - PAD
-        cut = buf.rfind(b"\n", FRONT, size)
-        if cut >= 0:
-            last = max(buf.rfind(b"\n", FRONT, cut) + 1, FRONT)
-            if K8S_PARTIAL.match(buf[last:cut]):
-                cut = last - 1  # a Kubernetes partial line is completed by the next one: keep it for the next block
-        if cut < FRONT:
-            self.rest = buf[FRONT:size]
-            return
-        self.rest = buf[cut + 1:size]
-        yield buf, FRONT, cut + 1
+        end = _lines_end(buf, FRONT, size)
+        self.rest = buf[end:size]
+        if end > FRONT:
+            yield buf, FRONT, end
 
 
 class _spans:
@@ -613,18 +604,21 @@ class _spans:
             yield from self._whole(chunk, start)
 
     def _whole(self, buf: bytes, start: int) -> Iterator[tuple[bytes, int, int]]:
-        """The whole lines of ``buf[start:]`` as a block, but a last Kubernetes partial line, which is completed by
-        the next one; what follows them becomes ``rest``."""
-        end = buf.rfind(b"\n", start) + 1
-        if end > start:
-            last = max(buf.rfind(b"\n", start, end - 1) + 1, start)
-            if K8S_PARTIAL.match(buf[last:end - 1]):
-                end = last
-        if end <= start:
-            self.rest = buf[start:]
-            return
+        """The whole lines of ``buf[start:]`` as a block; what follows them becomes ``rest``."""
+        end = _lines_end(buf, start, len(buf))
         self.rest = buf[end:]
-        yield buf, start, end
+        if end > start:
+            yield buf, start, end
+
+
+def _lines_end(buf: bytes, start: int, stop: int) -> int:
+    """Where the whole lines of ``buf[start:stop]`` end (``start``: none), a last Kubernetes partial line left out:
+    the next line completes it, so it waits for the next block."""
+    end = buf.rfind(b"\n", start, stop) + 1
+    if end <= start:
+        return start
+    last = max(buf.rfind(b"\n", start, end - 1) + 1, start)
+    return last if K8S_PARTIAL.match(buf[last:end - 1]) else end
 
 
 register(LogFormat("vllm_log", "vLLM server log", detect, parse, parse_chunks, rank=10))
